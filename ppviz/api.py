@@ -1,0 +1,95 @@
+"""The public entry points: build a schedule, simulate it, and summarise it as the CLI contract."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from . import metrics as _metrics
+from . import schedules
+from .costs import Costs
+from .ir import Schedule
+from .simulator import Result
+from .simulator import simulate as _simulate
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """A simulated schedule with its metrics."""
+
+    result: Result
+    metrics: _metrics.Metrics
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.result.schedule
+
+    def summary(self) -> dict:
+        """The contract fields, without the ops."""
+        s, m = self.schedule, self.metrics
+        return {
+            "schedule": s.name,
+            "devices": s.devices,
+            "stages": s.stages,
+            "microbatches": s.microbatches,
+            "chunks": s.placement.chunks,
+            "makespan": m.makespan,
+            "span": m.span,
+            "busy": m.busy,
+            "bubble_fraction": m.bubble_fraction,
+            "span_bubble_fraction": m.span_bubble_fraction,
+            "peak_activation": m.peak_activation,
+            "parameters": m.parameters,
+            "formula_makespan": m.formula_makespan,
+            "formula_bubble_fraction": m.formula_bubble_fraction,
+            "params": {k: v for k, v in s.params.items() if k != "microbatches"},
+        }
+
+    def to_dict(self) -> dict:
+        return {**self.summary(), "ops": self.result.ops()}
+
+
+def make_costs(
+    f: float = 1.0,
+    b: float = 1.0,
+    w: float = 1.0,
+    p2p: float = 0.0,
+    overlap: float = 1.0,
+    b_frees: float = 0.0,
+    stage_times: Mapping[int, Sequence[float]] | None = None,
+) -> Costs:
+    return Costs(f, b, w, p2p, overlap, b_frees, dict(stage_times or {}))
+
+
+def evaluate(schedule: Schedule, costs: Costs | None = None) -> Run:
+    """Simulate any schedule (generated or imported) and measure it."""
+    costs = costs or Costs()
+    result = _simulate(schedule, costs)
+    return Run(result, _metrics.compute(result, schedules.formula(schedule, costs)))
+
+
+def simulate(
+    name: str,
+    devices: int,
+    microbatches: int,
+    *,
+    f: float = 1.0,
+    b: float = 1.0,
+    w: float = 1.0,
+    p2p: float = 0.0,
+    overlap: float = 1.0,
+    b_frees: float = 0.0,
+    stage_times: Mapping[int, Sequence[float]] | None = None,
+    **params,
+) -> Run:
+    """Generate the named schedule and simulate it under the cost convention.
+
+    Raises ValueError with a message saying what to change when an input is invalid.
+    """
+    costs = make_costs(f, b, w, p2p, overlap, b_frees, stage_times)
+    schedule = schedules.build(name, devices, microbatches, **params)
+    if costs.stage_times and max(costs.stage_times) >= schedule.stages:
+        raise ValueError(
+            f"per-stage times name stage {max(costs.stage_times)}, but {name} has stages 0..{schedule.stages - 1}"
+        )
+    return evaluate(schedule, costs)

@@ -1,0 +1,292 @@
+"""The schedule IR: per-device ordered actions on (stage, microbatch, kind).
+
+Schedules are plain data. Generators build them, the simulator times them, and the text form
+(PyTorch ``torch.distributed.pipelining`` compute-only CSV) imports and exports them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import NamedTuple, Union
+
+
+class Kind(str, Enum):
+    """What an action computes. BW is a full backward (B and W fused)."""
+
+    F = "F"
+    B = "B"
+    W = "W"
+    BW = "BW"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+KINDS: tuple[Kind, ...] = (Kind.F, Kind.B, Kind.W, Kind.BW)
+KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
+
+
+class Action(NamedTuple):
+    """One unit of work: a kind of pass of one microbatch through one stage."""
+
+    stage: int
+    microbatch: int
+    kind: Kind
+
+    def __str__(self) -> str:
+        return f"{self.stage}{_TO_TORCH[self.kind]}{self.microbatch}"
+
+
+class Overlap(NamedTuple):
+    """Two actions run as one slot (a forward and a backward chunk overlapped, as in DualPipe)."""
+
+    first: Action
+    second: Action
+
+    def __str__(self) -> str:
+        return f"({self.first};{self.second})OVERLAP_F_B"
+
+
+Step = Union[Action, Overlap]
+
+F, B, W, BW = Kind.F, Kind.B, Kind.W, Kind.BW
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Which device runs each stage, per microbatch direction.
+
+    ``devices_of[d][s]`` is the device of stage ``s`` for microbatches of direction ``d``.
+    Almost every schedule has one direction; DualPipe has two opposite pipes.
+    """
+
+    devices: int
+    stages: int
+    devices_of: tuple[tuple[int, ...], ...]
+    style: str = "custom"
+
+    @staticmethod
+    def standard(devices: int) -> Placement:
+        """One stage per device."""
+        return Placement(devices, devices, (tuple(range(devices)),), "standard")
+
+    @staticmethod
+    def looped(devices: int, chunks: int) -> Placement:
+        """Interleaved: stage s on device s mod p (PyTorch's "loop" style)."""
+        stages = devices * chunks
+        return Placement(devices, stages, (tuple(s % devices for s in range(stages)),), "loop")
+
+    @staticmethod
+    def vshape(devices: int) -> Placement:
+        """V shape: device d holds stages d and 2p-1-d, so the turn stays on the last device."""
+        p = devices
+        return Placement(p, 2 * p, (tuple(s if s < p else 2 * p - 1 - s for s in range(2 * p)),), "v")
+
+    @staticmethod
+    def dualpipe(devices: int) -> Placement:
+        """Two opposite pipes: direction 0 runs stage s on device s, direction 1 on p-1-s."""
+        p = devices
+        return Placement(p, p, (tuple(range(p)), tuple(range(p - 1, -1, -1))), "dualpipe")
+
+    def device(self, stage: int, direction: int = 0) -> int:
+        return self.devices_of[direction][stage]
+
+    def held(self) -> list[list[tuple[int, int]]]:
+        """Per device, the (direction, stage) chunks it holds, in stage order."""
+        out: list[list[tuple[int, int]]] = [[] for _ in range(self.devices)]
+        for d, row in enumerate(self.devices_of):
+            for s, dev in enumerate(row):
+                out[dev].append((d, s))
+        return out
+
+    @property
+    def chunks(self) -> int:
+        """Model chunks per device (the most any device holds)."""
+        return max((len(h) for h in self.held()), default=0)
+
+    def chunk_index(self) -> list[list[int]]:
+        """``chunk_index()[d][s]``: which of its device's chunks stage s is (for colour shades)."""
+        out = [[0] * self.stages for _ in self.devices_of]
+        for chunks in self.held():
+            for i, (d, s) in enumerate(chunks):
+                out[d][s] = i
+        return out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The ordered steps each device runs. ``None`` is a deliberate idle slot (kept for CSV)."""
+
+    placement: Placement
+    microbatches: int
+    order: tuple[tuple[Step | None, ...], ...]
+    name: str = "custom"
+    directions: tuple[int, ...] | None = None  # per microbatch; None means all direction 0
+    params: dict = field(default_factory=dict, compare=False)
+    param_versions: int = 1  # weight versions each chunk keeps (PipeDream-2BW keeps two)
+
+    @property
+    def devices(self) -> int:
+        return self.placement.devices
+
+    @property
+    def stages(self) -> int:
+        return self.placement.stages
+
+    def direction(self, microbatch: int) -> int:
+        return self.directions[microbatch] if self.directions is not None else 0
+
+    def actions(self) -> Iterable[tuple[int, Action]]:
+        """Every action with its device, in device order (pairs yield both halves)."""
+        for dev, steps in enumerate(self.order):
+            for step in steps:
+                if step is None:
+                    continue
+                if isinstance(step, Overlap):
+                    yield dev, step.first
+                    yield dev, step.second
+                else:
+                    yield dev, step
+
+    @property
+    def size(self) -> int:
+        """Number of actions (an overlapped pair counts two)."""
+        return sum(
+            (2 if isinstance(s, Overlap) else 1) for steps in self.order for s in steps if s is not None
+        )
+
+
+def make_schedule(
+    placement: Placement,
+    microbatches: int,
+    order: Sequence[Sequence[Step | None]],
+    name: str = "custom",
+    **kw,
+) -> Schedule:
+    return Schedule(placement, microbatches, tuple(tuple(o) for o in order), name, **kw)
+
+
+# --- PyTorch compute-only text form -------------------------------------------------------
+
+_TO_TORCH = {Kind.F: "F", Kind.B: "I", Kind.W: "W", Kind.BW: "B"}
+_FROM_TORCH = {v: k for k, v in _TO_TORCH.items()}
+_ACTION_RE = re.compile(r"^(\d+)([FIWB])(\d+)$")
+_PAIR_RE = re.compile(r"^\(([^;()]+);([^;()]+)\)OVERLAP_F_B$")
+
+
+def parse_action(text: str) -> Step:
+    """Parse ``0F3``, ``2I1``, ``2W1``, ``1B0`` or ``(0F7;7B3)OVERLAP_F_B``."""
+    t = text.strip()
+    m = _PAIR_RE.match(t)
+    if m:
+        a, b = parse_action(m.group(1)), parse_action(m.group(2))
+        return Overlap(a, b)  # type: ignore[arg-type]
+    m = _ACTION_RE.match(t)
+    if not m:
+        raise ValueError(
+            f"cannot read action {text!r}: expected stage, one of F/I/W/B, microbatch "
+            "(e.g. 0F3, 2I1, 1B0) or a pair like (0F7;7B3)OVERLAP_F_B"
+        )
+    return Action(int(m.group(1)), int(m.group(3)), _FROM_TORCH[m.group(2)])
+
+
+def format_step(step: Step | None) -> str:
+    return "" if step is None else str(step)
+
+
+def to_torch_csv(schedule: Schedule) -> str:
+    """One row per rank, cells padded with empty (idle) slots to a common width."""
+    width = max((len(r) for r in schedule.order), default=0)
+    lines = []
+    for row in schedule.order:
+        cells = [format_step(s) for s in row] + [""] * (width - len(row))
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def parse_torch_rows(text: str) -> list[list[Step | None]]:
+    """Rows of steps; trailing idle cells are dropped, inner ones kept as ``None``."""
+    rows: list[list[Step | None]] = []
+    lines = text.replace("\r\n", "\n").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise ValueError("the order is empty: expected one CSV row per rank")
+    for r, line in enumerate(lines):
+        cells: list[Step | None] = []
+        for c, cell in enumerate(_split_cells(line)):
+            if not cell.strip():
+                cells.append(None)
+                continue
+            try:
+                cells.append(parse_action(cell))
+            except ValueError as e:
+                raise ValueError(f"row {r + 1}, column {c + 1}: {e}") from None
+        while cells and cells[-1] is None:
+            cells.pop()
+        rows.append(cells)
+    return rows
+
+
+def _split_cells(line: str) -> list[str]:
+    """Split on commas outside parentheses (pairs contain a ';', not a comma, but be safe)."""
+    out, depth, cur = [], 0, []
+    for ch in line:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
+def from_torch_csv(text: str, name: str = "custom") -> Schedule:
+    """Build a schedule from the compute-only CSV, inferring placement from where stages run.
+
+    A stage that runs on several ranks (DualPipe's two pipes) splits microbatches into
+    directions by the rank sequence each microbatch's forwards follow.
+    """
+    rows = parse_torch_rows(text)
+    devices = len(rows)
+    where: dict[tuple[int, int], int] = {}  # (stage, microbatch) -> device
+    stages = microbatches = 0
+    for dev, row in enumerate(rows):
+        for step in row:
+            if step is None:
+                continue
+            for a in (step if isinstance(step, Overlap) else (step,)):
+                stages = max(stages, a.stage + 1)
+                microbatches = max(microbatches, a.microbatch + 1)
+                prev = where.setdefault((a.stage, a.microbatch), dev)
+                if prev != dev:
+                    raise ValueError(
+                        f"stage {a.stage} microbatch {a.microbatch} runs on ranks {prev} and {dev}: "
+                        "all actions of one stage and microbatch must be on one rank"
+                    )
+    if not where:
+        raise ValueError("the order holds no actions")
+    path_index: dict[tuple[int, ...], int] = {}
+    directions = []
+    for mb in range(microbatches):
+        path = tuple(where.get((s, mb), -1) for s in range(stages))
+        if -1 in path:
+            missing = path.index(-1)
+            raise ValueError(f"stage {missing} of microbatch {mb} never runs in the order")
+        directions.append(path_index.setdefault(path, len(path_index)))
+    paths = tuple(sorted(path_index, key=path_index.get))
+    placement = Placement(devices, stages, paths, "custom")
+    return make_schedule(
+        placement,
+        microbatches,
+        rows,
+        name,
+        directions=tuple(directions) if len(paths) > 1 else None,
+    )

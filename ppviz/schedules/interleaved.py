@@ -1,0 +1,111 @@
+"""Looped placements: v chunks per device, stage s on device s mod p.
+
+Megatron's interleaved 1F1B walks microbatches in groups of N (``group_size``, Megatron's
+``microbatch_group_size_per_vp_stage``) through each chunk in turn, with a warm-up of
+2(p−d−1) + (v−1)·N forwards. Looped BFS runs every microbatch through a chunk before the next.
+"""
+
+from __future__ import annotations
+
+from ..ir import BW, Action, F, Placement, Schedule, Step, make_schedule
+from .registry import Param, Spec, register
+
+CHUNKS = Param("chunks", int, 2, 1, 16, "model chunks per device (virtual pipeline size v)")
+
+
+def megatron_table(m: int, v: int, group: int) -> list[tuple[int, int]]:
+    """(microbatch, chunk) in the order forwards are issued; the last group takes what is left."""
+    table = []
+    for lo in range(0, m, group):
+        hi = m if lo + group >= m else lo + group
+        table.extend((mb, c) for c in range(v) for mb in range(lo, hi))
+    return table
+
+
+def interleaved_1f1b(p: int, m: int, chunks: int = 2, group_size: int | None = None) -> Schedule:
+    v, n = chunks, group_size or p
+    table = megatron_table(m, v, n)
+    total = len(table)
+    order = []
+    for d in range(p):
+        warm = min(2 * (p - d - 1) + (v - 1) * n, total)
+
+        def fwd(i: int) -> Step:
+            mb, c = table[i]
+            return Action(c * p + d, mb, F)
+
+        def bwd(i: int) -> Step:
+            mb, c = table[i]
+            return Action((v - 1 - c) * p + d, mb, BW)
+
+        row = [fwd(i) for i in range(warm)]
+        for i in range(warm, total):
+            row.append(fwd(i))
+            row.append(bwd(i - warm))
+        row.extend(bwd(i) for i in range(total - warm, total))
+        order.append(row)
+    return make_schedule(Placement.looped(p, v), m, order)
+
+
+def _check_interleaved(p: int, m: int, chunks: int, group_size: int | None) -> None:
+    n = group_size or p
+    if m < p:
+        raise ValueError(f"interleaved-1f1b needs microbatches ≥ devices (got {m} with {p} devices)")
+    if not p <= n <= m:
+        raise ValueError(f"interleaved-1f1b needs group_size between devices ({p}) and microbatches ({m}) (got {n})")
+    rest = m % n
+    if rest and rest < p:
+        what = "devices" if group_size is None else f"the group size {n}"
+        raise ValueError(
+            f"interleaved-1f1b needs microbatches to be a multiple of {what}, or to leave at least "
+            f"{p} in the last group (got {m} with {p} devices)"
+        )
+
+
+def looped_bfs(p: int, m: int, chunks: int = 2) -> Schedule:
+    order = []
+    for d in range(p):
+        row = [Action(c * p + d, mb, F) for c in range(chunks) for mb in range(m)]
+        row += [Action(c * p + d, mb, BW) for c in reversed(range(chunks)) for mb in range(m)]
+        order.append(row)
+    return make_schedule(Placement.looped(p, chunks), m, order)
+
+
+def _interleaved_formula(p, m, c, chunks, group_size=None):
+    if m % p or (group_size or p) != p:
+        return None
+    return m * (c.f + c.b + c.w) + (p - 1) * (c.f + c.b + c.w) / chunks
+
+
+register(
+    Spec(
+        name="interleaved-1f1b",
+        description="Megatron interleaved 1F1B (virtual pipeline): v chunks per device cut the bubble by v.",
+        reference="Narayanan et al., Efficient Large-Scale LM Training on GPU Clusters, SC 2021 (Megatron-LM)",
+        build=interleaved_1f1b,
+        params=(
+            CHUNKS,
+            Param("group_size", int, None, 1, None, "microbatches per group through each chunk (default: devices)"),
+        ),
+        check=_check_interleaved,
+        formula=_interleaved_formula,
+        formula_text="m(f+b+w) + (p−1)(f+b+w)/v, m a multiple of p",
+        chunks=None,
+        memory_text="about p + (v−1)·p/v … see table",
+    )
+)
+register(
+    Spec(
+        name="looped-bfs",
+        description="Breadth-first looped: each chunk runs all microbatches before the next chunk.",
+        reference="Lamy-Poirier, Breadth-First Pipeline Parallelism, MLSys 2023",
+        build=looped_bfs,
+        params=(CHUNKS,),
+        formula=lambda p, m, c, chunks: (m * (c.f + c.b + c.w) + (p - 1) * (c.f + c.b + c.w) / chunks)
+        if m >= p
+        else None,
+        formula_text="m(f+b+w) + (p−1)(f+b+w)/v, m ≥ p",
+        chunks=None,
+        memory_text="m",
+    )
+)

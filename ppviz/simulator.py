@@ -1,0 +1,340 @@
+"""Validation and exact event timing of a schedule.
+
+Each device runs its steps in order. A step starts when its device is free and every action it
+depends on has ended (plus the p2p latency when that action ran on another device). The pass is
+a worklist over devices: a device runs ahead until it meets an unfinished dependency, parks on
+it, and is woken when that action ends. Every step is timed once, so the cost is linear in the
+number of actions, and an order that cannot finish is reported, never looped on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain
+
+import numpy as np
+
+from .costs import Costs
+from .ir import KIND_INDEX, KINDS, Action, Kind, Overlap, Schedule
+
+_F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
+
+
+class ScheduleError(ValueError):
+    """The order is not a valid schedule (missing, duplicate or misplaced actions)."""
+
+
+class DeadlockError(ScheduleError):
+    """The order cannot run: some device waits forever."""
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """A timed schedule, as columns: one row per action in device order.
+
+    The two actions of an overlapped pair share a slot, so they have the same start and end.
+    """
+
+    schedule: Schedule
+    costs: Costs
+    device: np.ndarray
+    stage: np.ndarray
+    microbatch: np.ndarray
+    kind: np.ndarray  # index into ir.KINDS
+    slot: np.ndarray  # slot of each action; a pair's two actions share one
+    start: np.ndarray
+    end: np.ndarray
+    slot_device: np.ndarray
+    slot_start: np.ndarray
+    slot_end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @cached_property
+    def paired(self) -> np.ndarray:
+        """True for actions that run as half of an overlapped pair."""
+        counts = np.bincount(self.slot, minlength=len(self.slot_start))
+        return counts[self.slot] > 1
+
+    @cached_property
+    def chunk(self) -> np.ndarray:
+        """Which of its device's model chunks each action runs (0 for single-chunk devices)."""
+        table = np.array(self.schedule.placement.chunk_index(), dtype=np.int64)
+        direction = _directions(self.schedule)[self.microbatch]
+        return table[direction, self.stage]
+
+    def ops(self) -> list[dict]:
+        """The CLI contract's ``ops[]`` rows."""
+        names = [k.value for k in KINDS]
+        return [
+            {"device": d, "stage": s, "microbatch": m, "kind": names[k], "start": a, "end": b}
+            for d, s, m, k, a, b in zip(
+                self.device.tolist(),
+                self.stage.tolist(),
+                self.microbatch.tolist(),
+                self.kind.tolist(),
+                self.start.tolist(),
+                self.end.tolist(),
+            )
+        ]
+
+
+def _directions(schedule: Schedule) -> np.ndarray:
+    if schedule.directions is None:
+        return np.zeros(schedule.microbatches, dtype=np.int64)
+    return np.asarray(schedule.directions, dtype=np.int64)
+
+
+def _flatten(schedule: Schedule):
+    """Columns of every action in device order, plus the device of each slot.
+
+    Rows of plain actions are transposed at C speed; rows with pairs or idle slots take the
+    per-step path.
+    """
+    cols: list[tuple[np.ndarray, ...]] = []
+    n = 0
+    for d, steps in enumerate(schedule.order):
+        fast = _fast_row(steps)
+        stage, mb, kind, slot = fast if fast is not None else _slow_row(steps)
+        slot = slot + n
+        n += len(steps) if fast is not None else (int(slot[-1]) - n + 1 if len(slot) else 0)
+        cols.append((np.full(len(stage), d, dtype=np.int64), stage, mb, kind, slot))
+    if not cols:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty, empty, empty
+    dev, stage, mb, kind, slot = (np.concatenate(c) for c in zip(*cols))
+    slot_device = np.empty(n, dtype=np.int64)
+    slot_device[slot] = dev
+    return dev, stage, mb, kind, slot, slot_device
+
+
+_KIND_BY_ID = {id(k): i for k, i in KIND_INDEX.items()}
+
+
+def _fast_row(steps):
+    """Transpose a row of plain Actions; None when the row holds anything else."""
+    if not steps:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    try:
+        flat = list(chain.from_iterable(steps))
+    except TypeError:  # an idle slot (None)
+        return None
+    if len(flat) != 3 * len(steps):
+        return None
+    st, mb, kd = flat[0::3], flat[1::3], flat[2::3]
+    ids = np.fromiter(map(id, kd), dtype=np.int64, count=len(kd))
+    kind = np.full(len(kd), -1, dtype=np.int64)
+    for k_id, i in _KIND_BY_ID.items():
+        kind[ids == k_id] = i
+    if (kind < 0).any():
+        return None
+    try:
+        stage = np.fromiter(st, dtype=np.int64, count=len(st))
+        micro = np.fromiter(mb, dtype=np.int64, count=len(mb))
+    except (TypeError, ValueError):
+        return None
+    return stage, micro, kind, np.arange(len(kd), dtype=np.int64)
+
+
+def _slow_row(steps):
+    """Per-step path: pairs, idle slots, plain tuples and kind strings."""
+    stage, mb, kind, slot = [], [], [], []
+    n = 0
+    for step in steps:
+        if step is None:
+            continue
+        actions = step if isinstance(step, Overlap) else (step,)
+        for a in actions:
+            try:
+                s, m, k = a
+                k = KIND_INDEX[Kind(k)]
+            except (TypeError, ValueError):
+                raise ScheduleError(f"cannot read step {step!r}: expected (stage, microbatch, kind)") from None
+            if not (isinstance(s, (int, np.integer)) and isinstance(m, (int, np.integer))):
+                raise ScheduleError(f"step {step!r} needs whole-number stage and microbatch")
+            stage.append(s)
+            mb.append(m)
+            kind.append(k)
+            slot.append(n)
+        n += 1
+    return tuple(np.array(x, dtype=np.int64) for x in (stage, mb, kind, slot))
+
+
+def _label(stage: int, mb: int, kind: int) -> str:
+    return str(Action(stage, mb, KINDS[kind]))
+
+
+def validate(schedule: Schedule) -> None:
+    """Raise ScheduleError unless every action appears once, on the device holding its stage."""
+    _prepare(schedule)
+
+
+def _prepare(schedule: Schedule):
+    """Validate and build the key → action index table used for dependencies."""
+    S, M, P = schedule.stages, schedule.microbatches, schedule.devices
+    if len(schedule.order) != P:
+        raise ScheduleError(f"the order has {len(schedule.order)} device rows but the placement has {P} devices")
+    if M < 1:
+        raise ScheduleError(f"a schedule needs at least one microbatch (got {M})")
+    if schedule.directions is not None and len(schedule.directions) != M:
+        raise ScheduleError(f"directions has {len(schedule.directions)} entries for {M} microbatches")
+    dev, stage, mb, kind, slot, slot_device = _flatten(schedule)
+    bad = np.flatnonzero((stage < 0) | (stage >= S) | (mb < 0) | (mb >= M))
+    if len(bad):
+        i = bad[0]
+        raise ScheduleError(
+            f"device {dev[i]} runs {_label(stage[i], mb[i], kind[i])}, but the schedule has stages "
+            f"0..{S - 1} and microbatches 0..{M - 1}"
+        )
+    directions = _directions(schedule)
+    placement = np.array(schedule.placement.devices_of, dtype=np.int64)
+    home = placement[directions[mb], stage]
+    bad = np.flatnonzero(home != dev)
+    if len(bad):
+        i = bad[0]
+        raise ScheduleError(
+            f"{_label(stage[i], mb[i], kind[i])} is on device {dev[i]}, but stage {stage[i]} "
+            f"of microbatch {mb[i]} belongs on device {home[i]}"
+        )
+    key = (kind * S + stage) * M + mb
+    seen = np.bincount(key, minlength=len(KINDS) * S * M).reshape(len(KINDS), S, M)
+    if seen.max(initial=0) > 1:
+        k, s, m = np.argwhere(seen > 1)[0]
+        raise ScheduleError(f"action {_label(s, m, k)} appears {seen[k, s, m]} times; each must appear once")
+    problems = [
+        (seen[_F] == 0, "forward {} never runs"),
+        ((seen[_B] + seen[_BW]) == 0, "backward of {} never runs (need B and W, or BW)"),
+        ((seen[_B] == 1) & (seen[_BW] == 1), "{} has both a split backward (B) and a full one (BW)"),
+        ((seen[_B] == 1) & (seen[_W] == 0), "{} has B but no W"),
+        ((seen[_W] == 1) & (seen[_B] == 0), "{} has W but no B"),
+    ]
+    for mask, text in problems:
+        if mask.any():
+            s, m = np.argwhere(mask)[0]
+            raise ScheduleError(text.format(f"stage {s} microbatch {m}"))
+    pos = np.full(len(KINDS) * S * M, -1, dtype=np.int64)
+    pos[key] = np.arange(len(key))
+    return dev, stage, mb, kind, slot, slot_device, key, pos
+
+
+def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
+    """Validate the order and compute exact start and end times of every action."""
+    costs = costs or Costs()
+    S, M = schedule.stages, schedule.microbatches
+    dev, stage, mb, kind, slot, slot_device, key, pos = _prepare(schedule)
+    n_slots = len(slot_device)
+
+    # The one cross-action dependency of each action (as an action index; -1 = none).
+    last = stage == S - 1
+    dep_key = np.full(len(key), -1, dtype=np.int64)
+    f_prev = (kind == _F) & (stage > 0)
+    dep_key[f_prev] = (_F * S + stage[f_prev] - 1) * M + mb[f_prev]
+    back = (kind == _B) | (kind == _BW)
+    on_last = back & last
+    dep_key[on_last] = (_F * S + stage[on_last]) * M + mb[on_last]
+    inner = back & ~last
+    next_b = (_B * S + stage[inner] + 1) * M + mb[inner]
+    next_bw = (_BW * S + stage[inner] + 1) * M + mb[inner]
+    dep_key[inner] = np.where(pos[next_b] >= 0, next_b, next_bw)
+    is_w = kind == _W
+    dep_key[is_w] = (_B * S + stage[is_w]) * M + mb[is_w]
+    dep_act = np.where(dep_key >= 0, pos[np.maximum(dep_key, 0)], -1)
+    has_dep = dep_act >= 0
+    dep_slot = np.where(has_dep, slot[np.maximum(dep_act, 0)], -1)
+    lat = np.where(has_dep & (dev[np.maximum(dep_act, 0)] != dev), costs.p2p, 0.0)
+
+    # Slot-level: a pair has two actions, hence up to two dependencies and a summed duration.
+    dur_table = costs.durations(S, schedule.devices)
+    act_dur = dur_table[kind, stage]
+    slot_dur = np.bincount(slot, weights=act_dur, minlength=n_slots)
+    size = np.bincount(slot, minlength=n_slots)
+    slot_dur = np.where(size > 1, slot_dur * costs.overlap, slot_dur)
+    first = np.full(n_slots, -1, dtype=np.int64)
+    first[slot[::-1]] = np.arange(len(slot))[::-1]
+    second = np.where(size > 1, first + 1, -1)
+    dep1 = dep_slot[first]
+    lat1 = lat[first]
+    dep2 = np.where(second >= 0, dep_slot[np.maximum(second, 0)], -1)
+    lat2 = np.where(second >= 0, lat[np.maximum(second, 0)], 0.0)
+
+    bounds = np.searchsorted(slot_device, np.arange(schedule.devices + 1))
+    start, end = _run(
+        bounds.tolist(), dep1.tolist(), lat1.tolist(), dep2.tolist(), lat2.tolist(), slot_dur.tolist(),
+        lambda stuck, done: _deadlock(stuck, done, first, second, dep1, dep2, stage, mb, kind, slot_device),
+    )
+    slot_start = np.array(start)
+    slot_end = np.array(end)
+    return Result(
+        schedule, costs, dev, stage, mb, kind, slot,
+        slot_start[slot], slot_end[slot], slot_device, slot_start, slot_end,
+    )  # fmt: skip
+
+
+def _run(bounds, dep1, lat1, dep2, lat2, dur, on_deadlock):
+    """The event pass: returns start and end per slot, or calls on_deadlock(stuck)."""
+    n = len(dur)
+    start = [0.0] * n
+    end = [-1.0] * n
+    waiting: dict[int, list[int]] = {}
+    devices = len(bounds) - 1
+    ptr = bounds[:-1]
+    free = [0.0] * devices
+    todo = list(range(devices - 1, -1, -1))
+    while todo:
+        d = todo.pop()
+        i, hi, t_free = ptr[d], bounds[d + 1], free[d]
+        while i < hi:
+            t = t_free
+            a = dep1[i]
+            if a >= 0:
+                e = end[a]
+                if e < 0:
+                    waiting.setdefault(a, []).append(d)
+                    break
+                e += lat1[i]
+                if e > t:
+                    t = e
+            a = dep2[i]
+            if a >= 0:
+                e = end[a]
+                if e < 0:
+                    waiting.setdefault(a, []).append(d)
+                    break
+                e += lat2[i]
+                if e > t:
+                    t = e
+            start[i] = t
+            t_free = t + dur[i]
+            end[i] = t_free
+            if waiting and i in waiting:
+                todo.extend(waiting.pop(i))
+            i += 1
+        ptr[d] = i
+        free[d] = t_free
+    stuck = [(d, ptr[d]) for d in range(devices) if ptr[d] < bounds[d + 1]]
+    if stuck:
+        on_deadlock(stuck, end)
+    return start, end
+
+
+def _deadlock(stuck, done, first, second, dep1, dep2, stage, mb, kind, slot_device):
+    """Name each stuck device's action and what it waits for."""
+
+    def slot_label(i: int) -> str:
+        a = first[i]
+        text = _label(stage[a], mb[a], kind[a])
+        if second[i] >= 0:
+            b = second[i]
+            text = f"({text};{_label(stage[b], mb[b], kind[b])})"
+        return text
+
+    lines = []
+    for d, i in stuck:
+        step = i - int(np.searchsorted(slot_device, d))
+        waits = [j for j in (dep1[i], dep2[i]) if j >= 0 and done[j] < 0]
+        on = ", ".join(f"{slot_label(j)} on device {slot_device[j]}" for j in waits)
+        lines.append(f"device {d} is stuck at step {step} ({slot_label(i)}), waiting for {on}")
+    raise DeadlockError("deadlock: the order cannot run; " + "; ".join(lines))
