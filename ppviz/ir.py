@@ -9,20 +9,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import NamedTuple, Union
+from enum import StrEnum
+from typing import NamedTuple
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     """What an action computes. BW is a full backward (B and W fused)."""
 
     F = "F"
     B = "B"
     W = "W"
     BW = "BW"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 KINDS: tuple[Kind, ...] = (Kind.F, Kind.B, Kind.W, Kind.BW)
@@ -50,7 +47,7 @@ class Overlap(NamedTuple):
         return f"({self.first};{self.second})OVERLAP_F_B"
 
 
-Step = Union[Action, Overlap]
+Step = Action | Overlap
 
 F, B, W, BW = Kind.F, Kind.B, Kind.W, Kind.BW
 
@@ -154,9 +151,7 @@ class Schedule:
     @property
     def size(self) -> int:
         """Number of actions (an overlapped pair counts two)."""
-        return sum(
-            (2 if isinstance(s, Overlap) else 1) for steps in self.order for s in steps if s is not None
-        )
+        return sum((2 if isinstance(s, Overlap) else 1) for steps in self.order for s in steps if s is not None)
 
 
 def make_schedule(
@@ -262,7 +257,7 @@ def from_torch_csv(text: str, name: str = "custom") -> Schedule:
         for step in row:
             if step is None:
                 continue
-            for a in (step if isinstance(step, Overlap) else (step,)):
+            for a in step if isinstance(step, Overlap) else (step,):
                 stages = max(stages, a.stage + 1)
                 microbatches = max(microbatches, a.microbatch + 1)
                 prev = where.setdefault((a.stage, a.microbatch), dev)

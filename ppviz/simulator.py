@@ -262,7 +262,12 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
 
     bounds = np.searchsorted(slot_device, np.arange(schedule.devices + 1))
     start, end = _run(
-        bounds.tolist(), dep1.tolist(), lat1.tolist(), dep2.tolist(), lat2.tolist(), slot_dur.tolist(),
+        bounds.tolist(),
+        dep1.tolist(),
+        lat1.tolist(),
+        dep2.tolist(),
+        lat2.tolist(),
+        slot_dur.tolist(),
         lambda stuck, done: _deadlock(stuck, done, first, second, dep1, dep2, stage, mb, kind, slot_device),
     )
     slot_start = np.array(start)

@@ -30,19 +30,13 @@ def interleaved_1f1b(p: int, m: int, chunks: int = 2, group_size: int | None = N
     for d in range(p):
         warm = min(2 * (p - d - 1) + (v - 1) * n, total)
 
-        def fwd(i: int) -> Step:
-            mb, c = table[i]
-            return Action(c * p + d, mb, F)
-
-        def bwd(i: int) -> Step:
-            mb, c = table[i]
-            return Action((v - 1 - c) * p + d, mb, BW)
-
-        row = [fwd(i) for i in range(warm)]
+        fwd: list[Step] = [Action(c * p + d, mb, F) for mb, c in table]
+        bwd: list[Step] = [Action((v - 1 - c) * p + d, mb, BW) for mb, c in table]
+        row = fwd[:warm]
         for i in range(warm, total):
-            row.append(fwd(i))
-            row.append(bwd(i - warm))
-        row.extend(bwd(i) for i in range(total - warm, total))
+            row.append(fwd[i])
+            row.append(bwd[i - warm])
+        row.extend(bwd[total - warm :])
         order.append(row)
     return make_schedule(Placement.looped(p, v), m, order)
 
@@ -101,9 +95,9 @@ register(
         reference="Lamy-Poirier, Breadth-First Pipeline Parallelism, MLSys 2023",
         build=looped_bfs,
         params=(CHUNKS,),
-        formula=lambda p, m, c, chunks: (m * (c.f + c.b + c.w) + (p - 1) * (c.f + c.b + c.w) / chunks)
-        if m >= p
-        else None,
+        formula=lambda p, m, c, chunks: (
+            (m * (c.f + c.b + c.w) + (p - 1) * (c.f + c.b + c.w) / chunks) if m >= p else None
+        ),
         formula_text="m(f+b+w) + (p−1)(f+b+w)/v, m ≥ p",
         chunks=None,
         memory_text="m",

@@ -1,0 +1,202 @@
+"""The command line: ``ppviz list``, ``ppviz simulate``, ``ppviz render``.
+
+Bad input prints one line to stderr and exits 2; nothing here prints a traceback for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from . import REGISTRY, api
+from .ir import from_torch_csv, to_torch_csv
+
+MAX_ORDER_BYTES = 5_000_000
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not usage + error
+        raise UsageError(message)
+
+
+def _all_params() -> dict[str, object]:
+    """Every schedule-specific parameter across the registry, by name (first definition wins)."""
+    out: dict[str, object] = {}
+    for spec in REGISTRY.values():
+        for p in spec.params:
+            out.setdefault(p.name, p)
+    return out
+
+
+def _stage_time(text: str) -> tuple[int, tuple[float, float, float]]:
+    try:
+        stage, times = text.split(":")
+        f, b, w = (float(x) for x in times.split(","))
+        return int(stage), (f, b, w)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--stage-time wants STAGE:F,B,W such as 3:1.5,3,1.5 (got {text!r})") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="ppviz", description="Exact simulator of pipeline-parallel training schedules.")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ls = sub.add_parser("list", help="list the schedules")
+    ls.add_argument("--json", action="store_true", help="print the registry as JSON")
+    for name, help_ in (("simulate", "simulate a schedule and print its metrics"),
+                        ("render", "write a standalone HTML page with the Gantt and memory charts")):  # fmt: skip
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("schedule", nargs="?", help="schedule name (see `ppviz list`)")
+        p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch compute-only CSV order instead")
+        p.add_argument("--devices", "-p", type=int, help="pipeline devices p")
+        p.add_argument("--microbatches", "-m", type=int, help="microbatches m")
+        p.add_argument("--chunks", "-v", type=int, help="model chunks per device, for schedules that take it")
+        for q in _all_params().values():
+            if q.name == "chunks":
+                continue
+            p.add_argument(f"--{q.name.replace('_', '-')}", dest=q.name, type=q.type, help=q.help)
+        p.add_argument("--f", type=float, default=1.0, help="forward time per device share (default 1)")
+        p.add_argument("--b", type=float, default=1.0, help="input-backward time per device share (default 1)")
+        p.add_argument("--w", type=float, default=1.0, help="weight-backward time per device share (default 1)")
+        p.add_argument("--p2p", type=float, default=0.0, help="latency added to cross-device dependencies")
+        p.add_argument("--overlap", type=float, default=1.0, help="time factor of an overlapped F&B pair")
+        p.add_argument("--b-frees", type=float, default=0.0, help="fraction of activation that B frees")
+        p.add_argument("--stage-time", type=_stage_time, action="append", default=[], metavar="S:F,B,W",
+                       help="override one stage's f,b,w (repeatable)")  # fmt: skip
+        if name == "simulate":
+            out = p.add_mutually_exclusive_group()
+            out.add_argument("--json", action="store_true", help="print the result as one JSON object")
+            out.add_argument("--csv", action="store_true", help="print the ops as CSV")
+            out.add_argument("--torch-csv", action="store_true", help="print the order as PyTorch compute-only CSV")
+        else:
+            p.add_argument("-o", "--output", required=True, help="HTML file to write")
+            p.add_argument("--limit", type=float, help="memory limit line on the memory chart")
+    return ap
+
+
+def _run(args: argparse.Namespace) -> api.Run:
+    costs = dict(f=args.f, b=args.b, w=args.w, p2p=args.p2p, overlap=args.overlap, b_frees=args.b_frees,
+                 stage_times=dict(args.stage_time))  # fmt: skip
+    if args.order:
+        if args.schedule:
+            raise UsageError("give either a schedule name or --order FILE, not both")
+        try:
+            with open(args.order, "rb") as fh:
+                data = fh.read(MAX_ORDER_BYTES + 1)
+        except OSError as e:
+            raise UsageError(f"cannot read {args.order}: {e.strerror}") from None
+        if len(data) > MAX_ORDER_BYTES:
+            raise UsageError(f"{args.order} is larger than {MAX_ORDER_BYTES:,} bytes")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError(f"{args.order} is not UTF-8 text") from None
+        schedule = from_torch_csv(text, name=os.path.basename(args.order))
+        return api.evaluate(schedule, api.make_costs(**costs))
+    if not args.schedule:
+        raise UsageError("name a schedule (see `ppviz list`) or give --order FILE.csv")
+    missing = [f"--{n}" for n in ("devices", "microbatches") if getattr(args, n) is None]
+    if missing:
+        raise UsageError(f"{args.schedule} needs {' and '.join(missing)}")
+    spec = REGISTRY.get(args.schedule)
+    params = {}
+    for name in _all_params():
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        if spec is not None and spec.param(name) is None and name != "chunks":
+            raise UsageError(f"{args.schedule} does not take --{name.replace('_', '-')}")
+        params[name] = value
+    return api.simulate(args.schedule, args.devices, args.microbatches, **costs, **params)
+
+
+def _print_summary(run: api.Run) -> None:
+    s = run.summary()
+    print(f"{s['schedule']}: {s['devices']} devices, {s['stages']} stages, {s['microbatches']} microbatches, "
+          f"{s['chunks']} chunk(s) per device")  # fmt: skip
+    formula = "" if s["formula_makespan"] is None else f" (closed form {s['formula_makespan']:g})"
+    print(f"makespan {s['makespan']:g}{formula}")
+    fb = s["formula_bubble_fraction"]
+    print(f"bubble   {s['bubble_fraction']:.4f}" + ("" if fb is None else f" (closed form {fb:.4f})"))
+    print(f"{'device':>6} {'span':>10} {'busy':>10} {'peak act.':>10} {'params':>7}")
+    for d in range(s["devices"]):
+        print(f"{d:>6} {s['span'][d]:>10g} {s['busy'][d]:>10g} {s['peak_activation'][d]:>10g} "
+              f"{s['parameters'][d]:>7g}")  # fmt: skip
+
+
+def _list(as_json: bool) -> None:
+    if as_json:
+        rows = [
+            {
+                "name": s.name,
+                "description": s.description,
+                "reference": s.reference,
+                "params": [
+                    {
+                        "name": p.name,
+                        "type": p.type.__name__,
+                        "default": p.default,
+                        "low": p.low,
+                        "high": p.high,
+                        "help": p.help,
+                    }
+                    for p in s.params
+                ],  # fmt: skip
+                "chunks": s.chunks,
+                "split_backward": s.split_backward,
+                "formula": s.formula_text or None,
+                "memory": s.memory_text or None,
+            }
+            for s in REGISTRY.values()
+        ]
+        print(json.dumps(rows, indent=1))
+        return
+    width = max(len(n) for n in REGISTRY)
+    for s in REGISTRY.values():
+        extra = ", ".join(p.name for p in s.params)
+        print(f"{s.name:<{width}}  {s.description}" + (f" [params: {extra}]" if extra else ""))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        if args.command == "list":
+            _list(args.json)
+            return 0
+        run = _run(args)
+        if args.command == "render":
+            from . import figures
+
+            html = figures.to_html(run, limit=args.limit)
+            try:
+                with open(args.output, "w", encoding="utf-8") as fh:
+                    fh.write(html)
+            except OSError as e:
+                raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+            print(f"wrote {args.output} ({len(run.result):,} ops, makespan {run.metrics.makespan:g})")
+        elif args.json:
+            sys.stdout.write(json.dumps(run.to_dict()) + "\n")
+        elif args.csv:
+            from . import formats
+
+            sys.stdout.write(formats.ops_csv(run))
+        elif args.torch_csv:
+            sys.stdout.write(to_torch_csv(run.schedule))
+        else:
+            _print_summary(run)
+        return 0
+    except (UsageError, ValueError) as e:
+        print(f"ppviz: error: {e}".replace("\n", " "), file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
