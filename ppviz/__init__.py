@@ -9,13 +9,13 @@ from .simulator import DeadlockError, Result, ScheduleError, validate
 __version__ = "0.1.0"
 
 
-def schedules() -> list[str]:
+def schedule_names() -> list[str]:
     """Names of every registered schedule."""
     return list(REGISTRY)
 
 
 __all__ = [
     "Action", "Costs", "DeadlockError", "Kind", "Overlap", "Placement", "REGISTRY", "Result", "Run",
-    "Schedule", "ScheduleError", "build", "evaluate", "from_torch_csv", "make_costs", "schedules",
+    "Schedule", "ScheduleError", "build", "evaluate", "from_torch_csv", "make_costs", "schedule_names",
     "simulate", "to_torch_csv", "validate",
 ]  # fmt: skip

@@ -9,6 +9,7 @@ number of actions, and an order that cannot finish is reported, never looped on.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -90,20 +91,27 @@ def _directions(schedule: Schedule) -> np.ndarray:
 def _flatten(schedule: Schedule):
     """Columns of every action in device order, plus the device of each slot.
 
-    Rows of plain actions are transposed at C speed; rows with pairs or idle slots take the
-    per-step path.
+    A schedule of plain actions is transposed at C speed in one go; otherwise each row of
+    plain actions is, and rows with pairs or idle slots take the per-step path.
     """
+    lengths = [len(steps) for steps in schedule.order]
+    fast = _fast_rows(list(chain.from_iterable(schedule.order)))
+    if fast is not None:
+        stage, mb, kind = fast
+        dev = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        slot = np.arange(len(stage), dtype=np.int64)
+        return dev, stage, mb, kind, slot, dev
     cols: list[tuple[np.ndarray, ...]] = []
     n = 0
     for d, steps in enumerate(schedule.order):
-        fast = _fast_row(steps)
-        stage, mb, kind, slot = fast if fast is not None else _slow_row(steps)
-        slot = slot + n
-        n += len(steps) if fast is not None else (int(slot[-1]) - n + 1 if len(slot) else 0)
-        cols.append((np.full(len(stage), d, dtype=np.int64), stage, mb, kind, slot))
-    if not cols:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, empty, empty, empty
+        fast = _fast_rows(steps)
+        if fast is not None:
+            stage, mb, kind = fast
+            slot = np.arange(len(steps), dtype=np.int64)
+        else:
+            stage, mb, kind, slot = _slow_row(steps)
+        cols.append((np.full(len(stage), d, dtype=np.int64), stage, mb, kind, slot + n))
+        n += int(slot[-1]) + 1 if len(slot) else 0
     dev, stage, mb, kind, slot = (np.concatenate(c) for c in zip(*cols))
     slot_device = np.empty(n, dtype=np.int64)
     slot_device[slot] = dev
@@ -113,11 +121,8 @@ def _flatten(schedule: Schedule):
 _KIND_BY_ID = {id(k): i for k, i in KIND_INDEX.items()}
 
 
-def _fast_row(steps):
-    """Transpose a row of plain Actions; None when the row holds anything else."""
-    if not steps:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, empty
+def _fast_rows(steps):
+    """(stage, microbatch, kind) columns of a sequence of plain Actions; None if it holds others."""
     try:
         flat = list(chain.from_iterable(steps))
     except TypeError:  # an idle slot (None)
@@ -134,9 +139,9 @@ def _fast_row(steps):
     try:
         stage = np.fromiter(st, dtype=np.int64, count=len(st))
         micro = np.fromiter(mb, dtype=np.int64, count=len(mb))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return stage, micro, kind, np.arange(len(kd), dtype=np.int64)
+    return stage, micro, kind
 
 
 def _slow_row(steps):
@@ -244,7 +249,6 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
     dep_act = np.where(dep_key >= 0, pos[np.maximum(dep_key, 0)], -1)
     has_dep = dep_act >= 0
     dep_slot = np.where(has_dep, slot[np.maximum(dep_act, 0)], -1)
-    lat = np.where(has_dep & (dev[np.maximum(dep_act, 0)] != dev), costs.p2p, 0.0)
 
     # Slot-level: a pair has two actions, hence up to two dependencies and a summed duration.
     dur_table = costs.durations(S, schedule.devices)
@@ -256,34 +260,54 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
     first[slot[::-1]] = np.arange(len(slot))[::-1]
     second = np.where(size > 1, first + 1, -1)
     dep1 = dep_slot[first]
-    lat1 = lat[first]
     dep2 = np.where(second >= 0, dep_slot[np.maximum(second, 0)], -1)
-    lat2 = np.where(second >= 0, lat[np.maximum(second, 0)], 0.0)
+    # A dependency earlier on the same device is implied by the device's order: drop it. All
+    # that remain cross devices (or deadlock), so each carries the p2p latency.
+    slots = np.arange(n_slots)
+    for dep in (dep1, dep2):
+        dep[(dep >= 0) & (dep < slots) & (slot_device[np.maximum(dep, 0)] == slot_device)] = -1
 
-    bounds = np.searchsorted(slot_device, np.arange(schedule.devices + 1))
-    start, end = _run(
-        bounds.tolist(),
-        dep1.tolist(),
-        lat1.tolist(),
-        dep2.tolist(),
-        lat2.tolist(),
-        slot_dur.tolist(),
-        lambda stuck, done: _deadlock(stuck, done, first, second, dep1, dep2, stage, mb, kind, slot_device),
-    )
-    slot_start = np.array(start)
-    slot_end = np.array(end)
+    # Each pair gets a zero-time barrier step before it that waits for its second dependency,
+    # so the event pass handles one dependency per step.
+    pair = second >= 0
+    main = slots + np.cumsum(pair)  # step index of each slot
+    barrier = main[pair] - 1
+    n_steps = n_slots + int(pair.sum())
+    step_dep = np.full(n_steps, -1, dtype=np.int64)
+    step_dur = np.zeros(n_steps)
+    step_slot = np.empty(n_steps, dtype=np.int64)
+    step_dep[main] = np.where(dep1 >= 0, main[dep1], -1)
+    step_dur[main] = slot_dur
+    step_slot[main] = slots
+    step_dep[barrier] = np.where(dep2[pair] >= 0, main[dep2[pair]], -1)
+    step_slot[barrier] = slots[pair]
+    bounds = np.searchsorted(slot_device[step_slot], np.arange(schedule.devices + 1))
+
+    def deadlock(stuck, ready):
+        _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device)
+
+    start = np.array(_run(bounds.tolist(), step_dep.tolist(), costs.p2p, step_dur.tolist(), deadlock))
+    slot_start = start[main]
+    slot_end = slot_start + step_dur[main]  # the same float sum as in the pass, so exact
     return Result(
         schedule, costs, dev, stage, mb, kind, slot,
         slot_start[slot], slot_end[slot], slot_device, slot_start, slot_end,
     )  # fmt: skip
 
 
-def _run(bounds, dep1, lat1, dep2, lat2, dur, on_deadlock):
-    """The event pass: returns start and end per slot, or calls on_deadlock(stuck)."""
+def _run(bounds, dep, p2p, dur, on_deadlock):
+    """The event pass: returns the start of every step, or calls on_deadlock(stuck, ready).
+
+    Every dependency left is on another device, so each step records when its dependents may
+    start: its end plus ``p2p`` (``ready``). ``ready`` has one extra entry, -inf, so a missing
+    dependency (index -1) never delays a step; ``None`` marks a step not yet run. A parked
+    device is noted in ``waiter`` of the step it waits for (``more`` holds a rare second one).
+    """
     n = len(dur)
     start = [0.0] * n
-    end = [-1.0] * n
-    waiting: dict[int, list[int]] = {}
+    ready: list = [None] * n + [-math.inf]
+    waiter = [-1] * n
+    more: dict[int, list[int]] = {}
     devices = len(bounds) - 1
     ptr = bounds[:-1]
     free = [0.0] * devices
@@ -292,40 +316,34 @@ def _run(bounds, dep1, lat1, dep2, lat2, dur, on_deadlock):
         d = todo.pop()
         i, hi, t_free = ptr[d], bounds[d + 1], free[d]
         while i < hi:
-            t = t_free
-            a = dep1[i]
-            if a >= 0:
-                e = end[a]
-                if e < 0:
-                    waiting.setdefault(a, []).append(d)
-                    break
-                e += lat1[i]
-                if e > t:
-                    t = e
-            a = dep2[i]
-            if a >= 0:
-                e = end[a]
-                if e < 0:
-                    waiting.setdefault(a, []).append(d)
-                    break
-                e += lat2[i]
-                if e > t:
-                    t = e
+            t = ready[dep[i]]
+            if t is None:
+                a = dep[i]
+                if waiter[a] < 0:
+                    waiter[a] = d
+                else:
+                    more.setdefault(a, []).append(d)
+                break
+            if t < t_free:
+                t = t_free
             start[i] = t
             t_free = t + dur[i]
-            end[i] = t_free
-            if waiting and i in waiting:
-                todo.extend(waiting.pop(i))
+            ready[i] = t_free + p2p
+            w = waiter[i]
+            if w >= 0:
+                todo.append(w)
+                if more:
+                    todo.extend(more.pop(i, ()))
             i += 1
         ptr[d] = i
         free[d] = t_free
     stuck = [(d, ptr[d]) for d in range(devices) if ptr[d] < bounds[d + 1]]
     if stuck:
-        on_deadlock(stuck, end)
-    return start, end
+        on_deadlock(stuck, ready)
+    return start
 
 
-def _deadlock(stuck, done, first, second, dep1, dep2, stage, mb, kind, slot_device):
+def _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device):
     """Name each stuck device's action and what it waits for."""
 
     def slot_label(i: int) -> str:
@@ -338,8 +356,11 @@ def _deadlock(stuck, done, first, second, dep1, dep2, stage, mb, kind, slot_devi
 
     lines = []
     for d, i in stuck:
-        step = i - int(np.searchsorted(slot_device, d))
-        waits = [j for j in (dep1[i], dep2[i]) if j >= 0 and done[j] < 0]
-        on = ", ".join(f"{slot_label(j)} on device {slot_device[j]}" for j in waits)
-        lines.append(f"device {d} is stuck at step {step} ({slot_label(i)}), waiting for {on}")
+        slot = step_slot[i]
+        on = step_slot[step_dep[i]]
+        step = slot - int(np.searchsorted(slot_device, d))
+        lines.append(
+            f"device {d} is stuck at step {step} ({slot_label(slot)}), waiting for {slot_label(on)} "
+            f"on device {slot_device[on]}"
+        )
     raise DeadlockError("deadlock: the order cannot run; " + "; ".join(lines))

@@ -120,7 +120,7 @@ def build(name: str, devices: object, microbatches: object, **params) -> Schedul
 def formula(schedule: Schedule, costs: Costs) -> float | None:
     """The closed-form makespan, where one is known for these sizes (latency 0, uniform stages)."""
     spec = REGISTRY.get(schedule.name)
-    if spec is None or spec.formula is None or not costs.uniform:
+    if spec is None or spec.formula is None or not costs.uniform or costs.p2p:
         return None
     args = dict(schedule.params)
     m = args.pop("microbatches", schedule.microbatches)
