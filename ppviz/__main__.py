@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="list the schedules")
     ls.add_argument("--json", action="store_true", help="print the registry as JSON")
+    sub.add_parser("table", help="print the README's schedule table (Markdown), measured at p=8, m=32")
     for name, help_ in (("simulate", "simulate a schedule and print its metrics"),
                         ("render", "write a standalone HTML page with the Gantt and memory charts")):  # fmt: skip
         p = sub.add_parser(name, help=help_)
@@ -168,6 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         if args.command == "list":
             _list(args.json)
+            return 0
+        if args.command == "table":
+            from .report import schedule_table
+
+            print(schedule_table(), end="")
             return 0
         run = _run(args)
         if args.command == "render":

@@ -85,7 +85,7 @@ register(
         formula=_interleaved_formula,
         formula_text="m(f+b+w) + (p−1)(f+b+w)/v, m a multiple of p",
         chunks=None,
-        memory_text="about p + (v−1)·p/v … see table",
+        memory_text="(2(p−i−1) + (v−1)p + 1)/v, group size p",
     )
 )
 register(

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Set up everything the tests need (venv, pinned packages, Debian's chromium and chromium-driver
+# when missing) and run lint plus the whole test suite, browser tests included.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt -e .
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "installing Debian's chromium and chromium-driver for the browser tests"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+exec .venv/bin/python -m pytest --headless -q "$@"
