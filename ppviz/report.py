@@ -21,7 +21,7 @@ def schedule_table() -> str:
     """Markdown: each schedule's formulas and its numbers at p=8, m=32, f=b=w=1, latency 0."""
     head = (
         "| schedule | what it is | reference | activation (formula) | bubble / makespan (formula) "
-        f"| makespan | max span | bubble | peak act. | params |\n"
+        "| makespan | max span | bubble | peak act. | params |\n"
         "|---|---|---|---|---|---:|---:|---:|---:|---:|\n"
     )
     rows = []
