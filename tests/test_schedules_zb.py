@@ -85,7 +85,7 @@ def test_zb_v_peak_is_p_and_span_is_zero_bubble(p):
 
 
 def test_every_schedule_of_issue_4_is_registered():
-    names = {"zb-h2", "zb-v", "dualpipe", "dualpipe-v", "1f1b-overlap", "interleaved-1f1b-overlap"}
+    names = {"zb-h2", "zb-v", "interleaved-zb", "dualpipe", "dualpipe-v", "1f1b-overlap", "interleaved-1f1b-overlap"}
     assert names <= set(REGISTRY)
 
 
@@ -211,3 +211,32 @@ def test_overlap_gain_shortens_1f1b_overlap():
     """Factor 0.5 halves each pair's time, so the schedule gets strictly shorter."""
     full = ppviz.simulate("1f1b-overlap", 4, 16).metrics.makespan
     assert ppviz.simulate("1f1b-overlap", 4, 16, overlap=0.5).metrics.makespan < full
+
+
+# --- interleaved-zb ----------------------------------------------------------------------------
+
+
+def test_interleaved_zb_is_valid_or_refused_on_the_grid():
+    for v in (2, 3):
+        assert sweep("interleaved-zb", chunks=v) == sweep("interleaved-1f1b", chunks=v)
+
+
+@pytest.mark.parametrize(("f", "b", "w"), [(1, 1, 1), (1, 2, 1), (2, 1, 0.5)])
+def test_interleaved_zb_bubble_is_zb_h1_bubble_over_v(f, b, w):
+    """m(f+b+w) + (p−1)(f+b−w)/v whenever W ≤ B: the split backward removes W from the bubble."""
+    for v in (2, 3):
+        for p in (2, 4, 8):
+            for m in (p, 2 * p, 4 * p):
+                met = ppviz.simulate("interleaved-zb", p, m, chunks=v, f=f, b=b, w=w).metrics
+                assert met.makespan == pytest.approx(m * (f + b + w) + (p - 1) * (f + b - w) / v)
+                assert met.formula_makespan == pytest.approx(met.makespan)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+def test_interleaved_zb_beats_interleaved_1f1b_in_time_and_memory(p):
+    """At p=8, m=32, v=2: 99.5 against 106.5, and peak p = 8 against 11.5."""
+    for m in (2 * p, 4 * p):
+        zb = ppviz.simulate("interleaved-zb", p, m, chunks=2).metrics
+        il = ppviz.simulate("interleaved-1f1b", p, m, chunks=2).metrics
+        assert zb.makespan < il.makespan
+        assert max(zb.peak_activation) == p < max(il.peak_activation)

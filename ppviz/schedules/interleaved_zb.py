@@ -1,0 +1,73 @@
+"""Interleaved zero bubble: interleaved 1F1B with the backward split and W deferred.
+
+Like PyTorch's ``ScheduleInterleavedZeroBubble``: forwards and backwards walk Megatron's
+interleaved table, the warm-up is (v−1)·N + (p−1−r) forwards (one per hop to the last device,
+not two, since W fills the gaps the shorter warm-up leaves), and device r holds back its first r
+weight passes (as ZB-H1 does) so that W fills the cool-down bubble. The peak stays at p, below
+interleaved 1F1B's, and the bubble is ZB-H1's divided by v.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..ir import Action, B, F, Placement, Schedule, Step, W, make_schedule
+from .interleaved import CHUNKS, _check_interleaved, megatron_table
+from .registry import Param, Spec, register
+
+
+def interleaved_zb(p: int, m: int, chunks: int = 2, group_size: int | None = None) -> Schedule:
+    v, n = chunks, group_size or p
+    table = megatron_table(m, v, n)
+    total = len(table)
+    order = []
+    for r in range(p):
+        warm = min((v - 1) * n + (p - 1 - r), total)
+        fwd = [Action(c * p + r, mb, F) for mb, c in table]
+        bwd = [Action((v - 1 - c) * p + r, mb, B) for mb, c in table]
+        row: list[Step] = list(fwd[:warm])
+        weights: deque[Action] = deque()
+        for k, back in enumerate(bwd):
+            if warm + k < total:
+                row.append(fwd[warm + k])
+            row.append(back)
+            weights.append(back._replace(kind=W))
+            if k >= r:
+                row.append(weights.popleft())
+        row.extend(weights)
+        order.append(row)
+    return make_schedule(Placement.looped(p, v), m, order)
+
+
+def _check(p: int, m: int, chunks: int, group_size: int | None) -> None:
+    try:
+        _check_interleaved(p, m, chunks, group_size)
+    except ValueError as e:
+        raise ValueError(str(e).replace("interleaved-1f1b", "interleaved-zb")) from None
+
+
+def _makespan(p, m, c, chunks, group_size=None):
+    """ZB-H1's bubble divided by v: m(f+b+w) + (p−1)(f+b−w)/v, while W ≤ B fits its gaps."""
+    if c.w > c.b or (group_size or p) != p:
+        return None
+    return m * (c.f + c.b + c.w) + (p - 1) * (c.f + c.b - c.w) / chunks
+
+
+register(
+    Spec(
+        name="interleaved-zb",
+        description="Interleaved zero bubble: interleaved 1F1B with split backward and W deferred into bubbles.",
+        reference="PyTorch ScheduleInterleavedZeroBubble; Qi et al., Zero Bubble PP, ICLR 2024",
+        build=interleaved_zb,
+        params=(
+            CHUNKS,
+            Param("group_size", int, None, 1, None, "microbatches per group through each chunk (default: devices)"),
+        ),
+        check=_check,
+        chunks=None,
+        split_backward=True,
+        formula=_makespan,
+        formula_text="m(f+b+w) + (p−1)(f+b−w)/v, w ≤ b",
+        memory_text="≤ p (interleaved-1f1b's is higher)",
+    )
+)
