@@ -85,6 +85,16 @@ def zb_h1(p: int, m: int) -> Schedule:
     return make_schedule(Placement.standard(p), m, order)
 
 
+def _zb_h1_formula(p: int, m: int, c: Costs) -> float | None:
+    """Exact when every deferred W fits a bubble: m ≥ p and w ≤ min(f, b) (or trivially p = 1 or w = 0).
+
+    With w > f or w > b, or m < p, the W's no longer fit and the makespan is longer (tests/test_schedules_classic.py).
+    """
+    if p == 1 or c.w == 0 or (m >= p and c.w <= min(c.f, c.b)):
+        return m * _work(c) + (p - 1) * (c.f + c.b - c.w)
+    return None
+
+
 register(
     Spec(
         name="gpipe",
@@ -136,8 +146,8 @@ register(
         reference="Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024",
         build=zb_h1,
         split_backward=True,
-        formula=lambda p, m, c: m * _work(c) + (p - 1) * (c.f + c.b - c.w) if m >= p and c.w <= c.b else None,
-        formula_text="m(f+b+w) + (p−1)(f+b−w), m ≥ p",
+        formula=_zb_h1_formula,
+        formula_text="m(f+b+w) + (p−1)(f+b−w), m ≥ p and w ≤ min(f, b)",
         memory_text="≤ p",
     )
 )

