@@ -1,0 +1,174 @@
+"""The page's callbacks. Each reads its inputs, calls a plain function and returns the result.
+
+Registered with ``dash.callback`` on import, so they never import the app (no import cycle).
+"""
+
+from __future__ import annotations
+
+from dash import ALL, ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, html, no_update
+
+from . import controls, sync, views
+from .layout import EXPORTS
+from .url_state import parse
+
+PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
+MESSAGES = {"type": "control-msg", "name": ALL}
+BLOCKS = {"type": "param-block", "schedule": ALL}
+TOGGLED = ("devices", "microbatches", "overlap", "b_frees")
+EXPORT_IDS = [f"export-{key}" for key, _ in EXPORTS]
+
+
+@callback(
+    Output("url", "search"),
+    *[Output(name, "value") for name in sync.CONTROLS],
+    Output(PARAMS, "value"),
+    Output("stage-table", "data"),
+    Output("schedule", "options"),
+    Output("link-notes", "children"),
+    Input("url", "search"),
+    *[Input(name, "value") for name in sync.CONTROLS],
+    Input(PARAMS, "value"),
+    Input("stage-table", "data"),
+    Input("stage-reset", "n_clicks"),
+    Input("upload-store", "data"),
+)
+def sync_url(search, *args):
+    """URL → controls when the URL changed (a shared link, back/forward); controls → URL otherwise."""
+    n = len(sync.CONTROLS)
+    values = dict(zip(sync.CONTROLS, args[:n]))
+    param_list, rows, _reset, upload = args[n:]
+    ids = [item["id"] for item in ctx.inputs_list[1 + n]]
+    trigger = ctx.triggered_id
+    if isinstance(trigger, dict):
+        trigger = "param"
+    out = sync.sync(trigger, search, values, list(zip(ids, param_list)), rows, upload)
+    control_out = [out.controls[name] if out.controls and name in out.controls else no_update for name in sync.CONTROLS]
+    return (
+        out.search if out.search is not None else no_update,
+        *control_out,
+        out.params if out.params is not None else [no_update] * len(ids),
+        out.rows if out.rows is not None else no_update,
+        out.options if out.options is not None else no_update,
+        _notes(out.notes) if out.notes is not None else no_update,
+    )
+
+
+@callback(
+    Output("gantt", "figure"),
+    Output("memory", "figure"),
+    Output("memory-box", "style"),
+    Output("cards", "children"),
+    Output("ranking", "data"),
+    Output("ranking-box", "style"),
+    Output(MESSAGES, "children"),
+    *[Output(name, "disabled") for name in TOGGLED],
+    Output("schedule-info", "children"),
+    Output("render-stamp", "children"),
+    Input("url", "search"),
+)
+def draw_view(search):
+    """Simulate what the URL describes and draw it; errors go next to the control to change."""
+    state = parse(search).state
+    view = views.render(state)
+    names = [item["id"]["name"] for item in ctx.outputs_list[6]]
+    compare = state.mode == "compare"
+    return (
+        view.gantt,
+        view.memory if view.memory is not None else no_update,
+        {"display": "none"} if view.memory is None else {},
+        [_card(*c) for c in view.cards],
+        view.ranking,
+        {} if compare else {"display": "none"},
+        [_message(view.messages.get(name)) for name in names],
+        *[view.disabled.get(name, False) for name in TOGGLED],
+        controls.schedule_info(state.schedule) if not compare else [],
+        f"{view.drawn_as}:{sum(len(r.result) for r in view.runs)}",
+    )
+
+
+@callback(
+    Output(BLOCKS, "style"),
+    Output("row-schedule", "style"),
+    Output("row-compare", "style"),
+    Input("mode", "value"),
+    Input("schedule", "value"),
+    Input("compare", "value"),
+)
+def show_controls(mode, schedule, compare):
+    """Show the parameter blocks of the schedules on screen, and the picker of the mode."""
+    names = [item["id"]["schedule"] for item in ctx.outputs_list[0]]
+    compare_mode = mode == "compare"
+    return (
+        [controls.block_style(name, mode, schedule, compare) for name in names],
+        {"display": "none"} if compare_mode else {},
+        {} if compare_mode else {"display": "none"},
+    )
+
+
+@callback(
+    Output("download", "data"),
+    Output("export-error", "children"),
+    *[Input(i, "n_clicks") for i in EXPORT_IDS],
+    State("url", "search"),
+    prevent_initial_call=True,
+)
+def download_export(*args):
+    """Build the chosen export from the view in the URL."""
+    search = args[-1]
+    kind = str(ctx.triggered_id).removeprefix("export-")
+    try:
+        return views.export(parse(search).state, kind), ""
+    except ValueError as e:
+        return no_update, _message(("error", f"cannot export: {e}"))
+
+
+@callback(
+    Output("upload-store", "data"),
+    Output("upload-error", "children"),
+    Input("upload", "contents"),
+    State("upload", "filename"),
+    prevent_initial_call=True,
+)
+def read_upload(contents, filename):
+    """Check an uploaded order strictly; on success it becomes the custom schedule."""
+    try:
+        return views.read_upload(contents, filename), _message(("reason", f"showing {filename}"))
+    except ValueError as e:
+        return no_update, _message(("error", str(e)))
+
+
+clientside_callback(
+    "function(n) { return window.location.href; }",
+    Output("copy-link", "content"),
+    Input("copy-link", "n_clicks"),
+    prevent_initial_call=True,
+)
+
+clientside_callback(
+    ClientsideFunction(namespace="ppviz", function_name="syncAxes"),
+    Output("axes-sync", "data"),
+    Input("gantt", "relayoutData"),
+    Input("memory", "relayoutData"),
+    prevent_initial_call=True,
+)
+
+
+def _card(label: str, value: str, detail: str) -> html.Div:
+    return html.Div(
+        [html.Div(label, className="card-label"), html.Div(value, className="card-value"), html.Div(detail)],
+        className="card",
+        id=f"card-{label.replace(' ', '-')}",
+    )
+
+
+def _message(message: tuple[str, str] | None):
+    if message is None:
+        return None
+    kind, text = message
+    return html.Span(text, className=f"msg-{kind}", role="alert" if kind == "error" else None)
+
+
+def _notes(notes: list[str]):
+    if not notes:
+        return None
+    return html.Ul([html.Li(n) for n in notes], className="msg-note")

@@ -1,0 +1,152 @@
+"""Control widgets built from data: the page's sliders and each registered schedule's parameters.
+
+A schedule registered in ``ppviz.REGISTRY`` gets its picker entry, description and parameter
+controls from its ``Spec``, so a new schedule needs no page change.
+"""
+
+from __future__ import annotations
+
+from dash import dcc, html
+
+from ppviz import REGISTRY
+from ppviz.schedules.registry import Param, Spec
+
+from .url_state import CUSTOM, SLIDERS, ViewState
+
+
+def msg_id(name: str) -> dict:
+    """Where a control's error or the reason it is disabled is shown."""
+    return {"type": "control-msg", "name": name}
+
+
+def param_id(schedule: str, name: str) -> dict:
+    return {"type": "param", "schedule": schedule, "name": name}
+
+
+def schedule_options(with_custom: bool = False) -> list[dict]:
+    options = [{"label": f"{name}: {spec.description}", "value": name} for name, spec in REGISTRY.items()]
+    if with_custom:
+        options.append({"label": "custom: the uploaded order", "value": CUSTOM})
+    return options
+
+
+def compare_options() -> list[dict]:
+    return [{"label": name, "value": name} for name in REGISTRY]
+
+
+def slider(name: str, value: float) -> html.Div:
+    """A labelled slider whose number box shows (and accepts) the exact value."""
+    spec = SLIDERS[name]
+    return control_row(
+        name,
+        spec.label,
+        spec.help,
+        dcc.Slider(
+            id=name,
+            min=spec.low,
+            max=spec.high,
+            step=spec.step,
+            value=value,
+            marks=_marks(spec.low, spec.high, name in ("devices", "microbatches")),
+            updatemode="mouseup",
+            tooltip={"placement": "bottom", "always_visible": False},
+        ),
+    )
+
+
+def control_row(name: str, label: str, help_text: str, widget) -> html.Div:
+    return html.Div(
+        [
+            html.Label(label, htmlFor=name if isinstance(name, str) else None, title=help_text, className="label"),
+            widget,
+            html.Div(id=msg_id(name), className="control-msg"),
+        ],
+        className="control",
+        id=f"row-{name}",
+    )
+
+
+def param_control(spec: Spec, param: Param, value: object) -> html.Div:
+    """A slider for a bounded parameter with a default, else a number box (empty = derived)."""
+    pid = param_id(spec.name, param.name)
+    bounded = param.high is not None and param.default is not None
+    if bounded and (param.type is float or param.high - param.low <= 1000):
+        step = 1 if param.type is int else (param.high - param.low) / 100
+        widget = dcc.Slider(
+            id=pid,
+            min=param.low,
+            max=param.high,
+            step=step,
+            value=value if value is not None else param.default,
+            marks=_marks(param.low, param.high, param.type is int),
+            updatemode="mouseup",
+        )
+    else:
+        placeholder = "auto" if param.default is None else str(param.default)
+        widget = dcc.Input(
+            id=pid,
+            type="number",
+            min=param.low,
+            max=param.high,
+            step=1 if param.type is int else "any",
+            value=value,
+            placeholder=placeholder,
+            debounce=True,
+            className="number",
+        )
+    label = param.name.replace("_", " ")
+    return html.Div(
+        [
+            html.Label(label, title=param.help, className="label"),
+            widget,
+            html.Div(param.help, className="help"),
+            html.Div(id=msg_id(f"{spec.name}.{param.name}"), className="control-msg"),
+        ],
+        className="control",
+    )
+
+
+def param_blocks(state: ViewState) -> list[html.Div]:
+    """One block per schedule with parameters; only the blocks of schedules on screen are shown."""
+    blocks = []
+    for name, spec in REGISTRY.items():
+        if not spec.params:
+            continue
+        chosen = state.params.get(name, {})
+        blocks.append(
+            html.Div(
+                [html.Div(f"{name} settings", className="block-title")]
+                + [param_control(spec, p, chosen.get(p.name, p.default)) for p in spec.params],
+                id={"type": "param-block", "schedule": name},
+                className="param-block",
+                style=block_style(name, state.mode, state.schedule, state.compare),
+            )
+        )
+    return blocks
+
+
+def block_style(name: str, mode: str, schedule: str, compare: list | tuple | None) -> dict:
+    shown = (compare or []) if mode == "compare" else [schedule]
+    return {} if name in shown else {"display": "none"}
+
+
+def schedule_info(name: str | None) -> list:
+    """Description, reference and formulas of a schedule, under the picker."""
+    if name == CUSTOM:
+        return [html.P("An uploaded order, timed under the costs set here.")]
+    spec = REGISTRY.get(name or "")
+    if spec is None:
+        return []
+    facts = [("reference", spec.reference), ("makespan", spec.formula_text), ("peak activation", spec.memory_text)]
+    return [html.P(spec.description, className="description")] + [
+        html.Div([html.Span(f"{k}: ", className="fact-key"), v], className="fact") for k, v in facts if v
+    ]
+
+
+def _marks(low: float, high: float, integer: bool) -> dict:
+    """Marks at both ends and evenly between, at round numbers."""
+    parts = 4 if integer and high - low >= 8 else 2
+    points = {low, high}
+    for i in range(1, parts):
+        points.add(round(high * i / parts) if integer and low <= 1 else low + (high - low) * i / parts)
+    return {(int(x) if integer else x): f"{x:g}" for x in sorted(points)}

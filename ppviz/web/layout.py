@@ -1,0 +1,226 @@
+"""The page: a header, the control panel, metric cards, the Gantt and memory charts on one time axis."""
+
+from __future__ import annotations
+
+from dash import dash_table, dcc, html
+from dash.dash_table import FormatTemplate
+
+from ppviz import REGISTRY
+
+from . import controls
+from .url_state import SLIDERS, ViewState
+from .views import GRAPH_CONFIG, UPLOAD_MAX_BYTES
+
+STAGE_COLUMNS = [
+    {"name": "stage", "id": "stage", "editable": False},
+    *(
+        {
+            "name": k.upper(),
+            "id": k,
+            "type": "numeric",
+            "editable": True,
+            "on_change": {"action": "coerce", "failure": "reject"},
+            "validation": {"allow_null": False},
+        }
+        for k in "fbw"
+    ),
+]
+RANKING_COLUMNS = [
+    {"name": "rank", "id": "rank", "type": "numeric"},
+    {"name": "schedule", "id": "schedule", "type": "text"},
+    {"name": "makespan", "id": "makespan", "type": "numeric"},
+    {"name": "bubble", "id": "bubble", "type": "numeric", "format": FormatTemplate.percentage(1)},
+    {"name": "longest span", "id": "span", "type": "numeric"},
+    {"name": "peak activation", "id": "peak activation", "type": "numeric"},
+    {"name": "parameters", "id": "parameters", "type": "numeric"},
+]
+EXPORTS = [
+    ("ops-csv", "ops CSV"),
+    ("run-json", "run JSON"),
+    ("torch-csv", "PyTorch order CSV"),
+    ("trace", "Chrome / Perfetto trace"),
+]
+
+
+def layout() -> html.Div:
+    state = ViewState()
+    return html.Div(
+        [
+            dcc.Location(id="url", refresh=False),
+            dcc.Download(id="download"),
+            dcc.Store(id="upload-store"),
+            dcc.Store(id="axes-sync"),
+            header(),
+            html.Div([panel(state), views()], className="main"),
+        ],
+        className="page",
+    )
+
+
+def header() -> html.Header:
+    return html.Header(
+        [
+            html.Div(
+                [
+                    html.H1("ppviz"),
+                    html.Span(
+                        "exact simulation of pipeline-parallel training schedules",
+                        className="subtitle",
+                    ),
+                ],
+                className="brand",
+            ),
+            html.Div(
+                [
+                    html.Span("copy link", className="copy-label"),
+                    dcc.Clipboard(id="copy-link", title="copy a link to this exact view", className="clipboard"),
+                ],
+                className="share",
+            ),
+        ],
+        className="header",
+    )
+
+
+def panel(state: ViewState) -> html.Aside:
+    sliders = [controls.slider(name, getattr(state, name)) for name in SLIDERS]
+    schedule = html.Div(
+        [
+            dcc.RadioItems(
+                id="mode",
+                options=[{"label": " one schedule", "value": "single"}, {"label": " compare", "value": "compare"}],
+                value=state.mode,
+                inline=True,
+                className="mode",
+            ),
+            html.Div(
+                [
+                    html.Label("schedule", htmlFor="schedule", className="label"),
+                    dcc.Dropdown(
+                        id="schedule",
+                        options=controls.schedule_options(),
+                        value=state.schedule,
+                        clearable=False,
+                        optionHeight=48,
+                    ),
+                    html.Div(controls.schedule_info(state.schedule), id="schedule-info", className="info"),
+                    html.Div(id=controls.msg_id("schedule"), className="control-msg"),
+                ],
+                id="row-schedule",
+                className="control",
+            ),
+            html.Div(
+                [
+                    html.Label("compare 2–4 schedules", htmlFor="compare", className="label"),
+                    dcc.Dropdown(
+                        id="compare", options=controls.compare_options(), value=list(state.compare), multi=True
+                    ),
+                    html.Div(id=controls.msg_id("compare"), className="control-msg"),
+                ],
+                id="row-compare",
+                className="control",
+                style={"display": "none"},
+            ),
+        ]
+    )
+    limit = controls.control_row(
+        "limit",
+        "memory limit line",
+        "draw a memory limit on the memory chart, in activation units",
+        dcc.Input(id="limit", type="number", min=0, step="any", placeholder="none", debounce=True, className="number"),
+    )
+    return html.Aside(
+        [
+            html.Section([schedule, html.Div(controls.param_blocks(state), id="param-blocks")], className="group"),
+            html.Section([html.H3("sizes and costs"), *sliders, limit], className="group"),
+            html.Section(stage_table(state), className="group"),
+            html.Section(export_panel(), className="group"),
+        ],
+        className="panel",
+    )
+
+
+def stage_table(state: ViewState) -> list:
+    return [
+        html.H3("per-stage times"),
+        html.P(
+            "One row per device share of the model (1/p of it, in model order). Schedules with more stages "
+            "(chunks, V shapes) apply a row to the stages that make up that share.",
+            className="help",
+        ),
+        dash_table.DataTable(
+            id="stage-table",
+            columns=STAGE_COLUMNS,
+            data=[],
+            editable=True,
+            style_table={"maxHeight": "260px", "overflowY": "auto"},
+            style_cell={"textAlign": "right", "padding": "2px 8px", "fontFamily": "inherit", "minWidth": "48px"},
+            style_data_conditional=[{"if": {"column_editable": False}, "color": "#667"}],
+        ),
+        html.Button("reset to the sliders", id="stage-reset", n_clicks=0, className="button small"),
+        html.Div(id=controls.msg_id("stage_times"), className="control-msg"),
+    ]
+
+
+def export_panel() -> list:
+    return [
+        html.H3("export and import"),
+        html.P("Charts: use the camera button on a chart (SVG).", className="help"),
+        html.Div(
+            [html.Button(label, id=f"export-{key}", n_clicks=0, className="button small") for key, label in EXPORTS],
+            className="exports",
+        ),
+        html.Div(id="export-error", className="control-msg"),
+        dcc.Upload(
+            id="upload",
+            children=html.Div(["drop or ", html.A("choose"), " a PyTorch-format order CSV"]),
+            max_size=UPLOAD_MAX_BYTES,
+            multiple=False,
+            accept=".csv,.txt,text/csv,text/plain",
+            className="upload",
+        ),
+        html.Div(id="upload-error", className="control-msg"),
+        html.Div(id=controls.msg_id("upload"), className="control-msg"),
+    ]
+
+
+def views() -> html.Section:
+    return html.Section(
+        [
+            html.Div(id="link-notes", className="notes"),
+            html.Div(id="cards", className="cards"),
+            html.Div(
+                dash_table.DataTable(
+                    id="ranking",
+                    columns=RANKING_COLUMNS,
+                    data=[],
+                    sort_action="native",
+                    style_cell={"padding": "4px 10px", "fontFamily": "inherit"},
+                    style_cell_conditional=[{"if": {"column_id": "schedule"}, "textAlign": "left"}],
+                    style_header={"fontWeight": "600"},
+                ),
+                id="ranking-box",
+                style={"display": "none"},
+            ),
+            dcc.Loading(
+                dcc.Graph(id="gantt", config=GRAPH_CONFIG, figure=_empty()),
+                type="dot",
+                delay_show=400,
+                overlay_style={"visibility": "visible", "opacity": 0.6},
+            ),
+            html.Div(dcc.Graph(id="memory", config=GRAPH_CONFIG, figure=_empty()), id="memory-box"),
+            html.Div("", id="render-stamp", className="stamp"),
+            html.Footer(
+                [
+                    f"{len(REGISTRY)} schedules. Times are per device share of the model; ",
+                    "every schedule does the same total work per device, so comparisons are fair.",
+                ],
+                className="footer",
+            ),
+        ],
+        className="views",
+    )
+
+
+def _empty() -> dict:
+    return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 200}}

@@ -1,0 +1,252 @@
+"""The whole view as plain data, and its query-string form.
+
+A shared link restores the view exactly because the page is a function of this state: the URL is
+parsed into a ``ViewState``, the controls show it and the charts are drawn from it. Parsing is
+lenient (a bad value falls back to its default with a note) so that no link can break the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import zlib
+from dataclasses import dataclass, field, fields, replace
+from typing import NamedTuple
+from urllib.parse import parse_qsl, urlencode
+
+from ppviz import REGISTRY
+from ppviz.schedules.registry import Param
+
+CUSTOM = "custom"  # the schedule name of an uploaded order
+MAX_ORDER_CHARS = 6000  # an uploaded order travels in the link, compressed, up to this many characters
+
+
+class Slider(NamedTuple):
+    """A numeric view field: its range on the page, its step and what it means."""
+
+    label: str
+    low: float
+    high: float
+    step: float
+    help: str
+
+
+SLIDERS: dict[str, Slider] = {
+    "devices": Slider("devices (pipeline ranks)", 1, 64, 1, "devices p; stages follow the schedule's placement"),
+    "microbatches": Slider("microbatches", 1, 512, 1, "microbatches m per training step"),
+    "f": Slider("F time", 0, 4, 0.05, "forward of one microbatch through one device's share of the model"),
+    "b": Slider("B time", 0, 4, 0.05, "backward for inputs (a full backward BW takes B + W)"),
+    "w": Slider("W time", 0, 4, 0.05, "backward for weights"),
+    "p2p": Slider("p2p latency", 0, 2, 0.05, "added to every dependency that crosses devices"),
+    "overlap": Slider("overlap factor", 0.5, 1, 0.05, "an overlapped F&B pair takes (F + B) × this factor"),
+    "b_frees": Slider("B frees", 0, 1, 0.05, "fraction of a chunk's activation freed by B (W frees the rest)"),
+}
+INT_FIELDS = ("devices", "microbatches")
+
+
+def _default_compare() -> tuple[str, ...]:
+    preferred = [n for n in ("1f1b", "interleaved-1f1b", "zb-h1", "zb-v") if n in REGISTRY]
+    return tuple((preferred or list(REGISTRY))[:3])
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """Everything the page shows, as values a link can carry."""
+
+    mode: str = "single"  # "single" or "compare"
+    schedule: str = "1f1b"
+    compare: tuple[str, ...] = field(default_factory=_default_compare)
+    devices: int = 4
+    microbatches: int = 8
+    f: float = 1.0
+    b: float = 1.0
+    w: float = 1.0
+    p2p: float = 0.0
+    overlap: float = 1.0
+    b_frees: float = 0.0
+    limit: float | None = None  # memory-limit line, in activation units
+    params: dict[str, dict[str, float | int]] = field(default_factory=dict)  # schedule -> param -> value
+    stage_times: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # model share -> f, b, w
+    order: str | None = None  # an uploaded PyTorch-format order (schedule == CUSTOM)
+
+    @property
+    def shown(self) -> tuple[str, ...]:
+        """The schedules on screen."""
+        return self.compare if self.mode == "compare" else (self.schedule,)
+
+    def params_of(self, name: str) -> dict[str, float | int]:
+        """The schedule's parameters as set, defaults filled in (None = derived by the schedule)."""
+        spec = REGISTRY.get(name)
+        if spec is None:
+            return {}
+        chosen = self.params.get(name, {})
+        return {p.name: chosen.get(p.name, p.default) for p in spec.params if chosen.get(p.name, p.default) is not None}
+
+
+class Parsed(NamedTuple):
+    state: ViewState
+    notes: list[str]  # what in the link was not understood and what was used instead
+
+
+def encode(state: ViewState) -> str:
+    """The query string (with its leading ``?``) that restores ``state``."""
+    pairs: list[tuple[str, str]] = []
+    if state.mode == "compare":
+        pairs += [("mode", "compare"), ("compare", ",".join(state.compare))]
+    else:
+        pairs.append(("schedule", state.schedule))
+    for name in SLIDERS:
+        pairs.append((name, _num(getattr(state, name))))
+    if state.limit is not None:
+        pairs.append(("limit", _num(state.limit)))
+    for sched in state.shown:
+        for key, value in sorted(state.params.get(sched, {}).items()):
+            if value is not None:
+                pairs.append((f"{sched}.{key}", _num(value)))
+    if state.stage_times:
+        cells = (":".join([str(s), *map(_num, fbw)]) for s, fbw in sorted(state.stage_times.items()))
+        pairs.append(("stage_times", ",".join(cells)))
+    if state.order is not None and state.mode != "compare":
+        pairs.append(("order", pack_order(state.order)))
+    return "?" + urlencode(pairs, safe=",:")
+
+
+def parse(search: str | None) -> Parsed:
+    """Read a query string; anything unreadable falls back to its default and is noted."""
+    base = ViewState()
+    notes: list[str] = []
+    query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
+    values: dict = {}
+    known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order"}
+
+    if query.get("mode") in ("single", "compare"):
+        values["mode"] = query["mode"]
+    elif "mode" in query:
+        notes.append(f"mode {query['mode']!r} is not single or compare; showing one schedule")
+    if "schedule" in query:
+        name = query["schedule"]
+        if name in REGISTRY or (name == CUSTOM and "order" in query):
+            values["schedule"] = name
+        else:
+            notes.append(f"unknown schedule {name!r}; showing {base.schedule}")
+    if "compare" in query:
+        names = [n for n in query["compare"].split(",") if n]
+        unknown = [n for n in names if n not in REGISTRY]
+        if unknown:
+            notes.append(f"unknown schedule(s) {', '.join(unknown)} left out of the comparison")
+        names = list(dict.fromkeys(n for n in names if n in REGISTRY))[:4]
+        if names:
+            values["compare"] = tuple(names)
+    for name, spec in SLIDERS.items():
+        if name in query:
+            value = _read_number(name, query[name], spec, name in INT_FIELDS, notes)
+            if value is not None:
+                values[name] = value
+    if query.get("limit"):
+        limit = _to_float(query["limit"])
+        if limit is None or limit < 0:
+            notes.append(f"memory limit {query['limit']!r} is not a number ≥ 0; no limit line")
+        else:
+            values["limit"] = limit
+    if query.get("stage_times"):
+        values["stage_times"] = _read_stage_times(query["stage_times"], notes)
+    if "order" in query:
+        try:
+            values["order"] = unpack_order(query["order"])
+        except ValueError as e:
+            notes.append(str(e))
+            if values.get("schedule") == CUSTOM:
+                del values["schedule"]
+
+    params: dict[str, dict] = {}
+    for key, raw in query.items():
+        if key in known:
+            continue
+        sched, _, pname = key.partition(".")
+        spec = REGISTRY.get(sched)
+        param = spec.param(pname) if spec is not None else None
+        if param is None:
+            notes.append(f"ignored {key}={raw} (no such schedule parameter)")
+            continue
+        value = _read_param(param, raw)
+        if value is None:
+            notes.append(f"{key}={raw!r} is not a valid {param.type.__name__}; using its default")
+        else:
+            params.setdefault(sched, {})[pname] = value
+    values["params"] = params
+    state = replace(base, **values)
+    if state.schedule == CUSTOM and state.order is None:
+        state = replace(state, schedule=base.schedule)
+    return Parsed(state, notes)
+
+
+def pack_order(text: str) -> str:
+    """An order CSV as compact link-safe text (zlib, then URL-safe base64)."""
+    return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii").rstrip("=")
+
+
+def unpack_order(packed: str, max_chars: int = 4_000_000) -> str:
+    """The inverse of ``pack_order``; refuses damaged text and anything that inflates past ``max_chars``."""
+    try:
+        raw = base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4))
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(raw, max_chars + 1)
+        if len(data) > max_chars or inflater.unconsumed_tail:
+            raise ValueError("the order in the link is too large")
+        return data.decode("utf-8")
+    except (binascii.Error, zlib.error, UnicodeDecodeError):
+        raise ValueError("the order in the link is damaged; upload it again") from None
+
+
+def field_names() -> list[str]:
+    return [f.name for f in fields(ViewState)]
+
+
+def _num(v: float | int) -> str:
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
+        return str(int(v))
+    return f"{v:.12g}"
+
+
+def _to_float(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _read_number(name: str, raw: str, spec: Slider, integer: bool, notes: list[str]) -> float | int | None:
+    v = _to_float(raw)
+    if v is None or (integer and not v.is_integer()):
+        notes.append(f"{name}={raw!r} is not a {'whole number' if integer else 'number'}; using its default")
+        return None
+    if not spec.low <= v <= spec.high:
+        clamped = float(min(max(v, spec.low), spec.high))
+        notes.append(f"{name} {_num(v)} is outside {_num(spec.low)}–{_num(spec.high)}; using {_num(clamped)}")
+        v = clamped
+    return int(v) if integer else v
+
+
+def _read_param(param: Param, raw: str) -> float | int | None:
+    v = _to_float(raw)
+    if v is None:
+        return None
+    if param.type is int:
+        return int(v) if v.is_integer() else None
+    return v
+
+
+def _read_stage_times(raw: str, notes: list[str]) -> dict[int, tuple[float, float, float]]:
+    out: dict[int, tuple[float, float, float]] = {}
+    for cell in raw.split(","):
+        parts = cell.split(":")
+        nums = [_to_float(x) for x in parts[1:]]
+        if len(parts) != 4 or not parts[0].isdigit() or None in nums:
+            notes.append(f"stage time {cell!r} is not stage:f:b:w; left out")
+            continue
+        out[int(parts[0])] = tuple(nums)  # type: ignore[assignment]
+    return out

@@ -1,0 +1,315 @@
+"""What the page shows for a view state: runs, figures, metric cards, ranking and messages.
+
+Plain functions with no Dash in them, so the callbacks stay one-liners and the tests can call
+these directly. The simulation itself is ``ppviz``'s: this module only chooses what to ask for
+and how to show it, including which control a core error message is about.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import ppviz
+from ppviz import REGISTRY, figures, formats
+from ppviz.ir import KIND_INDEX, Kind
+
+from .url_state import CUSTOM, MAX_ORDER_CHARS, ViewState
+
+# Gantt bars are drawn one per op up to this many ops; past it the chart is a heatmap overview.
+# Measured in headless Chromium (bench/bench_page.py): bars cost about 0.1 ms per op to draw,
+# the overview about 0.2 s at any size. See the README for the figures.
+BARS_MAX_OPS = 10_000
+UPLOAD_MAX_BYTES = 256 * 1024
+SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
+GRAPH_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "svg", "filename": "ppviz"},
+    "modeBarButtonsToAdd": ["toImage"],
+}
+
+
+@dataclass
+class View:
+    """Everything the render callback sends to the page."""
+
+    gantt: object
+    memory: object | None  # None in compare mode
+    cards: list[tuple[str, str, str]]  # (label, value, detail)
+    ranking: list[dict]  # compare mode only
+    messages: dict[str, tuple[str, str]] = field(default_factory=dict)  # control -> (kind, text)
+    disabled: dict[str, bool] = field(default_factory=dict)
+    runs: list = field(default_factory=list)
+    drawn_as: str = "bars"  # "bars", "overview" or "none"
+
+
+def costs_kwargs(state: ViewState) -> dict:
+    return {k: getattr(state, k) for k in ("f", "b", "w", "p2p", "overlap", "b_frees")}
+
+
+def stage_times_for(state: ViewState, devices: int, stages: int) -> dict[int, tuple[float, float, float]]:
+    """Per-stage times of a schedule with ``stages`` stages from the table's per-share rows.
+
+    The table has one row per device share of the model (1/p of it, in model order). Stage s of a
+    schedule with S stages covers the model from s/S to (s+1)/S, so it takes the times of share
+    ⌊s·p/S⌋. Every schedule thus runs the same heterogeneous model, which keeps comparisons fair.
+    """
+    if not state.stage_times:
+        return {}
+    out = {}
+    for s in range(stages):
+        share = s * devices // stages
+        if share in state.stage_times:
+            out[s] = tuple(state.stage_times[share])
+    return out
+
+
+def schedule_of(state: ViewState, name: str) -> ppviz.Schedule:
+    if name == CUSTOM:
+        if state.order is None:
+            raise ValueError("no order uploaded: upload a PyTorch-format order CSV")
+        return formats.read_torch_csv(state.order, max_bytes=UPLOAD_MAX_BYTES)
+    return ppviz.build(name, state.devices, state.microbatches, **state.params_of(name))
+
+
+def run_of(state: ViewState, name: str) -> ppviz.Run:
+    """Simulate one schedule of the view; raises ValueError saying what to change."""
+    ppviz.make_costs(**costs_kwargs(state), stage_times=state.stage_times)  # checks the table in its own terms
+    schedule = schedule_of(state, name)
+    extra = sorted(s for s in state.stage_times if s >= schedule.devices)
+    if extra:
+        raise ValueError(f"per-stage times name stage {extra[0]}, but there are {schedule.devices} devices")
+    costs = ppviz.make_costs(
+        **costs_kwargs(state), stage_times=stage_times_for(state, schedule.devices, schedule.stages)
+    )
+    return ppviz.evaluate(schedule, costs)
+
+
+def message_figure(text: str) -> dict:
+    """A chart-sized placeholder that says why there is no chart (never a blank area)."""
+    return {
+        "data": [],
+        "layout": {
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "height": 220,
+            "annotations": [
+                {"text": _wrap(text), "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}
+            ],
+            "margin": {"l": 20, "r": 20, "t": 20, "b": 20},
+        },
+    }
+
+
+def gantt_figure(run: ppviz.Run, title: str | None = None):
+    """Bars per op while a browser draws them fast enough, else the heatmap overview."""
+    if len(run.result) <= BARS_MAX_OPS:
+        return figures.gantt(run, title=title), "bars"
+    fig = figures.overview(run)
+    fig.update_layout(title=title or f"{len(run.result):,} ops: overview (zoom in the CSV or trace for single ops)")
+    return fig, "overview"
+
+
+def render(state: ViewState) -> View:
+    """Simulate the schedules on screen and build what the page shows."""
+    names = state.shown
+    runs, errors = [], {}
+    for name in names:
+        try:
+            runs.append(run_of(state, name))
+        except ValueError as e:
+            errors[name] = str(e)
+    disabled, messages = _disabled(state, runs)
+    if errors:
+        name, text = next(iter(errors.items()))
+        shown = f"{name}: {text}" if len(names) > 1 else text
+        messages[control_for(text, state, name)] = ("error", shown)
+        placeholder = message_figure(f"Nothing to draw. {shown}")
+        memory = None if state.mode == "compare" else placeholder
+        return View(placeholder, memory, [], [], messages, disabled, runs, "none")
+    if state.mode == "compare":
+        fig = figures.compare(runs, titles=[_title(r) for r in runs])
+        return View(fig, None, [], ranking(runs), messages, disabled, runs, "bars")
+    run = runs[0]
+    gantt, drawn_as = gantt_figure(run)
+    memory = figures.memory(run, limit=_limit(state))
+    _share_time_axis(gantt, memory)
+    return View(gantt, memory, cards(run, drawn_as), [], messages, disabled, runs, drawn_as)
+
+
+def cards(run: ppviz.Run, drawn_as: str = "bars") -> list[tuple[str, str, str]]:
+    """Metric cards: (label, value, detail)."""
+    m = run.metrics
+    peak = max(m.peak_activation)
+    peak_dev = m.peak_activation.index(peak)
+    spec = REGISTRY.get(run.schedule.name)
+    fm, fb = m.formula_makespan, m.formula_bubble_fraction
+    ops = f"{len(run.result):,} ops" + (", drawn as an overview" if drawn_as == "overview" else "")
+    return [
+        ("makespan", f"{m.makespan:g}", f"closed form {fm:g}" if fm is not None else "no closed form here"),
+        (
+            "bubble fraction",
+            f"{m.bubble_fraction:.1%}",
+            f"closed form {fb:.1%}" if fb is not None else "no closed form here",
+        ),
+        (
+            "steady-state span",
+            f"{max(m.span):g}",
+            f"longest device span; its bubble {m.span_bubble_fraction:.1%}",
+        ),
+        (
+            "peak activation",
+            f"{peak:g}",
+            f"device {peak_dev}" + (f"; formula {spec.memory_text}" if spec and spec.memory_text else ""),
+        ),
+        ("size", f"{run.schedule.devices}×{run.schedule.microbatches}", ops),
+    ]
+
+
+def ranking(runs: list[ppviz.Run]) -> list[dict]:
+    """Rows ranked by makespan, then bubble, then peak activation (same costs for all)."""
+    rows = [
+        {
+            "schedule": _title(r),
+            "makespan": r.metrics.makespan,
+            "bubble": round(r.metrics.bubble_fraction, 4),
+            "span": max(r.metrics.span),
+            "peak activation": max(r.metrics.peak_activation),
+            "parameters": max(r.metrics.parameters),
+        }
+        for r in runs
+    ]
+    rows.sort(key=lambda r: (r["makespan"], r["bubble"], r["peak activation"]))
+    for i, row in enumerate(rows, 1):
+        row["rank"] = i
+    return rows
+
+
+def control_for(message: str, state: ViewState, schedule: str) -> str:
+    """The control a core error message is about: the earliest control name the message mentions."""
+    spec = REGISTRY.get(schedule)
+    words: dict[str, str] = {}
+    if spec is not None:
+        for p in spec.params:
+            for form in (p.name, p.name.replace("_", " ")):
+                words[form] = f"{schedule}.{p.name}"
+    if schedule == CUSTOM:
+        for form in ("order", "rank", "row", "action", "stage", "microbatch"):
+            words[form] = "upload"
+    words.update(
+        {
+            "per-stage": "stage_times",
+            "stage": "stage_times",
+            "devices": "devices",
+            "microbatches": "microbatches",
+            "p2p": "p2p",
+            "latency": "p2p",
+            "overlap": "overlap",
+            "b_frees": "b_frees",
+            "memory limit": "limit",
+        }
+    )
+    best, where = "schedule", len(message) + 1
+    for form, control in words.items():
+        m = re.search(rf"(?<![\w-]){re.escape(form)}(?![\w-])", message)
+        if m and m.start() < where:
+            best, where = control, m.start()
+    if best == "schedule" and state.mode == "compare":
+        return "compare"
+    return best
+
+
+def export(state: ViewState, kind: str) -> dict:
+    """A download of the first schedule on screen: {content, filename, type}."""
+    name = state.shown[0]
+    run = run_of(state, name)
+    stem = f"ppviz-{name}-p{run.schedule.devices}-m{run.schedule.microbatches}"
+    if kind == "ops-csv":
+        return {"content": formats.ops_csv(run), "filename": f"{stem}-ops.csv", "type": "text/csv"}
+    if kind == "run-json":
+        return {"content": formats.run_json(run), "filename": f"{stem}.json", "type": "application/json"}
+    if kind == "torch-csv":
+        return {"content": formats.torch_csv(run), "filename": f"{stem}-order.csv", "type": "text/csv"}
+    if kind == "trace":
+        return {"content": formats.chrome_trace(run), "filename": f"{stem}-trace.json", "type": "application/json"}
+    raise ValueError(f"unknown export {kind!r}")
+
+
+def read_upload(contents: str, filename: str | None) -> str:
+    """The text of an uploaded order, checked by the strict parser (never evaluated as code)."""
+    import base64
+    import binascii
+
+    header, _, data = (contents or "").partition(",")
+    if not data or ";base64" not in header:
+        raise ValueError("the upload is empty: choose a PyTorch-format order CSV")
+    if len(data) * 3 // 4 > UPLOAD_MAX_BYTES:
+        raise ValueError(f"the file is larger than {UPLOAD_MAX_BYTES // 1024} KB: upload a smaller order")
+    try:
+        text = base64.b64decode(data, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise ValueError(f"{filename or 'the file'} is not UTF-8 text: upload a CSV") from None
+    formats.read_torch_csv(text, max_bytes=UPLOAD_MAX_BYTES)  # raises ValueError on anything but a valid order
+    from .url_state import pack_order
+
+    if len(pack_order(text)) > MAX_ORDER_CHARS:
+        raise ValueError(
+            f"{filename or 'the order'} is too large to keep in a shareable link "
+            f"(more than {MAX_ORDER_CHARS:,} characters compressed): upload a smaller order"
+        )
+    return text
+
+
+def _disabled(state: ViewState, runs: list) -> tuple[dict[str, bool], dict[str, tuple[str, str]]]:
+    """Controls that the schedules on screen do not use, with the reason."""
+    disabled = {name: False for name in SLIDER_CONTROLS}
+    reasons: dict[str, tuple[str, str]] = {}
+    names = state.shown
+    if CUSTOM in names:
+        for name in ("devices", "microbatches"):
+            disabled[name] = True
+            reasons[name] = ("reason", "set by the uploaded order")
+    splits = [n for n in names if REGISTRY.get(n) is not None and REGISTRY[n].split_backward]
+    if CUSTOM in names and runs and (runs[0].result.kind == KIND_INDEX[Kind.B]).any():
+        splits.append(CUSTOM)
+    if not splits:
+        disabled["b_frees"] = True
+        verb = "runs" if len(names) == 1 else "run"
+        why = f"{' and '.join(names)} {verb} a fused backward (BW) that frees everything at once"
+        reasons["b_frees"] = ("reason", why)
+    if runs and len(runs) == len(names) and not any(r.result.paired.any() for r in runs):
+        disabled["overlap"] = True
+        which = "these schedules" if len(names) > 1 else "this schedule"
+        reasons["overlap"] = ("reason", f"no overlapped F&B pairs in {which}")
+    if state.devices == 1 and CUSTOM not in names:
+        reasons["p2p"] = ("reason", "one device: nothing crosses devices")
+    return disabled, reasons
+
+
+def _limit(state: ViewState) -> float | None:
+    """The memory-limit line: the schedule's own max_memory when it has one, else the page's limit."""
+    own = state.params_of(state.schedule).get("max_memory")
+    return own if own is not None else state.limit
+
+
+def _share_time_axis(gantt, memory) -> None:
+    """Both charts on exactly the Gantt chart's time range."""
+    memory.update_xaxes(range=list(gantt.layout.xaxis.range))
+
+
+def _title(run: ppviz.Run) -> str:
+    s = run.schedule
+    extra = ", ".join(f"{k}={v}" for k, v in s.params.items() if k != "microbatches" and v is not None)
+    return s.name + (f" ({extra})" if extra else "")
+
+
+def _wrap(text: str, width: int = 90) -> str:
+    words, lines, line = text.split(), [], ""
+    for word in words:
+        if line and len(line) + len(word) + 1 > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    lines.append(line)
+    return "<br>".join(lines)
