@@ -1,0 +1,498 @@
+"""Plotly figures of a simulated run: Gantt chart, memory curves, raster overview, comparison.
+
+The only module of ppviz that imports plotly. Builders draw a ``Run`` and never compute schedule
+facts: times come from ``run.result``, peaks from ``ppviz.memory.activation``. Big schedules stay
+cheap because every figure has a fixed number of traces whose data are compact numpy arrays
+(plotly sends those base64-encoded), and hover and labels are built in the browser from
+``customdata`` rather than sent as strings.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
+from plotly.subplots import make_subplots
+
+from . import memory as _memory
+from .api import Run
+from .ir import KIND_INDEX, KINDS, Kind
+
+# Okabe-Ito based: distinguishable with the common colour-vision deficiencies.
+KIND_COLORS = {Kind.F: "#0072B2", Kind.B: "#E69F00", Kind.W: "#009E73", Kind.BW: "#D55E00"}
+PAIR_COLOR = "#7B52AE"
+IDLE_COLOR = "#F4F4F4"
+KIND_LABELS = {Kind.F: "F forward", Kind.B: "B backward (input)", Kind.W: "W backward (weight)", Kind.BW: "BW backward"}
+PAIR_LABEL = "F&B overlapped"
+
+TEXT_LIMIT = 5_000  # past this many ops, no labels inside bars (they would not fit anyway)
+HTML_GANTT_LIMIT = 20_000  # to_html draws the overview instead of bars past this many ops
+BAR_WIDTH = 0.8  # of one device row
+_F = KIND_INDEX[Kind.F]
+_MARGIN = dict(l=70, r=30, t=50, b=45)
+_GRID = "#E6E6E6"
+_LEGEND = dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom")
+
+
+# --- colours ---------------------------------------------------------------------------------
+
+
+def _mix(color: str, other: str, t: float) -> str:
+    a = np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
+    b = np.array([int(other[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
+    r, g, bl = np.rint(a + (b - a) * t).astype(int)
+    return f"#{r:02X}{g:02X}{bl:02X}"
+
+
+def shades(color: str, n: int) -> list[str]:
+    """``n`` shades of ``color``, light to dark, one per model chunk (the base colour when n = 1)."""
+    if n <= 1:
+        return [color]
+    out = []
+    for i in range(n):
+        t = -0.45 + 0.75 * i / (n - 1)  # from 45% towards white to 30% towards black
+        out.append(_mix(color, "#FFFFFF", -t) if t < 0 else _mix(color, "#000000", t))
+    return out
+
+
+def _marker(palette: list[str], chunk: np.ndarray) -> dict:
+    """One colour per bar, sent as a 1-byte chunk index into a stepless colour scale."""
+    if len(palette) == 1:
+        return dict(color=palette[0], line=dict(width=0))
+    n = len(palette)
+    scale = [[i / (n - 1), c] for i, c in enumerate(palette)]
+    return dict(color=chunk.astype(np.uint8), colorscale=scale, cmin=0, cmax=n - 1, showscale=False, line=dict(width=0))
+
+
+# --- compact arrays --------------------------------------------------------------------------
+
+
+def _time_dtype(run: Run) -> type:
+    """float32 when it places every bar edge within 0.1% of the shortest bar, else float64.
+
+    Hover prints 7 significant digits, which float32 holds, so the saving costs no precision a
+    reader can see; exports (CSV, JSON, trace) always carry the exact float64 times.
+    """
+    r = run.result
+    times = np.concatenate([r.slot_start, r.slot_end])
+    err = np.abs(times.astype(np.float32).astype(np.float64) - times).max()
+    widths = r.slot_end - r.slot_start
+    shortest = widths[widths > 0].min() if (widths > 0).any() else 1.0
+    return np.float32 if err <= 1e-3 * shortest else np.float64
+
+
+def typed_array(values: np.ndarray) -> dict:
+    """Plotly.js's base64 typed-array form, for attributes plotly.py would send as a JSON list.
+
+    plotly.py encodes numpy arrays itself only for data-array attributes; ``base`` is typed
+    "any", so it would cost ~10 bytes a bar as text instead of 4 as float32.
+    """
+    a = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
+    return {"dtype": a.dtype.str[1:], "bdata": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def decode_typed_array(spec) -> np.ndarray:
+    """Inverse of ``typed_array`` (also accepts plain sequences), for tests and callers."""
+    if isinstance(spec, dict):
+        return np.frombuffer(base64.b64decode(spec["bdata"]), dtype="<" + spec["dtype"])
+    return np.asarray(spec)
+
+
+def _int_dtype(high: int) -> type:
+    return np.int8 if high < 2**7 else np.int16 if high < 2**15 else np.int32
+
+
+# --- Gantt -----------------------------------------------------------------------------------
+
+
+def _top_halves(result) -> np.ndarray:
+    """Which half of each overlapped pair is drawn on top: the forward one (else the first)."""
+    top = result.kind == _F
+    idx = np.flatnonzero(result.paired)
+    if len(idx):
+        first = np.ones(len(idx), dtype=bool)
+        first[1:] = result.slot[idx[1:]] != result.slot[idx[:-1]]
+        a, b = idx[first], idx[np.flatnonzero(first) + 1]
+        same = top[a] == top[b]
+        top[a[same]], top[b[same]] = True, False
+    return top
+
+
+def _hover(kind: Kind, paired: bool) -> str:
+    what = f"<b>{kind.value}</b>" + (" (overlapped)" if paired else "")
+    return (
+        f"{what} · device %{{y}}<br>stage %{{customdata[0]}} · mb %{{customdata[1]}}"
+        "<br>%{customdata[2]:.7~g} → %{customdata[3]:.7~g}<extra></extra>"
+    )
+
+
+def _bar_traces(run: Run, *, xaxis: str = "x", yaxis: str = "y", seen: set | None = None) -> list[dict]:
+    """One bar trace per kind present, and one per kind among overlapped halves.
+
+    ``seen`` collects legend groups already shown, so stacked Gantt charts share one legend.
+    """
+    r = run.result
+    seen = set() if seen is None else seen
+    tdt = _time_dtype(run)
+    base = r.start.astype(tdt)
+    width = (r.end - r.start).astype(tdt)
+    device = r.device.astype(_int_dtype(run.schedule.devices))
+    # Hover only: 7 significant digits are shown, so float32 always suffices (stage, mb < 2**24).
+    custom = np.column_stack([r.stage, r.microbatch, r.start, r.end]).astype(np.float32)
+    chunks = max(run.schedule.placement.chunks, 1)
+    chunk = r.chunk
+    labels = len(r) <= TEXT_LIMIT
+    paired = r.paired
+    top = _top_halves(r) if paired.any() else paired
+    groups = [(k, ~paired, BAR_WIDTH, -BAR_WIDTH / 2) for k in KINDS]
+    groups += [(k, paired & top, BAR_WIDTH / 2, -BAR_WIDTH / 2) for k in KINDS]
+    groups += [(k, paired & ~top, BAR_WIDTH / 2, 0.0) for k in KINDS]
+    pair_top = shades(_mix(PAIR_COLOR, "#FFFFFF", 0.25), chunks)
+    pair_bottom = shades(_mix(PAIR_COLOR, "#000000", 0.1), chunks)
+    traces = []
+    for kind, mask, bar_width, offset in groups:
+        sel = np.flatnonzero(mask & (r.kind == KIND_INDEX[kind]))
+        if not len(sel):
+            continue
+        is_pair = bool(paired[sel[0]])
+        group = "overlapped" if is_pair else kind.value
+        palette = (pair_top if offset < 0 else pair_bottom) if is_pair else shades(KIND_COLORS[kind], chunks)
+        trace = dict(
+            type="bar",
+            orientation="h",
+            name=PAIR_LABEL if is_pair else KIND_LABELS[kind],
+            legendgroup=group,
+            showlegend=group not in seen,
+            base=typed_array(base[sel]),
+            x=width[sel],
+            y=device[sel],
+            width=bar_width,
+            offset=offset,
+            marker=_marker(palette, chunk[sel]),
+            customdata=custom[sel],
+            hovertemplate=_hover(kind, is_pair),
+            xaxis=xaxis,
+            yaxis=yaxis,
+        )
+        if labels:
+            trace.update(
+                texttemplate="%{customdata[1]}",
+                textposition="inside",
+                insidetextanchor="middle",
+                textangle=0,
+                constraintext="inside",
+                textfont=dict(size=9),
+            )
+        seen.add(group)
+        traces.append(trace)
+    return traces
+
+
+def _time_range(runs: Sequence[Run]) -> list[float]:
+    lo = min(float(run.result.slot_start.min()) for run in runs)
+    hi = max(float(run.result.slot_end.max()) for run in runs)
+    return [lo, hi if hi > lo else lo + 1.0]
+
+
+def _device_axis(devices: int, **extra) -> dict:
+    """Devices top to bottom: device 0 at the top row."""
+    step = 1 if devices <= 32 else int(np.ceil(devices / 32))
+    return dict(
+        title="device",
+        range=[devices - 0.5, -0.5],
+        tickmode="linear",
+        tick0=0,
+        dtick=step,
+        zeroline=False,
+        showgrid=False,
+        **extra,
+    )
+
+
+def gantt_height(devices: int) -> int:
+    """Pixels for a Gantt chart of ``devices`` rows: 28 px a row plus room for axes and legend."""
+    return int(min(120 + 28 * devices, 1400))
+
+
+def _title(run: Run, title: str | None) -> str:
+    if title is not None:
+        return title
+    s = run.schedule
+    return f"{s.name} · {s.devices} devices · {s.microbatches} microbatches"
+
+
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    """Wrap ready dicts in a Figure (measured as fast as any other way on big arrays).
+
+    The empty "none" template keeps plotly's default theme (about 9 kB of JSON) out of every
+    figure; the few styles ppviz wants are set in the layout itself.
+    """
+    layout = {**layout, "template": "none", "font": dict(family="system-ui, sans-serif", size=12)}
+    return go.Figure(dict(data=data, layout=layout))
+
+
+def gantt(run: Run, *, title: str | None = None, height: int | None = None) -> go.Figure:
+    """Devices on y (device 0 on top), time on x; a few bar traces, however many ops."""
+    p = run.schedule.devices
+    layout = dict(
+        title=dict(text=_title(run, title), x=0, xanchor="left", font=dict(size=14)),
+        height=height or gantt_height(p),
+        barmode="overlay",
+        margin=_MARGIN,
+        legend=_LEGEND,
+        xaxis=dict(title="time", range=_time_range([run]), zeroline=False, gridcolor=_GRID),
+        yaxis=_device_axis(p),
+        uniformtext=dict(minsize=7, mode="hide"),
+        plot_bgcolor="white",
+        hovermode="closest",
+    )
+    return _figure(_bar_traces(run), layout)
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+
+def device_colors(devices: int) -> list[str]:
+    """One line colour per device along a colour-blind-safe sequential scale."""
+    if devices == 1:
+        return [KIND_COLORS[Kind.F]]
+    return sample_colorscale("Viridis", [0.9 * i / (devices - 1) for i in range(devices)])
+
+
+def memory(run: Run, *, limit: float | None = None, title: str | None = None, height: int | None = None) -> go.Figure:
+    """Activation per device over time as step lines, each device's peak marked."""
+    curves = _memory.activation(run.result)
+    p = run.schedule.devices
+    span = _time_range([run])
+    tdt = _time_dtype(run)
+    colors = device_colors(p)
+    data = []
+    for d, (t, v) in enumerate(zip(curves.times, curves.values)):
+        t, v = np.append(t, span[1]), np.append(v, v[-1])  # hold the last level to the end
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines",
+                name=f"device {d}",
+                showlegend=p <= 8,  # past 8 a legend would crowd the title; hover names the device
+                x=t.astype(tdt),
+                y=v.astype(np.float32),
+                line=dict(shape="hv", width=1.5, color=colors[d]),
+                hovertemplate=f"device {d}<br>t %{{x:.7~g}}: %{{y:.4~g}} units<extra></extra>",
+            )
+        )
+    data.append(
+        dict(
+            type="scatter",
+            mode="markers",
+            name="peak",
+            x=curves.peak_time.astype(tdt),
+            y=curves.peak.astype(np.float64),
+            customdata=np.arange(p, dtype=_int_dtype(p)),
+            marker=dict(symbol="diamond", size=9, color=colors, line=dict(width=1, color="#333333")),
+            hovertemplate="device %{customdata} peak %{y:.4~g} units at t %{x:.7~g}<extra></extra>",
+        )
+    )
+    if limit is not None:
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines",
+                name=f"limit {limit:g}",
+                x=span,
+                y=[limit, limit],
+                line=dict(color="#C00000", dash="dash", width=2),
+                hovertemplate=f"memory limit {limit:g} units<extra></extra>",
+            )
+        )
+    layout = dict(
+        title=dict(text=title or "activation memory per device", x=0, xanchor="left", font=dict(size=14)),
+        height=height or 320,
+        margin=_MARGIN,
+        legend=_LEGEND,
+        xaxis=dict(title="time", range=span, zeroline=False, gridcolor=_GRID),
+        yaxis=dict(title="activation (units)", rangemode="tozero", gridcolor=_GRID),
+        plot_bgcolor="white",
+        hovermode="closest",
+    )
+    return _figure(data, layout)
+
+
+# --- raster overview -------------------------------------------------------------------------
+
+OVERVIEW_CLASSES = ("idle", *(k.value for k in KINDS), "overlapped")
+OVERVIEW_COLORS = (IDLE_COLOR, *(KIND_COLORS[k] for k in KINDS), PAIR_COLOR)
+
+
+def occupancy(run: Run, bins: int) -> tuple[np.ndarray, float, float]:
+    """Time each device spends in each class within each of ``bins`` equal time bins.
+
+    Returns ``(occ, t0, width)``: ``occ[device, class, bin]`` as a fraction of the bin
+    (classes as in ``OVERVIEW_CLASSES``, idle included), the first edge and the bin width. Each
+    slot adds its two partial end bins directly and its whole bins through a difference array,
+    so the cost is linear in slots plus bins.
+    """
+    if bins < 1:
+        raise ValueError(f"an overview needs at least one time bin (got {bins})")
+    r = run.result
+    p, n_cls = run.schedule.devices, len(OVERVIEW_CLASSES)
+    t0, t1 = _time_range([run])
+    width = (t1 - t0) / bins
+    cls = np.zeros(len(r.slot_start), dtype=np.int64)
+    cls[r.slot] = r.kind + 1
+    cls[r.slot[r.paired]] = n_cls - 1
+    a = np.clip((r.slot_start - t0) / width, 0, bins)
+    b = np.clip((r.slot_end - t0) / width, 0, bins)
+    ia = np.minimum(np.floor(a).astype(np.int64), bins - 1)
+    ib = np.minimum(np.floor(b).astype(np.int64), bins - 1)
+    row = (r.slot_device * n_cls + cls) * (bins + 1)
+    size = p * n_cls * (bins + 1)
+    one = ia == ib
+    many = ~one
+    part = np.zeros(size)
+    part += np.bincount(row[one] + ia[one], weights=(b - a)[one], minlength=size)
+    part += np.bincount(row[many] + ia[many], weights=(ia + 1 - a)[many], minlength=size)
+    part += np.bincount(row[many] + ib[many], weights=(b - ib)[many], minlength=size)
+    whole = np.bincount(row[many] + ia[many] + 1, minlength=size) - np.bincount(row[many] + ib[many], minlength=size)
+    occ = (part + np.cumsum(whole.reshape(-1, bins + 1), axis=1).ravel()).reshape(p, n_cls, bins + 1)[:, :, :bins]
+    occ[:, 0, :] = np.clip(1.0 - occ[:, 1:, :].sum(axis=1), 0.0, 1.0)
+    return occ, t0, width
+
+
+def overview(run: Run, *, bins: int = 1500) -> go.Figure:
+    """Raster of devices × time bins, each cell the class (kind, overlapped or idle) filling most of it.
+
+    Its size depends on devices × bins only, so it draws in a moment at any number of ops.
+    """
+    occ, t0, width = occupancy(run, bins)
+    p, n_cls = run.schedule.devices, len(OVERVIEW_CLASSES)
+    winner = occ.argmax(axis=1).astype(np.int8)
+    busy = np.rint(100 * (1.0 - occ[:, 0, :])).astype(np.uint8)
+    scale = []
+    for i, c in enumerate(OVERVIEW_COLORS):
+        scale += [[i / n_cls, c], [(i + 1) / n_cls, c]]
+    heat = dict(
+        type="heatmap",
+        z=winner,
+        x0=t0 + width / 2,
+        dx=width,
+        y0=0,
+        dy=1,
+        zmin=-0.5,
+        zmax=n_cls - 0.5,
+        colorscale=scale,
+        customdata=busy,
+        colorbar=dict(tickmode="array", tickvals=list(range(n_cls)), ticktext=list(OVERVIEW_CLASSES), thickness=12),
+        hovertemplate="device %{y} · t %{x:.6~g}<br>busy %{customdata}%<extra></extra>",
+    )
+    layout = dict(
+        title=dict(text=_title(run, None) + " · overview", x=0, xanchor="left", font=dict(size=14)),
+        height=gantt_height(p),
+        margin=_MARGIN,
+        xaxis=dict(title="time", range=_time_range([run]), zeroline=False, gridcolor=_GRID),
+        yaxis=_device_axis(p),
+        plot_bgcolor="white",
+    )
+    return _figure([heat], layout)
+
+
+# --- comparison ------------------------------------------------------------------------------
+
+
+def compare(runs: Sequence[Run], *, titles: Sequence[str] | None = None) -> go.Figure:
+    """2–4 Gantt charts stacked on one shared time axis, row heights in proportion to devices."""
+    runs = list(runs)
+    if not 1 <= len(runs) <= 4:
+        raise ValueError(f"compare draws 1 to 4 runs (got {len(runs)})")
+    titles = list(titles) if titles is not None else [_title(run, None) for run in runs]
+    if len(titles) != len(runs):
+        raise ValueError(f"compare got {len(titles)} titles for {len(runs)} runs")
+    devices = [run.schedule.devices for run in runs]
+    rows = len(runs)
+    fig = make_subplots(
+        rows=rows,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.12 / rows,
+        row_heights=[d + 2 for d in devices],
+        subplot_titles=[html.escape(t) for t in titles],
+    )
+    seen: set = set()
+    data = []
+    for i, run in enumerate(runs):
+        suffix = "" if i == 0 else str(i + 1)
+        data += _bar_traces(run, xaxis=f"x{suffix}", yaxis=f"y{suffix}", seen=seen)
+    layout = fig.layout.to_plotly_json()
+    for i, p in enumerate(devices):
+        layout[f"yaxis{'' if i == 0 else i + 1}"].update(_device_axis(p))
+    span = _time_range(runs)
+    for i in range(rows):
+        layout[f"xaxis{'' if i == 0 else i + 1}"].update(range=span, zeroline=False, gridcolor=_GRID)
+    layout[f"xaxis{'' if rows == 1 else rows}"]["title"] = "time"
+    for annotation in layout["annotations"]:
+        annotation.update(x=0, xanchor="left", font=dict(size=13))
+    layout.update(
+        height=min(sum(gantt_height(p) - 40 for p in devices) + 60, 2400),
+        barmode="overlay",
+        margin=dict(_MARGIN, t=70),
+        legend=dict(_LEGEND, y=1.02),
+        uniformtext=dict(minsize=7, mode="hide"),
+        plot_bgcolor="white",
+        hovermode="closest",
+    )
+    return _figure(data, layout)
+
+
+# --- standalone page -------------------------------------------------------------------------
+
+
+def to_html(run: Run, *, limit: float | None = None, max_bars: int = HTML_GANTT_LIMIT) -> str:
+    """A self-contained page (plotly.js inlined, no network) with the Gantt and memory charts.
+
+    Past ``max_bars`` ops the Gantt is replaced by the raster overview, which a browser draws at
+    once; the exact times are in ``ppviz simulate --csv``.
+    """
+    big = len(run.result) > max_bars
+    top = overview(run) if big else gantt(run)
+    config = {"displaylogo": False, "toImageButtonOptions": {"format": "svg"}}
+    first = top.to_html(full_html=False, include_plotlyjs=True, config=config)
+    second = memory(run, limit=limit).to_html(full_html=False, include_plotlyjs=False, config=config)
+    m = run.metrics
+    facts = [
+        ("makespan", f"{m.makespan:.6g}"),
+        ("bubble", f"{m.bubble_fraction:.2%}"),
+        ("longest span", f"{max(m.span):.6g}"),
+        ("peak activation", f"{max(m.peak_activation):.4g} units"),
+        ("ops", f"{len(run.result):,}"),
+    ]
+    if m.formula_bubble_fraction is not None:
+        facts.insert(2, ("formula bubble", f"{m.formula_bubble_fraction:.2%}"))
+    cells = "".join(f"<div><b>{html.escape(v)}</b><span>{html.escape(k)}</span></div>" for k, v in facts)
+    note = (
+        f"<p class='note'>{len(run.result):,} ops: drawn as an overview (each cell shows what fills most of it).</p>"
+        if big
+        else ""
+    )
+    name = html.escape(_title(run, None))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>ppviz · {name}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 1.5rem; color: #222; }}
+h1 {{ font-size: 1.3rem; margin: 0 0 .8rem; }}
+.facts {{ display: flex; gap: 1.5rem; flex-wrap: wrap; margin-bottom: .8rem; }}
+.facts div {{ display: flex; flex-direction: column; }}
+.facts b {{ font-size: 1.2rem; }}
+.facts span, .note {{ color: #666; font-size: .85rem; }}
+</style></head>
+<body>
+<h1>ppviz · {name}</h1>
+<div class="facts">{cells}</div>
+{note}
+{first}
+{second}
+</body></html>
+"""

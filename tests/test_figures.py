@@ -1,0 +1,205 @@
+"""Plotly figures: a fixed number of traces drawing the run's exact times, memory and overview."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import ppviz
+from ppviz import figures
+from ppviz.ir import BW, Action, Overlap, Placement, make_schedule
+from ppviz.ir import F as FWD
+
+
+def overlapped_run():
+    """Two devices, four microbatches, 1F1B whose steady state runs F with BW as one pair."""
+    a = Action
+    d0 = [a(0, 0, FWD), a(0, 1, FWD), a(0, 2, FWD), Overlap(a(0, 3, FWD), a(0, 0, BW)),
+          a(0, 1, BW), a(0, 2, BW), a(0, 3, BW)]  # fmt: skip
+    d1 = [a(1, 0, FWD), Overlap(a(1, 1, FWD), a(1, 0, BW)), Overlap(a(1, 2, FWD), a(1, 1, BW)),
+          Overlap(a(1, 3, FWD), a(1, 2, BW)), a(1, 3, BW)]  # fmt: skip
+    return ppviz.evaluate(make_schedule(Placement.standard(2), 4, [d0, d1], "hand-overlap"))
+
+
+def bars(fig):
+    return [t for t in fig.data if t.type == "bar"]
+
+
+def columns(trace):
+    """base, duration, device, stage, microbatch of every bar in a trace."""
+    base = figures.decode_typed_array(trace.base).astype(float)
+    custom = np.asarray(trace.customdata)
+    return base, np.asarray(trace.x, dtype=float), np.asarray(trace.y), custom[:, 0], custom[:, 1]
+
+
+def test_gantt_trace_count_does_not_grow_with_ops():
+    """One trace per kind present, whether the run has 32 or 6,400 ops."""
+    small = figures.gantt(ppviz.simulate("1f1b", 4, 4))
+    large = figures.gantt(ppviz.simulate("1f1b", 16, 200))
+    assert len(small.data) == len(large.data) == 2
+    assert [t.name for t in large.data] == [figures.KIND_LABELS[ppviz.Kind.F], figures.KIND_LABELS[ppviz.Kind.BW]]
+
+
+def test_gantt_has_one_trace_per_kind_present():
+    """zb-h1 splits the backward: F, B and W traces, no BW."""
+    fig = figures.gantt(ppviz.simulate("zb-h1", 4, 8))
+    assert sorted(t.legendgroup for t in bars(fig)) == ["B", "F", "W"]
+
+
+def test_gantt_bars_are_the_runs_start_and_duration():
+    """Every op is one bar at its exact start and duration, on its device, with its stage and microbatch."""
+    run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, f=1.0, b=2.0, w=0.5)
+    r = run.result
+    rows = [np.concatenate(c) for c in zip(*(columns(t) for t in bars(figures.gantt(run))))]
+    got = sorted(zip(*(c.tolist() for c in rows)))
+    want = sorted(zip(r.start.tolist(), (r.end - r.start).tolist(), r.device.tolist(), r.stage.tolist(),
+                      r.microbatch.tolist()))  # fmt: skip
+    assert got == want
+
+
+def test_gantt_shades_bars_by_chunk():
+    """With two chunks per device, each bar's colour index is its chunk."""
+    run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2)
+    fwd = bars(figures.gantt(run))[0]
+    stage = np.asarray(fwd.customdata)[:, 0]
+    assert np.array_equal(np.asarray(fwd.marker.color), (stage >= 4).astype(int))
+    assert len(fwd.marker.colorscale) == 2
+
+
+def test_gantt_device_zero_is_the_top_row_and_height_grows_with_devices():
+    fig = figures.gantt(ppviz.simulate("1f1b", 8, 8))
+    assert fig.layout.yaxis.range == (7.5, -0.5)
+    assert fig.layout.xaxis.title.text == "time"
+    assert fig.layout.height < figures.gantt(ppviz.simulate("1f1b", 16, 16)).layout.height
+    assert figures.gantt(ppviz.simulate("1f1b", 2, 2), height=500).layout.height == 500
+
+
+def test_overlapped_pairs_are_two_half_height_bars_forward_on_top():
+    run = overlapped_run()
+    fig = figures.gantt(run)
+    pairs = [t for t in bars(fig) if t.legendgroup == "overlapped"]
+    assert len(pairs) == 2 and sum(t.showlegend for t in pairs) == 1
+    top, bottom = pairs
+    assert "<b>F</b>" in top.hovertemplate and "<b>BW</b>" in bottom.hovertemplate
+    assert top.width == bottom.width == figures.BAR_WIDTH / 2
+    # the y axis is reversed, so the bar spanning [y - 0.4, y] is the upper half
+    assert top.offset == -figures.BAR_WIDTH / 2 and bottom.offset == 0
+    assert np.array_equal(columns(top)[0], columns(bottom)[0])  # same slot: same start
+    assert len(columns(top)[0]) == int(run.result.paired.sum()) // 2
+    plain = [t for t in bars(fig) if t.legendgroup != "overlapped"]
+    assert all(t.width == figures.BAR_WIDTH for t in plain)
+
+
+def test_labels_are_microbatch_numbers_and_dropped_for_huge_runs():
+    small = figures.gantt(ppviz.simulate("1f1b", 4, 4))
+    assert all(t.texttemplate == "%{customdata[1]}" and t.textposition == "inside" for t in small.data)
+    assert small.layout.uniformtext.mode == "hide"
+    big = figures.gantt(ppviz.simulate("1f1b", 16, 160))  # 5,120 ops
+    assert all(t.texttemplate is None for t in big.data)
+
+
+def test_gantt_json_is_compact():
+    """Arrays travel base64-encoded: under 40 bytes of JSON per op."""
+    run = ppviz.simulate("interleaved-1f1b", 8, 64, chunks=2)
+    text = figures.gantt(run).to_json()
+    assert len(text) / len(run.result) < 40
+    assert '"bdata"' in text
+
+
+def test_memory_has_one_line_per_device_and_marks_each_peak():
+    run = ppviz.simulate("1f1b", 4, 8)
+    fig = figures.memory(run)
+    lines = [t for t in fig.data if t.name.startswith("device")]
+    assert len(lines) == 4 and all(t.line.shape == "hv" for t in lines)
+    (peak,) = [t for t in fig.data if t.name == "peak"]
+    assert list(peak.y) == run.metrics.peak_activation == [4.0, 3.0, 2.0, 1.0]
+    assert fig.layout.yaxis.title.text == "activation (units)"
+    assert not [t for t in fig.data if t.name.startswith("limit")]
+
+
+def test_memory_limit_line_is_drawn_when_asked():
+    run = ppviz.simulate("1f1b", 4, 8)
+    (limit,) = [t for t in figures.memory(run, limit=3).data if t.name.startswith("limit")]
+    assert list(limit.y) == [3, 3] and limit.line.dash == "dash"
+    assert list(limit.x) == [0.0, run.metrics.makespan]
+
+
+def test_gantt_and_memory_share_the_time_axis():
+    run = ppviz.simulate("zb-h1", 4, 8)
+    assert figures.gantt(run).layout.xaxis.range == figures.memory(run).layout.xaxis.range == (0, run.metrics.makespan)
+
+
+def test_overview_is_devices_by_bins_and_keeps_busy_time():
+    """Each row's busy fraction, summed over bins, is the device's busy time."""
+    run = ppviz.simulate("1f1b", 4, 8, f=1.0, b=2.0, w=0.0)
+    fig = figures.overview(run, bins=60)
+    (heat,) = fig.data
+    z = np.asarray(heat.z)
+    assert z.shape == (4, 60)
+    occ, t0, width = figures.occupancy(run, 60)
+    busy = (1 - occ[:, 0, :]).sum(axis=1) * width
+    assert np.allclose(busy, run.metrics.busy)
+    # 1F1B device 0 starts with a forward and ends with a backward
+    classes = figures.OVERVIEW_CLASSES
+    assert classes[z[0, 0]] == "F" and classes[z[0, -1]] == "BW"
+
+
+def test_overview_marks_overlapped_pairs():
+    run = overlapped_run()
+    occ, _, _ = figures.occupancy(run, 15)  # makespan 15: one bin per time unit
+    pair = figures.OVERVIEW_CLASSES.index("overlapped")
+    assert np.allclose(occ[:, pair, :].sum(axis=1), [3.0, 9.0])  # device 0: one pair of 3; device 1: three
+
+
+def test_overview_rejects_zero_bins():
+    with pytest.raises(ValueError, match="at least one time bin"):
+        figures.overview(ppviz.simulate("1f1b", 2, 2), bins=0)
+
+
+def test_compare_stacks_runs_on_one_shared_time_axis():
+    runs = [ppviz.simulate("1f1b", 4, 8), ppviz.simulate("zb-h1", 4, 8), ppviz.simulate("gpipe", 2, 8)]
+    fig = figures.compare(runs)
+    assert {t.yaxis for t in fig.data} == {"y", "y2", "y3"}
+    assert fig.layout.xaxis.matches == fig.layout.xaxis2.matches == "x3"
+    assert fig.layout.xaxis3.range == (0, max(r.metrics.makespan for r in runs))
+    assert fig.layout.yaxis3.range == (1.5, -0.5)
+    shown = [t.legendgroup for t in fig.data if t.showlegend]
+    assert sorted(shown) == ["B", "BW", "F", "W"]  # one legend entry per kind across the subplots
+    assert [a.text for a in fig.layout.annotations][0].startswith("1f1b")
+
+
+def test_compare_refuses_too_many_runs_and_mismatched_titles():
+    run = ppviz.simulate("1f1b", 2, 2)
+    with pytest.raises(ValueError, match="1 to 4 runs"):
+        figures.compare([run] * 5)
+    with pytest.raises(ValueError, match="titles"):
+        figures.compare([run, run], titles=["only one"])
+
+
+def test_to_html_is_self_contained():
+    html = figures.to_html(ppviz.simulate("1f1b", 4, 8), limit=3)
+    scripts = re.findall(r"<script[^>]*>", html)
+    assert scripts and not [s for s in scripts if "src=" in s]  # nothing fetched: no cdn.plot.ly, no https://
+    assert html.count('class="plotly-graph-div"') == 2
+    assert html.count("plotly.js v") >= 1  # the library itself is inlined once
+    assert "limit 3" in html
+
+
+def test_to_html_draws_the_overview_past_the_bar_limit():
+    run = ppviz.simulate("1f1b", 4, 8)
+    assert '"type":"heatmap"' in figures.to_html(run, max_bars=10)
+    assert '"type":"heatmap"' not in figures.to_html(run)
+
+
+def test_typed_array_round_trips():
+    a = np.array([0.25, 1.5, 3.0], dtype=np.float32)
+    spec = figures.typed_array(a)
+    assert spec["dtype"] == "f4"
+    assert np.array_equal(figures.decode_typed_array(json.loads(json.dumps(spec))), a)
+
+
+def test_shades_go_from_light_to_dark_and_keep_the_base_for_one_chunk():
+    assert figures.shades("#0072B2", 1) == ["#0072B2"]
+    light, dark = figures.shades("#0072B2", 2)
+    assert sum(int(light[i : i + 2], 16) for i in (1, 3, 5)) > sum(int(dark[i : i + 2], 16) for i in (1, 3, 5))

@@ -1,0 +1,116 @@
+"""Exports (ops CSV, JSON contract, Chrome trace, PyTorch CSV) and the strict order import."""
+
+import csv
+import io
+import json
+
+import pytest
+
+import ppviz
+from ppviz import formats
+from ppviz.ir import BW, Action, Overlap, Placement, make_schedule
+from ppviz.ir import F as FWD
+
+
+def overlapped_run():
+    a = Action
+    d0 = [a(0, 0, FWD), a(0, 1, FWD), Overlap(a(0, 2, FWD), a(0, 0, BW)), a(0, 1, BW), a(0, 2, BW)]
+    d1 = [a(1, 0, FWD), Overlap(a(1, 1, FWD), a(1, 0, BW)), Overlap(a(1, 2, FWD), a(1, 1, BW)), a(1, 2, BW)]
+    return ppviz.evaluate(make_schedule(Placement.standard(2), 3, [d0, d1], "hand-overlap"))
+
+
+def test_ops_csv_has_one_row_per_op_with_exact_times():
+    run = ppviz.simulate("zb-h1", 4, 8, f=1.0, b=1.5, w=0.5)
+    rows = list(csv.DictReader(io.StringIO(formats.ops_csv(run))))
+    assert list(rows[0]) == ["device", "stage", "microbatch", "kind", "start", "end"]
+    assert len(rows) == len(run.result) == 4 * 8 * 3
+    assert rows == [{k: str(v) for k, v in op.items()} for op in run.result.ops()]
+    assert max(float(r["end"]) for r in rows) == run.metrics.makespan == 8 * 3.0 + 3 * (1.0 + 1.5 - 0.5)
+
+
+def test_run_json_is_the_cli_contract():
+    run = ppviz.simulate("1f1b", 4, 8)
+    data = json.loads(formats.run_json(run))
+    assert data == json.loads(json.dumps(run.to_dict()))
+    assert data["makespan"] == (8 + 4 - 1) * 3.0 and len(data["ops"]) == 64
+
+
+def test_chrome_trace_has_one_complete_event_per_op_in_microseconds():
+    run = ppviz.simulate("1f1b", 4, 8, f=1.0, b=2.0, w=0.0)
+    trace = json.loads(formats.chrome_trace(run))
+    events = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(events) == len(run.result)
+    want = sorted(
+        (
+            op["device"],
+            op["start"] * 1000,
+            (op["end"] - op["start"]) * 1000,
+            f"{op['kind']} s{op['stage']} mb{op['microbatch']}",
+        )
+        for op in run.result.ops()
+    )
+    assert sorted((e["tid"], e["ts"], e["dur"], e["name"]) for e in events) == want
+    assert {e["pid"] for e in trace["traceEvents"]} == {0}
+    assert "F s3 mb7" in {e["name"] for e in events}
+
+
+def test_chrome_trace_names_each_device_thread():
+    trace = json.loads(formats.chrome_trace(ppviz.simulate("gpipe", 3, 2)))
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert names == {0: "device 0", 1: "device 1", 2: "device 2"}
+
+
+def test_chrome_trace_gives_both_halves_of_a_pair_the_same_span():
+    run = overlapped_run()
+    events = [e for e in json.loads(formats.chrome_trace(run))["traceEvents"] if e["ph"] == "X"]
+    pair = {e["name"]: (e["ts"], e["dur"]) for e in events if e["tid"] == 1 and e["cat"] == "overlapped"}
+    assert pair["F s1 mb1"] == pair["BW s1 mb0"]
+    assert sum(e["args"]["overlapped"] for e in events) == 2 * 3
+
+
+@pytest.mark.parametrize(
+    "name, params", [("1f1b", {}), ("zb-h1", {}), ("interleaved-1f1b", {"chunks": 2}), ("zb-v", {})]
+)
+def test_torch_csv_round_trip_keeps_the_makespan(name, params):
+    run = ppviz.simulate(name, 4, 8, f=1.0, b=2.0, w=1.0, **params)
+    schedule = formats.read_torch_csv(formats.torch_csv(run))
+    again = ppviz.evaluate(schedule, run.result.costs)
+    assert again.metrics.makespan == run.metrics.makespan
+    assert formats.torch_csv(schedule) == formats.torch_csv(run.schedule)
+
+
+def test_torch_csv_round_trip_keeps_overlapped_pairs():
+    run = overlapped_run()
+    text = formats.torch_csv(run)
+    assert "(1F1;1B0)OVERLAP_F_B" in text
+    assert ppviz.evaluate(formats.read_torch_csv(text)).metrics.makespan == run.metrics.makespan
+
+
+def test_read_torch_csv_accepts_bytes():
+    text = formats.torch_csv(ppviz.simulate("1f1b", 2, 2))
+    assert formats.read_torch_csv(text.encode()).microbatches == 2
+
+
+def test_read_torch_csv_refuses_files_over_the_size_limit():
+    text = formats.torch_csv(ppviz.simulate("1f1b", 4, 8))
+    with pytest.raises(ValueError, match="limit is 100"):
+        formats.read_torch_csv(text, max_bytes=100)
+    with pytest.raises(ValueError, match="bytes"):
+        formats.read_torch_csv(b"0F0," * 300_000)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty"),
+        ("0F0,0B0\n1X0\n", "row 2, column 1"),
+        ("__import__('os').system('true')\n", "cannot read action"),
+        ("0F0\n0B0\n", "runs on ranks 0 and 1"),
+        (b"\xff\xfe0F0", "not UTF-8"),
+        ("0F0,0B0,0F99999999\n", "need at least"),
+        ("0F0,0F0\n", "appears 2 times"),
+    ],
+)
+def test_read_torch_csv_rejects_malformed_orders_with_a_clear_message(text, message):
+    with pytest.raises(ValueError, match=message):
+        formats.read_torch_csv(text)
