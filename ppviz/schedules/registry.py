@@ -94,7 +94,8 @@ def resolve(spec: Spec, devices: object, microbatches: object, params: dict) -> 
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise ValueError(f"{q.name} must be a number (got {v!r})")
             if v < q.low or (q.high is not None and v > q.high):
-                raise ValueError(f"{q.name} must be between {q.low:g} and {q.high:g} (got {v:g})")
+                rng = f"≥ {q.low:g}" if q.high is None else f"between {q.low:g} and {q.high:g}"
+                raise ValueError(f"{q.name} must be {rng} (got {v:g})")
             out[q.name] = float(v)
     if spec.check is not None:
         spec.check(p, m, **out)
