@@ -20,11 +20,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ppviz  # noqa: E402
 from ppviz import figures  # noqa: E402
+from ppviz.ir import BW, Action, F, Overlap, Placement, make_schedule  # noqa: E402
 
 CASES = [
     ("interleaved-1f1b", 16, 400, {"chunks": 4}),  # 51,200 ops, F and BW in 4 shades
     ("zb-h1", 16, 1024, {}),  # 49,152 ops, F, B and W
 ]
+
+
+def overlapped_1f1b(microbatches: int) -> ppviz.Run:
+    """Two devices whose steady state runs each F with a BW as one overlapped pair (4·m ops)."""
+    a, m = Action, microbatches
+    d0 = [a(0, i, F) for i in range(3)] + [Overlap(a(0, i, F), a(0, i - 3, BW)) for i in range(3, m)]
+    d0 += [a(0, i, BW) for i in range(m - 3, m)]
+    d1 = [a(1, 0, F)] + [Overlap(a(1, i, F), a(1, i - 1, BW)) for i in range(1, m)] + [a(1, m - 1, BW)]
+    return ppviz.evaluate(make_schedule(Placement.standard(2), m, [d0, d1], "overlapped-1f1b (hand-made)"))
 
 
 def _median_cpu(fn, repeat: int) -> tuple[float, object]:
@@ -44,8 +54,9 @@ def main(argv: list[str] | None = None) -> None:
     header = f"{'schedule':<34} {'figure':<9} {'ops':>7} {'build s':>8} {'json s':>7} {'JSON bytes':>11} {'B/op':>6}"
     print(header)
     print("-" * len(header))
-    for name, p, m, params in CASES:
-        run = ppviz.simulate(name, p, m, **params)
+    cases = [(name, p, m, params, ppviz.simulate(name, p, m, **params)) for name, p, m, params in CASES]
+    cases.append(("overlapped pairs", 2, 12_500, {}, overlapped_1f1b(12_500)))
+    for name, p, m, params, run in cases:
         ops = len(run.result)
         label = f"{name} p={p} m={m}" + "".join(f" {k[0]}={v}" for k, v in params.items())
         builders = {

@@ -58,6 +58,17 @@ def test_gantt_bars_are_the_runs_start_and_duration():
     assert got == want
 
 
+def test_gantt_keeps_float64_times_when_float32_would_misplace_short_bars():
+    """Bars 0.001 long at times near 10^6: float32 cannot place them, so the exact times are sent."""
+    run = ppviz.simulate("1f1b", 2, 2, f=1e-3, b=1e-3, w=1e-3, p2p=1e6)
+    trace = bars(figures.gantt(run))[0]
+    base, width, *_ = columns(trace)
+    fwd = run.result.kind == 0
+    assert figures.decode_typed_array(trace.base).dtype == np.float64
+    assert sorted(base) == sorted(run.result.start[fwd]) and run.result.start[fwd].max() > 1e6
+    assert np.allclose(width, 1e-3, rtol=1e-6)
+
+
 def test_gantt_shades_bars_by_chunk():
     """With two chunks per device, each bar's colour index is its chunk."""
     run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2)
