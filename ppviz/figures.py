@@ -363,21 +363,15 @@ def occupancy(run: Run, bins: int) -> tuple[np.ndarray, float, float]:
     return occ, t0, width
 
 
-def overview(run: Run, *, bins: int = 1500) -> go.Figure:
-    """Raster of devices × time bins, each cell the class (kind, overlapped or idle) filling most of it.
-
-    Its size depends on devices × bins only, so it draws in a moment at any number of ops.
-    """
+def _heat_trace(run: Run, bins: int, *, xaxis: str = "x", yaxis: str = "y", showscale: bool = True) -> dict:
     occ, t0, width = occupancy(run, bins)
-    p, n_cls = run.schedule.devices, len(OVERVIEW_CLASSES)
-    winner = occ.argmax(axis=1).astype(np.int8)
-    busy = np.rint(100 * (1.0 - occ[:, 0, :])).astype(np.uint8)
+    n_cls = len(OVERVIEW_CLASSES)
     scale = []
     for i, c in enumerate(OVERVIEW_COLORS):
-        scale += [[i / n_cls, c], [(i + 1) / n_cls, c]]
-    heat = dict(
+        scale += [[i / n_cls, c], [(i + 1) / n_cls, c]]  # one flat step per class
+    return dict(
         type="heatmap",
-        z=winner,
+        z=occ.argmax(axis=1).astype(np.int8),
         x0=t0 + width / 2,
         dx=width,
         y0=0,
@@ -385,10 +379,21 @@ def overview(run: Run, *, bins: int = 1500) -> go.Figure:
         zmin=-0.5,
         zmax=n_cls - 0.5,
         colorscale=scale,
-        customdata=busy,
+        customdata=np.rint(100 * (1.0 - occ[:, 0, :])).astype(np.uint8),
+        showscale=showscale,
         colorbar=dict(tickmode="array", tickvals=list(range(n_cls)), ticktext=list(OVERVIEW_CLASSES), thickness=12),
         hovertemplate="device %{y} · t %{x:.6~g}<br>busy %{customdata}%<extra></extra>",
+        xaxis=xaxis,
+        yaxis=yaxis,
     )
+
+
+def overview(run: Run, *, bins: int = 1500) -> go.Figure:
+    """Raster of devices × time bins, each cell the class (kind, overlapped or idle) filling most of it.
+
+    Its size depends on devices × bins only, so it draws in a moment at any number of ops.
+    """
+    p = run.schedule.devices
     layout = dict(
         title=dict(text=_title(run, None) + " · overview", x=0, xanchor="left", font=dict(size=14)),
         height=gantt_height(p),
@@ -397,14 +402,17 @@ def overview(run: Run, *, bins: int = 1500) -> go.Figure:
         yaxis=_device_axis(p),
         plot_bgcolor="white",
     )
-    return _figure([heat], layout)
+    return _figure([_heat_trace(run, bins)], layout)
 
 
 # --- comparison ------------------------------------------------------------------------------
 
 
-def compare(runs: Sequence[Run], *, titles: Sequence[str] | None = None) -> go.Figure:
-    """2–4 Gantt charts stacked on one shared time axis, row heights in proportion to devices."""
+def compare(runs: Sequence[Run], *, titles: Sequence[str] | None = None, max_bars: int | None = None) -> go.Figure:
+    """2–4 Gantt charts stacked on one shared time axis, row heights in proportion to devices.
+
+    A run with more than ``max_bars`` ops (no limit by default) is drawn as its raster overview.
+    """
     runs = list(runs)
     if not 1 <= len(runs) <= 4:
         raise ValueError(f"compare draws 1 to 4 runs (got {len(runs)})")
@@ -424,8 +432,12 @@ def compare(runs: Sequence[Run], *, titles: Sequence[str] | None = None) -> go.F
     seen: set = set()
     data = []
     for i, run in enumerate(runs):
-        suffix = "" if i == 0 else str(i + 1)
-        data += _bar_traces(run, xaxis=f"x{suffix}", yaxis=f"y{suffix}", seen=seen)
+        axes = dict(xaxis=f"x{'' if i == 0 else i + 1}", yaxis=f"y{'' if i == 0 else i + 1}")
+        if max_bars is not None and len(run.result) > max_bars:
+            first_heat = not any(t["type"] == "heatmap" for t in data)
+            data.append(_heat_trace(run, 1500, showscale=first_heat, **axes))
+        else:
+            data += _bar_traces(run, seen=seen, **axes)
     layout = fig.layout.to_plotly_json()
     for i, p in enumerate(devices):
         layout[f"yaxis{'' if i == 0 else i + 1}"].update(_device_axis(p))

@@ -180,6 +180,13 @@ def test_compare_stacks_runs_on_one_shared_time_axis():
     assert [a.text for a in fig.layout.annotations][0].startswith("1f1b")
 
 
+def test_compare_draws_runs_past_max_bars_as_overviews():
+    runs = [ppviz.simulate("1f1b", 4, 8), ppviz.simulate("1f1b", 4, 64)]
+    fig = figures.compare(runs, max_bars=100)
+    assert [t.type for t in fig.data] == ["bar", "bar", "heatmap"]
+    assert fig.data[-1].yaxis == "y2" and np.asarray(fig.data[-1].z).shape == (4, 1500)
+
+
 def test_compare_refuses_too_many_runs_and_mismatched_titles():
     run = ppviz.simulate("1f1b", 2, 2)
     with pytest.raises(ValueError, match="1 to 4 runs"):
