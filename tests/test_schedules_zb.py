@@ -85,7 +85,20 @@ def test_zb_v_peak_is_p_and_span_is_zero_bubble(p):
 
 
 def test_every_schedule_of_issue_4_is_registered():
-    names = {"zb-h2", "zb-v", "interleaved-zb", "dualpipe", "dualpipe-v", "1f1b-overlap", "interleaved-1f1b-overlap"}
+    names = {
+        "zb-h2",
+        "zb-auto",
+        "zb-v",
+        "v-min",
+        "v-half",
+        "v-zb",
+        "v-auto",
+        "interleaved-zb",
+        "dualpipe",
+        "dualpipe-v",
+        "1f1b-overlap",
+        "interleaved-1f1b-overlap",
+    }
     assert names <= set(REGISTRY)
 
 
@@ -240,3 +253,110 @@ def test_interleaved_zb_beats_interleaved_1f1b_in_time_and_memory(p):
         il = ppviz.simulate("interleaved-1f1b", p, m, chunks=2).metrics
         assert zb.makespan < il.makespan
         assert max(zb.peak_activation) == p < max(il.peak_activation)
+
+
+# --- v-min, v-half, v-zb, v-auto ----------------------------------------------------------------
+
+V_PEAK = {"v-min": lambda p: (p + 4) // 3, "v-half": lambda p: (p + 2) // 2, "v-zb": lambda p: p}
+
+
+@pytest.mark.parametrize("name", ["v-min", "v-half", "v-zb"])
+def test_v_schedules_are_valid_on_the_grid_and_keep_their_peaks(name):
+    """Every size runs; the peak never passes the reported (p+4)//3, (p+2)//2, p, and reaches it
+    once m ≥ 2p (a V chunk's forward adds 1/2 unit; the block's lifetime sets the peak)."""
+    for p, m in GRID:
+        run = ppviz.simulate(name, p, m)
+        assert_valid(run)
+        peak = max(run.metrics.peak_activation)
+        assert peak <= V_PEAK[name](p)
+        if m >= 2 * p:
+            assert peak == V_PEAK[name](p)
+
+
+def test_v_auto_is_valid_on_small_grids():
+    for p, m in GRID:
+        if p <= 4:
+            assert_valid(ppviz.simulate("v-auto", p, m))
+
+
+def test_v_block_offsets_match_the_papers_building_blocks():
+    """V-Min on device i: F at i, f at 2p−1−i, B at 2p+δ+i, b at 4p+δ−1−i (δ = 2 iff 3 | p);
+    V-Half: F at 2i, f at 3p−2−i, B at 3p+δ+2i−1, b at 6p+δ−2−i (δ = 3 iff p even).
+    (B here is the second chunk's backward, which runs first.)"""
+    from ppviz.ir import B, F
+    from ppviz.schedules.vshape import v_block
+
+    for p in (2, 3, 4, 5, 6, 8, 9, 16):
+        d = 2 if p % 3 == 0 else 0
+        for i, slots in enumerate(v_block(p, 1)):
+            s0, s1 = i, 2 * p - 1 - i
+            assert (slots[s0, F], slots[s1, F], slots[s1, B], slots[s0, B]) == (
+                i, 2 * p - 1 - i, 2 * p + d + i, 4 * p + d - 1 - i)  # fmt: skip
+        d = 3 if p % 2 == 0 else 0
+        for i, slots in enumerate(v_block(p, 2)):
+            s0, s1 = i, 2 * p - 1 - i
+            assert (slots[s0, F], slots[s1, F], slots[s1, B], slots[s0, B]) == (
+                2 * i, 3 * p - 2 - i, 3 * p + d + 2 * i - 1, 6 * p + d - 2 - i)  # fmt: skip
+
+
+def test_v_bubbles_against_1f1b_at_p8_m32():
+    """1F1B's bubble is (p−1)(f+b+w) = 21. Measured makespan − m(f+b+w): V-Min 12.5 (0.60 of
+    1F1B's), V-Half 9.5 (0.45), V-ZB 3.5 on the makespan and 0 on the span."""
+    m, ideal = 32, 96
+    got = {n: ppviz.simulate(n, 8, m).metrics for n in ("v-min", "v-half", "v-zb")}
+    assert got["v-min"].makespan - ideal == 12.5
+    assert got["v-half"].makespan - ideal == 9.5
+    assert got["v-zb"].makespan - ideal == 3.5
+    assert max(got["v-zb"].span) == ideal
+    assert 21 / 2 < 12.5 < 21 * 2 / 3 + 0.01  # V-Min: about two thirds of 1F1B's
+    assert 9.5 <= 21 / 2  # V-Half: about half
+
+
+@pytest.mark.parametrize("p", [3, 4, 6, 8])
+def test_v_schedules_trade_memory_for_bubble(p):
+    """More memory, less bubble: V-Min ≥ V-Half ≥ V-ZB in makespan, and all beat 1F1B."""
+    m = 4 * p
+    mk = [ppviz.simulate(n, p, m).metrics.makespan for n in ("v-min", "v-half", "v-zb")]
+    assert mk[0] >= mk[1] >= mk[2]
+    assert mk[0] < (m + p - 1) * 3
+
+
+def test_v_auto_takes_the_least_bubble_under_its_limit():
+    """At p=8, m=32 the bubble falls as the limit rises: 12.5 at 4, 9.5 at 5, 7.5 at 6, 5.5 at 7,
+    3.5 at 8 (= V-ZB), and the peak never passes the limit."""
+    expected = {4: 12.5, 5: 9.5, 6: 7.5, 7: 5.5, 8: 3.5, 12: 3.5}
+    for limit, bubble in expected.items():
+        met = ppviz.simulate("v-auto", 8, 32, max_memory=limit).metrics
+        assert met.makespan - 96 == bubble
+        assert max(met.peak_activation) <= limit
+
+
+def test_v_auto_below_v_min_says_how_much_memory_is_needed():
+    with pytest.raises(ValueError, match="raise it to at least 4"):
+        ppviz.simulate("v-auto", 8, 32, max_memory=3)
+
+
+# --- zb-auto -----------------------------------------------------------------------------------
+
+
+def test_zb_auto_is_valid_on_the_grid():
+    for p, m in GRID:
+        if p <= 6:
+            assert_valid(ppviz.simulate("zb-auto", p, m))
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 6, 8])
+def test_zb_auto_is_never_worse_than_zb_h1_at_p_or_zb_h2_at_2p_minus_1(p):
+    """The longest span (the ZB paper's bubble measure) at limit p is at most ZB-H1's, at 2p−1
+    at most ZB-H2's, and the peak stays under the limit."""
+    for m in (1, p, 2 * p, 3 * p):
+        for limit, rival in ((p, "zb-h1"), (2 * p - 1, "zb-h2")):
+            auto = ppviz.simulate("zb-auto", p, m, max_memory=limit).metrics
+            hand = ppviz.simulate(rival, p, m).metrics
+            assert max(auto.span) <= max(hand.span)
+            assert max(auto.peak_activation) <= limit
+
+
+def test_zb_auto_below_one_unit_is_refused():
+    with pytest.raises(ValueError, match="max_memory"):
+        ppviz.simulate("zb-auto", 4, 8, max_memory=0.5)

@@ -11,10 +11,13 @@ last stage), W(s) after B(s). Only single-direction placements with split backwa
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
+
+import numpy as np
 
 from ..costs import Costs
 from ..ir import Action, B, F, Kind, Placement, W
@@ -34,8 +37,16 @@ class Candidate(NamedTuple):
 Priority = Callable[[Candidate], tuple]
 
 
+class Guard(Protocol):
+    """Optional veto on forwards (e.g. keep a reference order feasible under the limit)."""
+
+    def allows(self, device: int, forward: Candidate) -> bool: ...
+
+    def ran(self, device: int, action: Action) -> None: ...
+
+
 def greedy_order(
-    placement: Placement, m: int, costs: Costs, limit: float, priority: Priority
+    placement: Placement, m: int, costs: Costs, limit: float, priority: Priority, guard: Guard | None = None
 ) -> list[list[Action]] | None:
     """Per-device orders built greedily, or None if the limit leaves some device stuck."""
     S, P = placement.stages, placement.devices
@@ -68,7 +79,9 @@ def greedy_order(
         cands: list[tuple[float, Candidate]] = []
         for s in held[d]:
             if next_f[s] < m and mem[d] + unit <= limit + _EPS:
-                cands.append((ready(s, next_f[s], F), Candidate(s, next_f[s], F, mem[d])))
+                fwd = Candidate(s, next_f[s], F, mem[d])
+                if guard is None or guard.allows(d, fwd):
+                    cands.append((ready(s, next_f[s], F), fwd))
             if next_b[s] < m:
                 cands.append((ready(s, next_b[s], B), Candidate(s, next_b[s], B, mem[d])))
         if waiting_w[d]:
@@ -81,11 +94,16 @@ def greedy_order(
 
     total = 3 * S * m
     decision = [options(d) for d in range(P)]
+    heap = [(decision[d][0], d) for d in range(P)]  # (decision time, device); stale entries skipped
+    heapq.heapify(heap)
     for _ in range(total):
-        d = min(range(P), key=lambda i: decision[i][0])
-        t, cands = decision[d]
+        while True:
+            t, d = heapq.heappop(heap)
+            if t == decision[d][0]:
+                break
         if t == math.inf:
             return None
+        cands = decision[d][1]
         c = min(cands, key=priority)
         s, mb, kind = c.stage, c.microbatch, c.kind
         if kind == F:
@@ -107,6 +125,106 @@ def greedy_order(
             touched = (d,)
         free[d] = end
         order[d].append(Action(s, mb, kind))
+        if guard is not None:
+            guard.ran(d, order[d][-1])
         for e in set(touched):
             decision[e] = options(e)
+            heapq.heappush(heap, (decision[e][0], e))
     return order
+
+
+class ReferenceGuard:
+    """Lets a forward jump ahead only if finishing the reference order afterwards stays in the limit.
+
+    Running a forward early raises the activation of every step of the reference order it jumps
+    over by one chunk, so it is allowed when the reference's own levels over that stretch leave
+    room for it. The first remaining reference step is then always allowed, and the earliest
+    such step over all devices always has its inputs ready, so the greedy pass cannot get stuck.
+    """
+
+    def __init__(self, reference: list[list[Action]], limit: float, unit: float):
+        self.reference = reference
+        self.limit = limit
+        self.unit = unit
+        self.position = [{a: i for i, a in enumerate(row)} for row in reference]
+        self.done = [bytearray(len(row)) for row in reference]
+        self.first = [0] * len(reference)
+
+    def allows(self, device: int, forward: Candidate) -> bool:
+        row, done = self.reference[device], self.done[device]
+        level = peak = forward.in_flight
+        for i in range(self.first[device], self.position[device][Action(forward.stage, forward.microbatch, F)]):
+            if done[i]:
+                continue
+            kind = row[i].kind
+            if kind == F:
+                level += self.unit
+                peak = max(peak, level)
+            elif kind == W:
+                level -= self.unit
+        return peak + self.unit <= self.limit + _EPS
+
+    def ran(self, device: int, action: Action) -> None:
+        done = self.done[device]
+        done[self.position[device][action]] = 1
+        i, n = self.first[device], len(done)
+        while i < n and done[i]:
+            i += 1
+        self.first[device] = i
+
+
+def repairs(
+    placement: Placement, m: int, reference: list[list[Action]], limit: float, costs: Costs, defer_w_only: bool = True
+) -> list[list[list[Action]]]:
+    """Greedy re-timings of a reference order that never exceed ``limit``: the reference's
+    priority with every W deferred until nothing else is ready (and, unless ``defer_w_only``,
+    the reference's priority as it is)."""
+    rank = {a: i for row in reference for i, a in enumerate(row)}
+    unit = placement.devices / placement.stages
+    in_order = lambda c: rank[Action(c.stage, c.microbatch, c.kind)]
+    w_last = lambda c: (c.kind == W, rank[Action(c.stage, c.microbatch, c.kind)])
+    out = []
+    for priority in (w_last,) if defer_w_only else (in_order, w_last):
+        order = greedy_order(placement, m, costs, limit, priority, ReferenceGuard(reference, limit, unit))
+        if order is not None:
+            out.append(order)
+    return out
+
+
+def order_peak(order: list[list[Action]], unit: float) -> float:
+    """The largest activation any device reaches running ``order`` (F adds at start, W frees)."""
+    peak = 0.0
+    for row in order:
+        level = 0.0
+        for a in row:
+            if a.kind == F:
+                level += unit
+                peak = max(peak, level)
+            elif a.kind == W:
+                level -= unit
+    return peak
+
+
+def pick_best(placement: Placement, m: int, orders: list[list[list[Action]]], limit: float, costs: Costs):
+    """The order with the shortest longest span (the zero-bubble papers' measure), then the
+    shortest makespan, then the lowest peak, among those within ``limit``; None if none fits."""
+    from ..ir import make_schedule
+    from ..memory import activation
+    from ..simulator import simulate
+
+    best = None
+    for order in orders:
+        schedule = make_schedule(placement, m, order)
+        result = simulate(schedule, costs)
+        peak = float(activation(result).peak.max())
+        if peak > limit + _EPS:
+            continue
+        first = np.full(placement.devices, np.inf)
+        last = np.full(placement.devices, -np.inf)
+        np.minimum.at(first, result.slot_device, result.slot_start)
+        np.maximum.at(last, result.slot_device, result.slot_end)
+        span = float(np.max(np.where(np.isfinite(first), last - first, 0.0)))
+        key = (span, float(result.slot_end.max()), peak)
+        if best is None or key < best[0]:
+            best = (key, schedule)
+    return None if best is None else best[1]

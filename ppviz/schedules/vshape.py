@@ -11,8 +11,12 @@ its forward adds 1/2 activation unit.
 
 from __future__ import annotations
 
-from ..ir import Action, B, F, Placement, Schedule, Step, W, make_schedule
-from .registry import Spec, register
+from ..costs import Costs
+from ..ir import Action, B, F, Kind, Placement, Schedule, Step, W, make_schedule
+from .greedy import order_peak, pick_best, repairs
+from .registry import Param, Spec, register
+
+PERIOD = 6  # slots per microbatch per device: F, f, B, b, W, w
 
 
 def zb_v_row(p: int, m: int, r: int) -> list[Step]:
@@ -68,6 +72,110 @@ def _zb_v_makespan(p: int, m: int, c) -> float | None:
     return m * (c.f + c.b + c.w) + (p - 1) * c.f / 2
 
 
+# --- the repeating-pattern method -----------------------------------------------------------
+
+Block = list[dict[tuple[int, Kind], int]]  # per device: (stage, kind) -> slot of microbatch 0
+
+
+def v_block(p: int, stretch: int) -> Block | None:
+    """The building block: slot of each of microbatch 0's ops, per device; None if none fits.
+
+    Ops going down the devices (the first chunk's forward, the second chunk's backward) move
+    ``stretch`` slots per device, ops going up move one. Stretch 1 is V-Min (F at i, f at 2p−1−i,
+    B at 2p+δ+i, b at 4p+δ−1−i), stretch 2 is V-Half (F at 2i, f at 3p−2−i, B at 3p+δ+2i−1,
+    b at 6p+δ−2−i). δ, the smallest pause before the backward that gives every device's four
+    ops distinct slots mod 6, is 2 for V-Min when 3 | p and 3 for V-Half when p is even. Each W
+    takes the first free slot after its B. The block's lifetime sets the peak: about
+    (stretch+1)·p/6 activation units.
+    """
+    turn = stretch * (p - 1) + 1 + (p - 1)  # slot of f on device 0
+    for delta in range(PERIOD):
+        down_b = turn + 1 + delta  # second chunk's backward on device 0
+        up_b = down_b + stretch * (p - 1) + stretch + (p - 1)  # first chunk's backward on device 0
+        block = []
+        for i in range(p):
+            first, second = i, 2 * p - 1 - i
+            slots = {(first, F): stretch * i, (second, F): turn - i, (second, B): down_b + stretch * i}
+            slots[first, B] = up_b - i
+            taken = {t % PERIOD for t in slots.values()}
+            if len(taken) < 4:
+                break
+            for stage in (second, first):
+                t = slots[stage, B] + 1
+                while t % PERIOD in taken:
+                    t += 1
+                taken.add(t % PERIOD)
+                slots[stage, W] = t
+            block.append(slots)
+        else:
+            return block
+    return None
+
+
+def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
+    """Microbatch k's block shifted by 6k, read per device in slot order (the squeezed pattern)."""
+    order = []
+    for slots in block:
+        timed = sorted((t + PERIOD * k, Action(s, k, kind)) for (s, kind), t in slots.items() for k in range(m))
+        order.append([a for _, a in timed])
+    return order
+
+
+def controlled(p: int, m: int, references: list[list[list[Action]]], limit: float | None, costs: Costs | None):
+    """The least-bubble schedule among the references and their greedy repairs within ``limit``
+    (default: each reference's own peak, so a repair never raises it)."""
+    costs = costs or Costs()
+    placement = Placement.vshape(p)
+    unit = 0.5
+    best_limit = None
+    candidates = []
+    for ref in references:
+        own = order_peak(ref, unit)
+        cap = own if limit is None else limit
+        if own > cap + 1e-9:
+            best_limit = own if best_limit is None else min(best_limit, own)
+            continue
+        candidates.append(ref)
+        candidates.extend(repairs(placement, m, ref, cap, costs))
+    if not candidates:
+        raise ValueError(f"no V schedule fits in max_memory {limit:g}: raise it to at least {best_limit:g}")
+    cap = max(order_peak(c, unit) for c in candidates) if limit is None else limit
+    return pick_best(placement, m, candidates, cap, costs)
+
+
+def _stretch_reference(p: int, m: int, stretch: int) -> list[list[Action]]:
+    block = v_block(p, stretch)
+    if block is None:  # stretch 1 and 2 always fit; kept as a guard for other stretches
+        raise ValueError(f"no building block with stretch {stretch} fits {p} devices")
+    return repeat_block(p, m, block)
+
+
+def v_min(p: int, m: int, costs: Costs | None = None) -> Schedule:
+    return controlled(p, m, [_stretch_reference(p, m, 1)], None, costs)
+
+
+def v_half(p: int, m: int, costs: Costs | None = None) -> Schedule:
+    return controlled(p, m, [_stretch_reference(p, m, 2)], None, costs)
+
+
+def v_zb(p: int, m: int, costs: Costs | None = None) -> Schedule:
+    """V-ZB's block at memory p is ZB-V's steady state; its handcrafted warm-up is the repair."""
+    return controlled(p, m, [zb_v(p, m).order], None, costs)
+
+
+def v_auto(p: int, m: int, max_memory: float | None = None, costs: Costs | None = None) -> Schedule:
+    """Every building block (stretch 1, 2, 3 and ZB-V's) whose pattern fits ``max_memory``, each
+    repaired up to that limit; the least bubble wins."""
+    limit = p if max_memory is None else max_memory
+    refs = [repeat_block(p, m, b) for b in (v_block(p, s) for s in (1, 2, 3)) if b is not None]
+    return controlled(p, m, refs + [[list(r) for r in zb_v(p, m).order]], limit, costs)
+
+
+def _check_auto(p: int, m: int, max_memory: float | None) -> None:
+    if max_memory is not None and max_memory < 0.5:
+        raise ValueError(f"v-auto needs max_memory ≥ 0.5 (one V chunk) (got {max_memory:g})")
+
+
 register(
     Spec(
         name="zb-v",
@@ -79,5 +187,57 @@ register(
         formula=_zb_v_makespan,
         formula_text="m(f+b+w) + (p−1)f/2, f = b = w, m ≥ 2p (span m(f+b+w))",
         memory_text="≤ p",
+    )
+)
+
+_PATTERN_REF = "Qi et al., Pipeline Parallelism with Controllable Memory, NeurIPS 2024"
+register(
+    Spec(
+        name="v-min",
+        description="V-Min: V schedule built from a repeated block of least lifetime; about a third of 1F1B's memory.",
+        reference=_PATTERN_REF,
+        build=v_min,
+        chunks=2,
+        split_backward=True,
+        formula_text="measured; bubble about 2/3 of 1F1B's",
+        memory_text="(p+4)//3",
+    )
+)
+register(
+    Spec(
+        name="v-half",
+        description="V-Half: V schedule from a block twice as stretched; half of 1F1B's memory, half its bubble.",
+        reference=_PATTERN_REF,
+        build=v_half,
+        chunks=2,
+        split_backward=True,
+        formula_text="measured; bubble about 1/2 of 1F1B's",
+        memory_text="(p+2)//2",
+    )
+)
+register(
+    Spec(
+        name="v-zb",
+        description="V-ZB: V schedule at 1F1B's memory with zero bubble on the span when f = b = w.",
+        reference=_PATTERN_REF,
+        build=v_zb,
+        chunks=2,
+        split_backward=True,
+        formula_text="span m(f+b+w) when f = b = w, m ≥ 2p",
+        memory_text="p",
+    )
+)
+register(
+    Spec(
+        name="v-auto",
+        description="V schedule with the least bubble under a memory limit (controllable memory).",
+        reference=_PATTERN_REF,
+        build=v_auto,
+        params=(Param("max_memory", float, None, 0.5, None, "activation limit per device (default p)"),),
+        check=_check_auto,
+        chunks=2,
+        split_backward=True,
+        formula_text="searched",
+        memory_text="≤ max_memory",
     )
 )

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from ..costs import Costs
 from ..ir import Action, B, F, Placement, Schedule, Step, W, make_schedule
-from .classic import zb_h1
-from .greedy import Candidate, greedy_order
+from .greedy import Candidate, greedy_order, pick_best
 from .registry import Param, Spec, register
 
 
@@ -56,55 +55,27 @@ def _zb_h2_makespan(p: int, m: int, c: Costs) -> float | None:
 def zb_auto(p: int, m: int, max_memory: float | None = None, costs: Costs | None = None) -> Schedule:
     """The least-bubble order found under ``max_memory`` activation units (default 2p−1).
 
-    Candidates: the greedy list scheduler with B first and W filling idle time, at every
-    warm-up depth the limit allows, plus ZB-H1 and ZB-H2 when they fit. Each is timed exactly
+    Candidates: the greedy list scheduler with B first and W filling idle time, at warm-up
+    depths p−1, p, 2p−2, 2p−1 and the limit (those the limit allows), plus ZB-H1 and ZB-H2
+    when they fit. Each is timed exactly
     under ``costs``; the shortest longest span (the paper's measure), then makespan, then peak wins.
     """
-    from ..simulator import simulate
-
     costs = costs or Costs()
     limit = 2 * p - 1 if max_memory is None else max_memory
     placement = Placement.standard(p)
     candidates: list[list[list[Step]]] = []
-    if limit >= p:
-        candidates.append(make_schedule(placement, m, zb_h1(p, m).order).order)
-    if limit >= 2 * p - 1:
+    if limit >= min(p, m):
+        candidates.append(zb_handcrafted(p, m, 1))
+    if limit >= min(2 * p - 1, m):
         candidates.append(zb_handcrafted(p, m, 2))
-    for warm in sorted({min(int(limit), k) for k in range(1, 2 * p + 1)}):
+    for warm in sorted({w for w in (p - 1, p, 2 * p - 2, 2 * p - 1, int(limit)) if 1 <= w <= limit}):
         order = greedy_order(placement, m, costs, limit, _zb_priority(warm))
         if order is not None:
             candidates.append(order)
-    if not candidates:
-        raise ValueError(f"zb-auto found no schedule within max_memory {limit:g}: allow at least 1 activation unit")
-    best = None
-    for order in candidates:
-        sched = make_schedule(placement, m, order)
-        res = simulate(sched, costs)
-        peak = _peak(res)
-        if peak > limit + 1e-9:
-            continue
-        key = (_longest_span(res), float(res.slot_end.max()), peak)
-        if best is None or key < best[0]:
-            best = (key, sched)
+    best = pick_best(placement, m, candidates, limit, costs)
     if best is None:
         raise ValueError(f"zb-auto found no schedule within max_memory {limit:g}: raise max_memory")
-    return best[1]
-
-
-def _longest_span(result) -> float:
-    import numpy as np
-
-    first = np.full(result.schedule.devices, np.inf)
-    last = np.full(result.schedule.devices, -np.inf)
-    np.minimum.at(first, result.slot_device, result.slot_start)
-    np.maximum.at(last, result.slot_device, result.slot_end)
-    return float((last - first).max())
-
-
-def _peak(result) -> float:
-    from ..memory import activation
-
-    return float(activation(result).peak.max())
+    return best
 
 
 def _zb_priority(warm: int):
