@@ -88,6 +88,17 @@ def assert_valid(run, *, exact: bool = True) -> None:
         ),
     )
 
+    # The result's slot columns (used by metrics and figures) agree with the op columns.
+    slot = np.asarray(result.slot)[row]
+    _check(
+        np.array_equal(np.asarray(result.slot_device)[slot], dev)
+        and np.allclose(np.asarray(result.slot_start)[slot], start, atol=tol)
+        and np.allclose(np.asarray(result.slot_end)[slot], end, atol=tol)
+        and len(result.slot_start) == n_steps
+        and np.array_equal(np.bincount(slot, minlength=n_steps), size),
+        "the result's slot columns disagree with its ops or with the order's pairs",
+    )
+
     # Each device runs its steps in order, one at a time, from time 0 on.
     same = np.append(False, step_dev[1:] == step_dev[:-1])
     prev_end = np.where(same, np.append(0.0, step_end[:-1]), 0.0)
@@ -147,12 +158,14 @@ def _check_memory(result, dev, kind, start, end, P, S, b_frees, tol) -> None:
     order = np.lexsort((is_add, time, dev))
     d, t, level = dev[order], time[order], np.cumsum(delta[order])
     base = np.zeros(P)
+    steps = []
     bounds = np.searchsorted(d, np.arange(P + 1))
     for i in range(P):
         lo, hi = bounds[i], bounds[i + 1]
         lv = level[lo:hi] - (level[lo - 1] if lo > 0 else 0.0)
         instant_end = np.append(t[lo + 1 : hi] != t[lo : hi - 1], True) if hi > lo else np.zeros(0, bool)
         lv = lv[instant_end]
+        steps.append((t[lo:hi][instant_end], lv))
         _check(lv.min(initial=0.0) >= -tol, f"device {i}'s activation goes below zero ({lv.min():g})")
         _check(abs(lv[-1] if len(lv) else 0.0) <= tol, f"device {i}'s activation ends at {lv[-1]:g}, not 0")
         base[i] = lv.max(initial=0.0)
@@ -165,6 +178,19 @@ def _check_memory(result, dev, kind, start, end, P, S, b_frees, tol) -> None:
             abs(curves.peak[i] - base[i]) <= 1e-6,
             f"memory.activation: device {i} peaks at {curves.peak[i]:g}; the ops give {base[i]:g}",
         )
+        own_t, own_v = steps[i]
+        got_t = np.asarray(curves.times[i])
+        at = np.union1d(own_t, got_t)  # compare both step curves everywhere either changes
+        _check(
+            np.allclose(_level_at(got_t, values, at), _level_at(own_t, own_v, at), atol=1e-6),
+            f"memory.activation: device {i}'s curve differs from the one the ops give",
+        )
+
+
+def _level_at(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Step-curve value at each time in ``at`` (0 before the first change; the last change wins)."""
+    i = np.searchsorted(times, at, side="right") - 1
+    return np.where(i >= 0, values[np.maximum(i, 0)], 0.0)
 
 
 def _actions(sched):

@@ -23,12 +23,11 @@ COSTS = {
 
 
 def _grid_run(name: str, p: int, m: int, v: int, setting):
-    spec = ppviz.REGISTRY[name]
-    kwargs = schedule_kwargs(spec, v)
+    """Build once, then simulate under the setting (the heavy stage is the schedule's last one)."""
+    schedule = ppviz.build(name, p, m, **schedule_kwargs(ppviz.REGISTRY[name], v))
     if setting == "heavy":
-        stages = ppviz.build(name, p, m, **kwargs).stages
-        setting = {"stage_times": {stages - 1: (2.0, 3.0, 2.0)}}
-    return ppviz.simulate(name, p, m, **kwargs, **setting)
+        setting = {"stage_times": {schedule.stages - 1: (2.0, 3.0, 2.0)}}
+    return ppviz.evaluate(schedule, ppviz.make_costs(**setting))
 
 
 @pytest.mark.parametrize("setting", list(COSTS))

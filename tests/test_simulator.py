@@ -292,6 +292,12 @@ def test_plain_tuples_and_kind_strings_are_accepted():
 
 
 def _tampered(result, **columns):
+    """The result with some op columns replaced, its slot columns kept consistent with them."""
+    for name in ("start", "end"):
+        if name in columns:
+            slot_col = np.zeros(len(result.slot_start))
+            slot_col[result.slot] = columns[name]
+            columns[f"slot_{name}"] = slot_col
     return dataclasses.replace(result, **columns)
 
 
@@ -348,3 +354,37 @@ def test_validator_catches_a_misreported_device(tiny_1f1b):
     device[0] = 1
     with pytest.raises(AssertionError, match="another device"):
         assert_valid(_tampered(result, device=device))
+
+
+def test_validator_catches_a_wrong_memory_curve(tiny_1f1b, monkeypatch):
+    """A curve that drifts from what the ops imply (here: every level doubled) is caught."""
+    from ppviz import memory
+
+    real = memory.activation
+
+    def doubled(result):
+        c = real(result)
+        return memory.MemoryCurves(c.times, [v * 2 for v in c.values], c.peak, c.peak_time)
+
+    monkeypatch.setattr(memory, "activation", doubled)
+    with pytest.raises(AssertionError, match="curve differs"):
+        assert_valid(simulate(tiny_1f1b))
+
+
+def test_validator_catches_slot_columns_that_disagree_with_the_ops(tiny_1f1b):
+    """Metrics read slot_start/slot_end, so they must match the ops."""
+    result = simulate(tiny_1f1b)
+    with pytest.raises(AssertionError, match="slot columns"):
+        assert_valid(dataclasses.replace(result, slot_end=result.slot_end + 1.0))
+
+
+@pytest.mark.xfail(strict=True, reason="core bug: _prepare indexes placement rows by direction unchecked (IndexError)")
+def test_a_direction_the_placement_does_not_have_is_a_schedule_error():
+    """directions=(0, 1) on a one-direction placement should be refused, not crash or wrap."""
+    rows = [
+        [Action(0, 0, F), Action(0, 1, F), Action(0, 0, BW), Action(0, 1, BW)],
+        [Action(1, 0, F), Action(1, 1, F), Action(1, 0, BW), Action(1, 1, BW)],
+    ]
+    for directions in [(0, 1), (0, -1)]:
+        with pytest.raises(ScheduleError, match="direction"):
+            simulate(make_schedule(Placement.standard(2), 2, rows, directions=directions))
