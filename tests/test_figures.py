@@ -69,13 +69,16 @@ def test_gantt_keeps_float64_times_when_float32_would_misplace_short_bars():
     assert np.allclose(width, 1e-3, rtol=1e-6)
 
 
-def test_gantt_shades_bars_by_chunk():
-    """With two chunks per device, each bar's colour index is its chunk."""
+def test_gantt_shades_bars_by_chunk_with_one_legend_entry_per_kind():
+    """Two chunks per device: a light trace for chunk 0 (stages 0-3), a dark one for chunk 1."""
     run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2)
-    fwd = bars(figures.gantt(run))[0]
-    stage = np.asarray(fwd.customdata)[:, 0]
-    assert np.array_equal(np.asarray(fwd.marker.color), (stage >= 4).astype(int))
-    assert len(fwd.marker.colorscale) == 2
+    fig = figures.gantt(run)
+    light, dark = [t for t in bars(fig) if t.legendgroup == "F"]
+    assert set(np.asarray(light.customdata)[:, 0]) == {0, 1, 2, 3}
+    assert set(np.asarray(dark.customdata)[:, 0]) == {4, 5, 6, 7}
+    assert [light.marker.color, dark.marker.color] == figures.shades(figures.KIND_COLORS[ppviz.Kind.F], 2)
+    assert [t.legendgroup for t in bars(fig) if t.showlegend] == ["F", "BW"]
+    assert "(chunk 1)" in dark.hovertemplate
 
 
 def test_gantt_device_zero_is_the_top_row_and_height_grows_with_devices():
@@ -106,7 +109,7 @@ def test_labels_are_microbatch_numbers_and_dropped_for_huge_runs():
     small = figures.gantt(ppviz.simulate("1f1b", 4, 4))
     assert all(t.texttemplate == "%{customdata[1]}" and t.textposition == "inside" for t in small.data)
     assert small.layout.uniformtext.mode == "hide"
-    big = figures.gantt(ppviz.simulate("1f1b", 16, 160))  # 5,120 ops
+    big = figures.gantt(ppviz.simulate("1f1b", 16, 64))  # 2,048 ops
     assert all(t.texttemplate is None for t in big.data)
 
 
