@@ -87,7 +87,7 @@ def simulate(
     Raises ValueError with a message saying what to change when an input is invalid.
     """
     costs = make_costs(f, b, w, p2p, overlap, b_frees, stage_times)
-    schedule = schedules.build(name, devices, microbatches, **params)
+    schedule = schedules.build(name, devices, microbatches, costs=costs, **params)
     if costs.stage_times and max(costs.stage_times) >= schedule.stages:
         raise ValueError(
             f"per-stage times name stage {max(costs.stage_times)}, but {name} has stages 0..{schedule.stages - 1}"

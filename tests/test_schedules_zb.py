@@ -360,3 +360,23 @@ def test_zb_auto_is_never_worse_than_zb_h1_at_p_or_zb_h2_at_2p_minus_1(p):
 def test_zb_auto_below_one_unit_is_refused():
     with pytest.raises(ValueError, match="max_memory"):
         ppviz.simulate("zb-auto", 4, 8, max_memory=0.5)
+
+
+@pytest.mark.parametrize(("f", "b", "w", "p2p"), [(1, 2, 1, 0), (2, 1, 0.5, 0), (1, 1, 1, 0.25), (1, 2, 2, 0.1)])
+def test_searched_schedules_use_the_real_op_times(f, b, w, p2p):
+    """zb-auto and the V schedules are generated under the given f, b, w and p2p: valid, within
+    their limits, and zb-auto no worse than ZB-H1 / ZB-H2 under those same times."""
+    times = {"f": f, "b": b, "w": w, "p2p": p2p}
+    for p in (3, 4):
+        for m in (p, 3 * p):
+            for limit, rival in ((p, "zb-h1"), (2 * p - 1, "zb-h2")):
+                auto = ppviz.simulate("zb-auto", p, m, max_memory=limit, **times)
+                assert_valid(auto)
+                assert max(auto.metrics.span) <= max(ppviz.simulate(rival, p, m, **times).metrics.span)
+            for name in ("v-min", "v-half", "v-zb"):
+                run = ppviz.simulate(name, p, m, **times)
+                assert_valid(run)
+                assert max(run.metrics.peak_activation) <= V_PEAK[name](p)
+            run = ppviz.simulate("v-auto", p, m, max_memory=p / 2 + 1, **times)
+            assert_valid(run)
+            assert max(run.metrics.peak_activation) <= p / 2 + 1

@@ -38,6 +38,7 @@ class Spec:
     chunks: int | None = 1  # fixed chunks per device; None when set by the ``chunks`` parameter
     split_backward: bool = False
     memory_text: str = ""  # peak activation per device, as a formula
+    uses_costs: bool = False  # build(..., costs=Costs) searches under the real op times
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -110,11 +111,15 @@ def resolve(spec: Spec, devices: object, microbatches: object, params: dict) -> 
     return p, m, out
 
 
-def build(name: str, devices: object, microbatches: object, **params) -> Schedule:
-    """Generate the named schedule, with its constraints checked up front."""
+def build(name: str, devices: object, microbatches: object, costs: Costs | None = None, **params) -> Schedule:
+    """Generate the named schedule, with its constraints checked up front.
+
+    Schedules that search for the least bubble (``uses_costs``) are also given the op times.
+    """
     spec = get(name)
     p, m, args = resolve(spec, devices, microbatches, params)
-    schedule = spec.build(p, m, **args)
+    extra = {"costs": costs} if spec.uses_costs and costs is not None else {}
+    schedule = spec.build(p, m, **args, **extra)
     return replace(schedule, name=spec.name, params={"microbatches": m, **args})
 
 

@@ -199,6 +199,7 @@ register(
         build=v_min,
         chunks=2,
         split_backward=True,
+        uses_costs=True,
         formula_text="measured; bubble about 2/3 of 1F1B's",
         memory_text="(p+4)//3",
     )
@@ -211,6 +212,7 @@ register(
         build=v_half,
         chunks=2,
         split_backward=True,
+        uses_costs=True,
         formula_text="measured; bubble about 1/2 of 1F1B's",
         memory_text="(p+2)//2",
     )
@@ -223,6 +225,7 @@ register(
         build=v_zb,
         chunks=2,
         split_backward=True,
+        uses_costs=True,
         formula_text="span m(f+b+w) when f = b = w, m ≥ 2p",
         memory_text="p",
     )
@@ -237,6 +240,7 @@ register(
         check=_check_auto,
         chunks=2,
         split_backward=True,
+        uses_costs=True,
         formula_text="searched",
         memory_text="≤ max_memory",
     )

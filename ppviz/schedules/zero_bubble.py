@@ -117,6 +117,7 @@ register(
         params=(Param("max_memory", float, None, 1, None, "activation limit per device (default 2p−1)"),),
         check=_check_auto,
         split_backward=True,
+        uses_costs=True,
         formula_text="searched; ≤ zb-h1 at limit p, ≤ zb-h2 at 2p−1",
         memory_text="≤ max_memory",
     )
