@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..costs import Costs
 from ..ir import BW, Action, B, F, Overlap, Placement, Schedule, Step, W, make_schedule
-from .interleaved import CHUNKS, megatron_table
+from .interleaved import CHUNKS, _check_interleaved, megatron_table
 from .registry import Param, Spec, register
 
 
@@ -172,8 +172,6 @@ def interleaved_overlap(p: int, m: int, chunks: int = 2, group_size: int | None 
 
 
 def _check_interleaved_overlap(p: int, m: int, chunks: int, group_size: int | None) -> None:
-    from .interleaved import _check_interleaved
-
     try:
         _check_interleaved(p, m, chunks, group_size)
     except ValueError as e:
