@@ -17,6 +17,8 @@ import numpy as np
 
 from .ir import KINDS
 
+MAX_TIME = 1e9  # op times and latency above this are refused: sums over a schedule stay exact
+
 
 @dataclass(frozen=True)
 class Costs:
@@ -32,16 +34,16 @@ class Costs:
 
     def __post_init__(self) -> None:
         for name in ("f", "b", "w", "p2p"):
-            _check_number(name, getattr(self, name), low=0.0)
-        _check_number("overlap", self.overlap, low=0.0, low_open=True)
+            _check_number(name, getattr(self, name), low=0.0, high=MAX_TIME)
+        _check_number("overlap", self.overlap, low=0.0, high=100.0, low_open=True)
         _check_number("b_frees", self.b_frees, low=0.0, high=1.0)
         for stage, fbw in self.stage_times.items():
             if not isinstance(stage, int) or stage < 0:
                 raise ValueError(f"per-stage times need stage numbers ≥ 0 (got {stage!r})")
-            if len(fbw) != 3:
+            if not isinstance(fbw, Sequence) or isinstance(fbw, str) or len(fbw) != 3:
                 raise ValueError(f"per-stage times of stage {stage} need three numbers f, b, w (got {fbw!r})")
             for name, v in zip("fbw", fbw):
-                _check_number(f"stage {stage} {name}", v, low=0.0)
+                _check_number(f"stage {stage} {name}", v, low=0.0, high=MAX_TIME)
 
     def durations(self, stages: int, devices: int) -> np.ndarray:
         """Array ``[kind, stage]`` of one action's time, scaled by p/S."""

@@ -268,6 +268,13 @@ def from_torch_csv(text: str, name: str = "custom") -> Schedule:
                     )
     if not where:
         raise ValueError("the order holds no actions")
+    # Every (stage, microbatch) needs a forward, so numbers past the action count cannot be whole.
+    for what, top in (("stage", stages), ("microbatch", microbatches)):
+        if top > len(where):
+            raise ValueError(
+                f"{what} {top - 1} appears, but the order has only {len(where)} stage×microbatch pairs: "
+                f"number {what}s from 0 without gaps"
+            )
     path_index: dict[tuple[int, ...], int] = {}
     directions = []
     for mb in range(microbatches):

@@ -186,6 +186,10 @@ def _prepare(schedule: Schedule):
         raise ScheduleError(f"a schedule needs at least one microbatch (got {M})")
     if schedule.directions is not None and len(schedule.directions) != M:
         raise ScheduleError(f"directions has {len(schedule.directions)} entries for {M} microbatches")
+    n_dirs = len(schedule.placement.devices_of)
+    if schedule.directions is not None and any(not 0 <= d < n_dirs for d in schedule.directions):
+        bad = next(d for d in schedule.directions if not 0 <= d < n_dirs)
+        raise ScheduleError(f"microbatch direction {bad} is not one of the placement's directions 0..{n_dirs - 1}")
     dev, stage, mb, kind, slot, slot_device = _flatten(schedule)
     bad = np.flatnonzero((stage < 0) | (stage >= S) | (mb < 0) | (mb >= M))
     if len(bad):

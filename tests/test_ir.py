@@ -203,3 +203,9 @@ def test_torch_csv_round_trip_keeps_every_op(name):
 def test_kinds_are_strings():
     """Kind values are the letters used in the JSON contract."""
     assert [k.value for k in Kind] == ["F", "B", "W", "BW"]
+
+
+def test_a_stage_number_beyond_the_order_is_refused_by_name():
+    """A huge stage number in a tiny upload is named in the error, not walked up to."""
+    with pytest.raises(ValueError, match="1000000"):
+        from_torch_csv("0F0,1000000F0\n")

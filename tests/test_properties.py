@@ -162,14 +162,12 @@ def test_every_parameter_below_its_range_is_a_value_error_naming_it(name):
             ppviz.simulate(name, 4, 8, **{q.name: q.low - 1})
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: Costs calls len() on a per-stage value, so a number is a TypeError")
 def test_per_stage_times_that_are_not_triples_are_value_errors():
     """``stage_times={0: 3}`` should be refused like ``{0: (1, 2)}`` is."""
     with pytest.raises(ValueError, match="stage 0"):
         ppviz.simulate("1f1b", 2, 2, stage_times={0: 3})
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: times are only checked to be finite, so their sums overflow to inf")
 def test_huge_times_are_refused_rather_than_overflowing():
     """f = b = 1e308 gives an infinite makespan and a NaN bubble instead of a ValueError."""
     try:

@@ -378,7 +378,6 @@ def test_validator_catches_slot_columns_that_disagree_with_the_ops(tiny_1f1b):
         assert_valid(dataclasses.replace(result, slot_end=result.slot_end + 1.0))
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: _prepare indexes placement rows by direction unchecked (IndexError)")
 def test_a_direction_the_placement_does_not_have_is_a_schedule_error():
     """directions=(0, 1) on a one-direction placement should be refused, not crash or wrap."""
     rows = [
