@@ -1,11 +1,12 @@
 """Figure build time and JSON size at about 50,000 ops (issue 2 §10). Prints figures; not a test.
 
-    .venv/bin/python bench/bench_figures.py [--repeat 5]
+    .venv/bin/python bench/bench_figures.py [--repeat 5] [--browser]
 
 Targets on a 2-core machine: Gantt build < 0.3 s for 50k ops and ≤ 40 bytes of figure JSON per
 op. Times are medians of the repeats in process CPU seconds (less skewed by other load on a
 shared machine than wall time); "json s" is ``fig.to_json()``, the serialisation a Dash callback
-pays on top of the build.
+pays on top of the build. ``--browser`` also times ``Plotly.newPlot`` to the next frame in headless
+Chromium (/usr/bin/chromium, selenium), wall time, median of 3: noisy on a shared machine.
 """
 
 from __future__ import annotations
@@ -37,6 +38,54 @@ def overlapped_1f1b(microbatches: int) -> ppviz.Run:
     return ppviz.evaluate(make_schedule(Placement.standard(2), m, [d0, d1], "overlapped-1f1b (hand-made)"))
 
 
+BROWSER_CASES = [
+    ("1f1b", 8, 32, {}),
+    ("1f1b", 16, 62, {}),
+    ("interleaved-1f1b", 16, 80, {"chunks": 4}),
+    ("interleaved-1f1b", 16, 160, {"chunks": 4}),
+    ("interleaved-1f1b", 16, 400, {"chunks": 4}),
+]
+CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+CHROMIUM_FLAGS += ["--window-size=1300,1000"]
+
+
+def browser_draw_times(repeat: int = 3) -> None:
+    """Print first-draw times of the Gantt and the overview in headless Chromium."""
+    import tempfile
+
+    import plotly
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+
+    js = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()
+    page = Path(tempfile.mkdtemp()) / "blank.html"
+    page.write_text(f"<html><body><div id='g'></div><script>{js}</script></body></html>")
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options)
+    driver.set_script_timeout(300)
+    draw = """
+      const done = arguments[1], fig = JSON.parse(arguments[0]);
+      Plotly.purge('g');
+      const t = performance.now();
+      Plotly.newPlot('g', fig.data, fig.layout).then(() => requestAnimationFrame(() => done(performance.now() - t)));
+    """
+    try:
+        driver.get(page.as_uri())
+        print(f"\n{'schedule':<34} {'figure':<9} {'ops':>7} {'first draw ms':>14}")
+        for name, p, m, params in BROWSER_CASES:
+            run = ppviz.simulate(name, p, m, **params)
+            label = f"{name} p={p} m={m}" + "".join(f" {k[0]}={v}" for k, v in params.items())
+            for kind, fig in (("gantt", figures.gantt(run)), ("overview", figures.overview(run))):
+                text = fig.to_json()
+                ms = statistics.median(driver.execute_async_script(draw, text) for _ in range(repeat))
+                print(f"{label:<34} {kind:<9} {len(run.result):>7,} {ms:>14,.0f}")
+    finally:
+        driver.quit()
+
+
 def _median_cpu(fn, repeat: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeat):
@@ -49,6 +98,7 @@ def _median_cpu(fn, repeat: int) -> tuple[float, object]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--browser", action="store_true", help="also time the first draw in headless Chromium")
     args = parser.parse_args(argv)
     figures.gantt(ppviz.simulate("1f1b", 2, 2))  # warm plotly's lazy imports outside the timings
     header = f"{'schedule':<34} {'figure':<9} {'ops':>7} {'build s':>8} {'json s':>7} {'JSON bytes':>11} {'B/op':>6}"
@@ -71,6 +121,8 @@ def main(argv: list[str] | None = None) -> None:
             row = f"{label:<34} {kind:<9} {ops:>7,} {seconds:>8.4f} {json_seconds:>7.4f} {size:>11,} {size / ops:>6.1f}"
             print(row)
     print("\ntargets: gantt build < 0.3 s at 50k ops; gantt JSON ≤ 40 B/op")
+    if args.browser:
+        browser_draw_times()
 
 
 if __name__ == "__main__":
