@@ -137,9 +137,10 @@ def test_1f1b_2bw_needs_a_full_pipeline_per_iteration():
 
 # --- ZB-H1 ----------------------------------------------------------------------------------
 
-# The closed form m(f+b+w) + (p−1)(f+b−w) is exact iff m ≥ p and w ≤ min(f, b) (for p ≥ 2, w > 0):
-# each device i defers i W's, and they fill the cool-down bubbles only if a W fits in the gap a
-# forward or a backward leaves. Found by sweeping p ≤ 8, m ≤ 20 and random f, b, w.
+# The closed form m(f+b+w) + (p−1)(f+b−w) is exact iff p = 1, or w = 0, or (m ≥ p and w ≤ min(f, b)):
+# device i defers i W's, and they fill the bubbles only if a W fits in the gap a forward or a
+# backward leaves. Found by sweeping p = 2..8, m = 1..3p, f, b, w ∈ {0, .5, 1, 1.5, 2, 3}
+# (22,680 cases, no exception) and 3,000 random real-valued cases.
 ZB_FITS = [(1.0, 1.0, 1.0), (1.0, 2.0, 1.0), (2.0, 1.0, 1.0), (2.0, 3.0, 1.5), (1.0, 1.0, 0.5), (3.0, 2.0, 2.0)]
 ZB_SPILLS = [(0.5, 1.0, 1.0), (1.0, 0.5, 1.0), (1.0, 1.0, 2.0), (2.0, 1.0, 1.5), (1.0, 3.0, 1.5)]
 
