@@ -213,9 +213,12 @@ def _device_axis(devices: int, **extra) -> dict:
     )
 
 
-def gantt_height(devices: int) -> int:
-    """Pixels for a Gantt chart of ``devices`` rows: 28 px a row plus room for axes and legend."""
-    return int(min(120 + 28 * devices, 1400))
+def gantt_height(devices: int, *, pairs: bool = False) -> int:
+    """Pixels for a Gantt chart of ``devices`` rows plus room for axes and legend.
+
+    28 px a row; 40 with overlapped pairs, so that a half-height bar still holds a label.
+    """
+    return int(min(120 + (40 if pairs else 28) * devices, 1400))
 
 
 def _title(run: Run, title: str | None) -> str:
@@ -240,7 +243,7 @@ def gantt(run: Run, *, title: str | None = None, height: int | None = None) -> g
     p = run.schedule.devices
     layout = dict(
         title=dict(text=_title(run, title), x=0, xanchor="left", font=dict(size=14)),
-        height=height or gantt_height(p),
+        height=height or gantt_height(p, pairs=bool(run.result.paired.any())),
         barmode="overlay",
         margin=_MARGIN,
         legend=_LEGEND,
@@ -448,7 +451,9 @@ def compare(runs: Sequence[Run], *, titles: Sequence[str] | None = None, max_bar
     for annotation in layout["annotations"]:
         annotation.update(x=0, xanchor="left", font=dict(size=13))
     layout.update(
-        height=min(sum(gantt_height(p) - 40 for p in devices) + 60, 2400),
+        height=min(
+            sum(gantt_height(p, pairs=bool(r.result.paired.any())) - 40 for p, r in zip(devices, runs)) + 60, 2400
+        ),
         barmode="overlay",
         margin=dict(_MARGIN, t=70),
         legend=dict(_LEGEND, y=1.02),
