@@ -423,6 +423,7 @@ def compare(runs: Sequence[Run], *, titles: Sequence[str] | None = None, max_bar
     if len(titles) != len(runs):
         raise ValueError(f"compare got {len(titles)} titles for {len(runs)} runs")
     devices = [run.schedule.devices for run in runs]
+    with_pairs = [bool(run.result.paired.any()) for run in runs]
     rows = len(runs)
     fig = make_subplots(
         rows=rows,
@@ -451,9 +452,7 @@ def compare(runs: Sequence[Run], *, titles: Sequence[str] | None = None, max_bar
     for annotation in layout["annotations"]:
         annotation.update(x=0, xanchor="left", font=dict(size=13))
     layout.update(
-        height=min(
-            sum(gantt_height(p, pairs=bool(r.result.paired.any())) - 40 for p, r in zip(devices, runs)) + 60, 2400
-        ),
+        height=min(sum(gantt_height(p, pairs=pairs) - 40 for p, pairs in zip(devices, with_pairs)) + 60, 2400),
         barmode="overlay",
         margin=dict(_MARGIN, t=70),
         legend=dict(_LEGEND, y=1.02),

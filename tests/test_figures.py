@@ -103,6 +103,7 @@ def test_overlapped_pairs_are_two_half_height_bars_forward_on_top():
     assert len(columns(top)[0]) == int(run.result.paired.sum()) // 2
     plain = [t for t in bars(fig) if t.legendgroup != "overlapped"]
     assert all(t.width == figures.BAR_WIDTH for t in plain)
+    assert fig.layout.height == figures.gantt_height(2, pairs=True) > figures.gantt_height(2)  # room for labels
 
 
 def test_labels_are_microbatch_numbers_and_dropped_for_huge_runs():
