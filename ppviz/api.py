@@ -64,6 +64,11 @@ def make_costs(
 def evaluate(schedule: Schedule, costs: Costs | None = None) -> Run:
     """Simulate any schedule (generated or imported) and measure it."""
     costs = costs or Costs()
+    if costs.stage_times and max(costs.stage_times) >= schedule.stages:
+        raise ValueError(
+            f"per-stage times name stage {max(costs.stage_times)}, but {schedule.name} has stages "
+            f"0..{schedule.stages - 1}"
+        )
     result = _simulate(schedule, costs)
     return Run(result, _metrics.compute(result, schedules.formula(schedule, costs)))
 
@@ -88,8 +93,4 @@ def simulate(
     """
     costs = make_costs(f, b, w, p2p, overlap, b_frees, stage_times)
     schedule = schedules.build(name, devices, microbatches, costs=costs, **params)
-    if costs.stage_times and max(costs.stage_times) >= schedule.stages:
-        raise ValueError(
-            f"per-stage times name stage {max(costs.stage_times)}, but {name} has stages 0..{schedule.stages - 1}"
-        )
     return evaluate(schedule, costs)

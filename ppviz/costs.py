@@ -38,7 +38,7 @@ class Costs:
         _check_number("overlap", self.overlap, low=0.0, high=100.0, low_open=True)
         _check_number("b_frees", self.b_frees, low=0.0, high=1.0)
         for stage, fbw in self.stage_times.items():
-            if not isinstance(stage, int) or stage < 0:
+            if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
                 raise ValueError(f"per-stage times need stage numbers ≥ 0 (got {stage!r})")
             if not isinstance(fbw, Sequence) or isinstance(fbw, str) or len(fbw) != 3:
                 raise ValueError(f"per-stage times of stage {stage} need three numbers f, b, w (got {fbw!r})")

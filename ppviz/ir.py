@@ -65,6 +65,16 @@ class Placement:
     devices_of: tuple[tuple[int, ...], ...]
     style: str = "custom"
 
+    def __post_init__(self) -> None:
+        if self.devices < 1 or self.stages < 1 or not self.devices_of:
+            raise ValueError(f"a placement needs devices, stages and a direction (got {self.devices}, {self.stages})")
+        for d, row in enumerate(self.devices_of):
+            if len(row) != self.stages or any(not 0 <= dev < self.devices for dev in row):
+                raise ValueError(
+                    f"placement direction {d} must give a device in 0..{self.devices - 1} for each of "
+                    f"{self.stages} stages (got {row})"
+                )
+
     @staticmethod
     def standard(devices: int) -> Placement:
         """One stage per device."""
