@@ -220,7 +220,7 @@ register(
 register(
     Spec(
         name="v-zb",
-        description="V-ZB: V schedule at 1F1B's memory with zero bubble on the span when f = b = w.",
+        description="V-ZB: V schedule at 1F1B's memory, zero span bubble if f = b = w; its block is ZB-V's order.",
         reference=_PATTERN_REF,
         build=v_zb,
         chunks=2,
