@@ -29,11 +29,11 @@ CASES = [
 ]
 
 
-def _median_cpu(fn, repeat: int) -> tuple[float, object]:
+def _median_cpu(repeat: int, fn, *args, **kwargs) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeat):
         t = time.process_time()
-        out = fn()
+        out = fn(*args, **kwargs)
         times.append(time.process_time() - t)
     return statistics.median(times), out
 
@@ -45,9 +45,9 @@ def main() -> None:
     print(f"{'schedule':<18} {'p':>3} {'m':>4} {'v':>2} {'actions':>9} {'gen s':>7} {'sim s':>7} "
           f"{'sim act/s':>11} {'metrics s':>9}")  # fmt: skip
     for name, p, m, params in CASES:
-        gen_s, sched = _median_cpu(lambda: schedules.build(name, p, m, **params), args.repeat)
-        sim_s, result = _median_cpu(lambda: simulate(sched, Costs()), args.repeat)
-        met_s, _ = _median_cpu(lambda: metrics.compute(result), args.repeat)
+        gen_s, sched = _median_cpu(args.repeat, schedules.build, name, p, m, **params)
+        sim_s, result = _median_cpu(args.repeat, simulate, sched, Costs())
+        met_s, _ = _median_cpu(args.repeat, metrics.compute, result)
         n = len(result)
         print(f"{name:<18} {p:>3} {m:>4} {params.get('chunks', 1):>2} {n:>9,} {gen_s:>7.3f} {sim_s:>7.3f} "
               f"{n / sim_s:>11,.0f} {met_s:>9.3f}")  # fmt: skip
