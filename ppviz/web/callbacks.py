@@ -25,35 +25,6 @@ EXPORT_IDS = [f"export-{key}" for key, _ in EXPORTS]
     Output("stage-table", "data"),
     Output("schedule", "options"),
     Output("link-notes", "children"),
-    Input("url", "search"),
-    *[Input(name, "value") for name in sync.CONTROLS],
-    Input(PARAMS, "value"),
-    Input("stage-table", "data"),
-    Input("stage-reset", "n_clicks"),
-    Input("upload-store", "data"),
-)
-def sync_url(search, *args):
-    """URL → controls when the URL changed (a shared link, back/forward); controls → URL otherwise."""
-    n = len(sync.CONTROLS)
-    values = dict(zip(sync.CONTROLS, args[:n]))
-    param_list, rows, _reset, upload = args[n:]
-    ids = [item["id"] for item in ctx.inputs_list[1 + n]]
-    trigger = ctx.triggered_id
-    if isinstance(trigger, dict):
-        trigger = "param"
-    out = sync.sync(trigger, search, values, list(zip(ids, param_list)), rows, upload)
-    control_out = [out.controls[name] if out.controls and name in out.controls else no_update for name in sync.CONTROLS]
-    return (
-        out.search if out.search is not None else no_update,
-        *control_out,
-        out.params if out.params is not None else [no_update] * len(ids),
-        out.rows if out.rows is not None else no_update,
-        out.options if out.options is not None else no_update,
-        _notes(out.notes) if out.notes is not None else no_update,
-    )
-
-
-@callback(
     Output("gantt", "figure"),
     Output("memory", "figure"),
     Output("memory-box", "style"),
@@ -65,12 +36,38 @@ def sync_url(search, *args):
     Output("schedule-info", "children"),
     Output("render-stamp", "children"),
     Input("url", "search"),
+    *[Input(name, "value") for name in sync.CONTROLS],
+    Input(PARAMS, "value"),
+    Input("stage-table", "data"),
+    Input("stage-reset", "n_clicks"),
+    Input("upload-store", "data"),
 )
-def draw_view(search):
-    """Simulate what the URL describes and draw it; errors go next to the control to change."""
-    state = parse(search).state
+def update_page(search, *args):
+    """One callback for both directions and the charts, so a slider release costs one round trip.
+
+    URL → controls when the URL changed (page load, a shared link, back/forward); controls → URL
+    otherwise. Either way the view is drawn from the resulting state.
+    """
+    n = len(sync.CONTROLS)
+    values = dict(zip(sync.CONTROLS, args[:n]))
+    param_list, rows, _reset, upload = args[n:]
+    ids = _pattern_ids(ctx.inputs_list, "param")
+    out = sync.sync(_trigger(), search, values, list(zip(ids, param_list)), rows, upload)
+    control_out = [out.controls[name] if out.controls and name in out.controls else no_update for name in sync.CONTROLS]
+    synced = (
+        out.search if out.search is not None else no_update,
+        *control_out,
+        out.params if out.params is not None else [no_update] * len(ids),
+        out.rows if out.rows is not None else no_update,
+        out.options if out.options is not None else no_update,
+        _notes(out.notes) if out.notes is not None else no_update,
+    )
+    return synced + drawn(out.state, [i["name"] for i in _pattern_ids(ctx.outputs_list, "control-msg")])
+
+
+def drawn(state, message_names: list[str]) -> tuple:
+    """The view outputs: charts, cards, ranking, messages next to controls, disabled controls."""
     view = views.render(state)
-    names = [item["id"]["name"] for item in ctx.outputs_list[6]]
     compare = state.mode == "compare"
     return (
         view.gantt,
@@ -79,7 +76,7 @@ def draw_view(search):
         [_card(*c) for c in view.cards],
         view.ranking,
         {} if compare else {"display": "none"},
-        [_message(view.messages.get(name)) for name in names],
+        [_message(view.messages.get(name)) for name in message_names],
         *[view.disabled.get(name, False) for name in TOGGLED],
         controls.schedule_info(state.schedule) if not compare else [],
         f"{view.drawn_as}:{sum(len(r.result) for r in view.runs)}",
@@ -96,7 +93,7 @@ def draw_view(search):
 )
 def show_controls(mode, schedule, compare):
     """Show the parameter blocks of the schedules on screen, and the picker of the mode."""
-    names = [item["id"]["schedule"] for item in ctx.outputs_list[0]]
+    names = [i["schedule"] for i in _pattern_ids(ctx.outputs_list, "param-block")]
     compare_mode = mode == "compare"
     return (
         [controls.block_style(name, mode, schedule, compare) for name in names],
@@ -151,6 +148,21 @@ clientside_callback(
     Input("memory", "relayoutData"),
     prevent_initial_call=True,
 )
+
+
+def _pattern_ids(groups: list, kind: str) -> list[dict]:
+    """The ids matched by the pattern-matching input or output of this type."""
+    for group in groups:
+        first = group[0]["id"] if isinstance(group, list) and group else None
+        if isinstance(first, dict) and first.get("type") == kind:
+            return [item["id"] for item in group]
+    return []
+
+
+def _trigger() -> str | None:
+    """The id of the input that fired ("param" for any schedule parameter)."""
+    trigger = ctx.triggered_id
+    return "param" if isinstance(trigger, dict) else trigger
 
 
 def _card(label: str, value: str, detail: str) -> html.Div:

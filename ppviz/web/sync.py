@@ -22,6 +22,7 @@ MAX_COMPARE = 4
 class Synced:
     """What the sync callback sends back; None means "leave as it is"."""
 
+    state: ViewState
     search: str | None = None
     controls: dict | None = None
     params: list | None = None
@@ -101,6 +102,7 @@ def sync(
     if trigger in (None, "url"):
         state = parsed.state
         return Synced(
+            state,
             controls=control_values(state),
             params=param_values(state, [pid for pid, _ in params]),
             rows=table_rows(state),
@@ -110,7 +112,7 @@ def sync(
     if trigger == "upload-store" and upload:
         values = {**values, "mode": "single", "schedule": CUSTOM}
     state = state_from_controls(values, params, rows, parsed.state, trigger, upload)
-    out = Synced(search=encode(state), notes=[])
+    out = Synced(state, search=encode(state), notes=[])
     if trigger == "upload-store" and upload:
         out.controls = {"mode": "single", "schedule": CUSTOM}
         out.options = controls.schedule_options(with_custom=True)

@@ -105,9 +105,7 @@ def gantt_figure(run: ppviz.Run, title: str | None = None):
     """Bars per op while a browser draws them fast enough, else the heatmap overview."""
     if len(run.result) <= BARS_MAX_OPS:
         return figures.gantt(run, title=title), "bars"
-    fig = figures.overview(run)
-    fig.update_layout(title=title or f"{len(run.result):,} ops: overview (zoom in the CSV or trace for single ops)")
-    return fig, "overview"
+    return figures.overview(run), "overview"
 
 
 def render(state: ViewState) -> View:
