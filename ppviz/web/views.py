@@ -19,7 +19,7 @@ from .url_state import CUSTOM, MAX_ORDER_CHARS, ViewState
 # Gantt bars are drawn one per op up to this many ops; past it the chart is a heatmap overview.
 # Measured in headless Chromium (bench/bench_page.py): bars cost about 0.1 ms per op to draw,
 # the overview about 0.2 s at any size. See the README for the figures.
-BARS_MAX_OPS = 10_000
+BARS_MAX_OPS = 8_000
 UPLOAD_MAX_BYTES = 256 * 1024
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
 GRAPH_CONFIG = {

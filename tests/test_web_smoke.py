@@ -1,0 +1,83 @@
+"""The page served the way the Dockerfile serves it: gunicorn with gunicorn.conf.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+GUNICORN = Path(sys.executable).with_name("gunicorn")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fetch(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.status, r.read()
+
+
+@pytest.fixture(scope="module")
+def served():
+    """gunicorn app:server with the project's config, on a free port, one worker."""
+    if not GUNICORN.exists():
+        pytest.skip("gunicorn is not installed in this environment")
+    port = free_port()
+    env = {**os.environ, "WEB_CONCURRENCY": "1"}
+    cmd = [str(GUNICORN), "app:server", "-b", f"127.0.0.1:{port}", "-c", "gunicorn.conf.py"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(150):
+            if proc.poll() is not None:
+                raise RuntimeError("gunicorn exited:\n" + proc.stdout.read().decode())
+            try:
+                fetch(base + "/")
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_page_is_served_with_its_title(served):
+    """The index page answers 200 and carries the app's title."""
+    status, body = fetch(served + "/")
+    assert status == 200
+    assert b"<title>ppviz</title>" in body
+
+
+def test_layout_holds_the_controls_and_charts(served):
+    """/_dash-layout is the page's component tree, with the sliders and both charts."""
+    status, body = fetch(served + "/_dash-layout")
+    assert status == 200
+    text = body.decode()
+    for component_id in ('"devices"', '"microbatches"', '"gantt"', '"memory"', '"stage-table"', '"url"'):
+        assert component_id in text
+
+
+def test_dependencies_list_the_page_callback(served):
+    """/_dash-dependencies declares the callback that writes the URL and draws the charts."""
+    status, body = fetch(served + "/_dash-dependencies")
+    assert status == 200
+    outputs = [dep["output"] for dep in json.loads(body)]
+    assert any("url.search" in out and "gantt.figure" in out for out in outputs)
+
+
+def test_a_shared_link_with_an_order_fits_the_request_line(served):
+    """A long query string (an uploaded order travels in the link) is accepted, not refused with 414."""
+    status, _ = fetch(served + "/?schedule=1f1b&order=" + "A" * 6000)
+    assert status == 200
