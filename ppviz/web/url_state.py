@@ -194,6 +194,8 @@ def unpack_order(packed: str, max_chars: int = 4_000_000) -> str:
         data = inflater.decompress(raw, max_chars + 1)
         if len(data) > max_chars or inflater.unconsumed_tail:
             raise ValueError("the order in the link is too large")
+        if not inflater.eof:
+            raise zlib.error("truncated")
         return data.decode("utf-8")
     except (binascii.Error, zlib.error, UnicodeDecodeError):
         raise ValueError("the order in the link is damaged; upload it again") from None

@@ -126,7 +126,7 @@ def render(state: ViewState) -> View:
         memory = None if state.mode == "compare" else placeholder
         return View(placeholder, memory, [], [], messages, disabled, runs, "none")
     if state.mode == "compare":
-        fig = figures.compare(runs, titles=[_title(r) for r in runs])
+        fig = figures.compare(runs, titles=[_title(r) for r in runs], max_bars=BARS_MAX_OPS // len(runs))
         return View(fig, None, [], ranking(runs), messages, disabled, runs, "bars")
     run = runs[0]
     gantt, drawn_as = gantt_figure(run)

@@ -1,0 +1,300 @@
+"""The page's logic without a browser: URL state, control sync, what is drawn, errors, exports, uploads.
+
+The callbacks are thin wrappers over these plain functions; the last tests call the Dash callbacks
+themselves with a callback context, as the Dash docs describe.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from contextvars import copy_context
+
+import pytest
+from dash._callback_context import context_value
+from dash._utils import AttributeDict
+
+import ppviz
+from ppviz.web import callbacks, sync, views
+from ppviz.web.url_state import CUSTOM, ViewState, encode, pack_order, parse, unpack_order
+
+
+def state(query: str) -> ViewState:
+    return parse(query).state
+
+
+def upload_of(text: str) -> str:
+    return "data:text/csv;base64," + base64.b64encode(text.encode()).decode()
+
+
+# --- URL state -------------------------------------------------------------------------------
+
+
+def test_a_full_view_survives_the_round_trip_through_its_link():
+    """Every field, including parameters, per-stage times and a memory limit, is restored exactly."""
+    original = ViewState(
+        schedule="interleaved-1f1b",
+        devices=8,
+        microbatches=24,
+        f=1.5,
+        b=2.25,
+        w=0.75,
+        p2p=0.1,
+        overlap=0.8,
+        b_frees=0.35,
+        limit=6.5,
+        params={"interleaved-1f1b": {"chunks": 3, "group_size": 8}},
+        stage_times={2: (3.0, 1.0, 1.0), 7: (1.0, 2.5, 0.5)},
+    )
+    parsed = parse(encode(original))
+    assert parsed.notes == []
+    assert parsed.state == original
+
+
+def test_compare_mode_keeps_its_schedules_and_their_parameters():
+    original = ViewState(mode="compare", compare=("1f1b", "looped-bfs", "zb-h1"), params={"looped-bfs": {"chunks": 4}})
+    assert parse(encode(original)).state == original
+
+
+def test_an_uploaded_order_travels_in_the_link():
+    order = ppviz.to_torch_csv(ppviz.build("zb-h1", 3, 6))
+    original = ViewState(schedule=CUSTOM, order=order)
+    assert parse(encode(original)).state.order == order
+    assert unpack_order(pack_order(order)) == order
+
+
+def test_a_damaged_link_falls_back_to_defaults_with_notes():
+    """Bad values never break the page: each is replaced by its default and said so."""
+    parsed = parse("?devices=abc&microbatches=2.5&f=-1&schedule=nope&foo=3&stage_times=1:2:2:2,x&order=@@")
+    s = parsed.state
+    assert (s.devices, s.microbatches, s.f, s.schedule) == (4, 8, 0.0, "1f1b")
+    assert s.stage_times == {1: (2.0, 2.0, 2.0)}
+    assert len(parsed.notes) == 7
+
+
+def test_values_past_a_slider_are_clamped_to_it():
+    parsed = parse("?devices=100")
+    assert parsed.state.devices == 64
+    assert "outside 1–64" in parsed.notes[0]
+
+
+def test_a_compressed_order_that_inflates_too_far_is_refused():
+    with pytest.raises(ValueError, match="too large"):
+        unpack_order(pack_order("0F0," * 10_000), max_chars=1000)
+
+
+# --- sync of controls and URL -----------------------------------------------------------------
+
+CONTROL_VALUES = sync.control_values(ViewState())
+PARAM_IDS = [{"type": "param", "schedule": "interleaved-1f1b", "name": n} for n in ("chunks", "group_size")]
+
+
+def test_opening_a_link_sets_every_control_from_it():
+    search = "?schedule=interleaved-1f1b&devices=8&microbatches=16&f=2&interleaved-1f1b.chunks=4&stage_times=1:3:1:1"
+    out = sync.sync(None, search, CONTROL_VALUES, [(i, None) for i in PARAM_IDS], [], None)
+    assert out.search is None  # the URL stays as it is
+    assert out.controls["schedule"] == "interleaved-1f1b"
+    assert (out.controls["devices"], out.controls["microbatches"], out.controls["f"]) == (8, 16, 2.0)
+    assert out.params == [4, None]
+    assert out.rows[1] == {"stage": 1, "f": 3.0, "b": 1.0, "w": 1.0}
+    assert out.rows[0] == {"stage": 0, "f": 2.0, "b": 1.0, "w": 1.0}
+    assert len(out.rows) == 8
+
+
+def test_moving_a_slider_writes_the_url_and_leaves_the_controls():
+    values = {**CONTROL_VALUES, "microbatches": 12}
+    out = sync.sync("microbatches", encode(ViewState()), values, [], [], None)
+    assert out.controls is None
+    assert parse(out.search).state == ViewState(microbatches=12)
+    assert out.state.microbatches == 12
+
+
+def test_editing_the_stage_table_records_only_rows_that_differ():
+    rows = sync.table_rows(ViewState())
+    rows[3]["b"] = 2.5
+    out = sync.sync("stage-table", encode(ViewState()), CONTROL_VALUES, [], rows, None)
+    assert out.state.stage_times == {3: (1.0, 2.5, 1.0)}
+    assert "stage_times=3:1:2.5:1" in out.search
+
+
+def test_fewer_devices_drop_the_stage_rows_past_them_and_reset_clears_the_rest():
+    before = encode(ViewState(devices=8, stage_times={1: (2.0, 1.0, 1.0), 6: (2.0, 1.0, 1.0)}))
+    out = sync.sync("devices", before, {**CONTROL_VALUES, "devices": 4}, [], None, None)
+    assert out.state.stage_times == {1: (2.0, 1.0, 1.0)}
+    assert [r["f"] for r in out.rows] == [1.0, 2.0, 1.0, 1.0]
+    reset = sync.sync("stage-reset", out.search, {**CONTROL_VALUES, "devices": 4}, [], out.rows, None)
+    assert reset.state.stage_times == {}
+
+
+def test_the_sliders_move_the_rows_that_are_not_overridden():
+    before = encode(ViewState(stage_times={0: (3.0, 1.0, 1.0)}))
+    out = sync.sync("f", before, {**CONTROL_VALUES, "f": 2.0}, [], None, None)
+    assert [r["f"] for r in out.rows] == [3.0, 2.0, 2.0, 2.0]
+
+
+def test_compare_takes_at_most_four_schedules():
+    names = list(ppviz.REGISTRY)[:5]
+    values = {**CONTROL_VALUES, "mode": "compare", "compare": names}
+    out = sync.sync("compare", encode(ViewState()), values, [], None, None)
+    assert out.controls["compare"] == names[:4]
+    assert out.state.compare == tuple(names[:4])
+    assert out.notes
+
+
+def test_an_upload_switches_to_the_custom_schedule():
+    order = ppviz.to_torch_csv(ppviz.build("1f1b", 3, 4))
+    out = sync.sync("upload-store", encode(ViewState()), CONTROL_VALUES, [], None, order)
+    assert out.controls == {"mode": "single", "schedule": CUSTOM}
+    assert out.state.schedule == CUSTOM and out.state.order == order
+
+
+# --- what is drawn ------------------------------------------------------------------------------
+
+
+def test_1f1b_cards_match_the_closed_form():
+    """1F1B at p=4, m=8, f=b=w=1: makespan (m+p−1)(f+b+w) = 33 and bubble 1 − 8·3/33."""
+    view = views.render(state("?schedule=1f1b&devices=4&microbatches=8"))
+    cards = {label: (value, detail) for label, value, detail in view.cards}
+    assert cards["makespan"] == ("33", "closed form 33")
+    assert cards["bubble fraction"][0] == f"{1 - 24 / 33:.1%}"
+    assert cards["peak activation"][0] == "4"
+    assert view.drawn_as == "bars"
+    assert view.messages["b_frees"][0] == "reason" and view.disabled["b_frees"]
+
+
+def test_both_charts_share_the_time_axis():
+    view = views.render(state("?schedule=zb-h1&devices=4&microbatches=8&p2p=0.3"))
+    assert list(view.gantt.layout.xaxis.range) == list(view.memory.layout.xaxis.range)
+
+
+def test_the_memory_limit_line_is_drawn():
+    view = views.render(state("?schedule=1f1b&devices=4&microbatches=8&limit=3"))
+    assert any(trace.name == "limit 3" for trace in view.memory.data)
+
+
+def test_big_schedules_are_drawn_as_an_overview():
+    ops = 2 * 8 * 512
+    assert ops > views.BARS_MAX_OPS
+    view = views.render(state("?schedule=1f1b&devices=8&microbatches=512"))
+    assert view.drawn_as == "overview"
+    assert view.gantt.data[0].type == "heatmap"
+
+
+def test_compare_ranks_by_makespan_under_the_same_costs():
+    view = views.render(state("?mode=compare&compare=1f1b,zb-h1,gpipe&devices=4&microbatches=8"))
+    assert view.memory is None
+    assert [row["schedule"] for row in view.ranking][0] == "zb-h1"
+    assert [row["rank"] for row in view.ranking] == [1, 2, 3]
+    makespans = [row["makespan"] for row in view.ranking]
+    assert makespans == sorted(makespans)
+
+
+def test_per_share_times_cover_every_stage_of_a_v_shape():
+    """A V schedule has 2p stages: stages 2i and 2i+1 make up share i of the model."""
+    s = ViewState(stage_times={1: (2.0, 2.0, 2.0)})
+    assert views.stage_times_for(s, 4, 8) == {2: (2.0, 2.0, 2.0), 3: (2.0, 2.0, 2.0)}
+    assert views.stage_times_for(s, 4, 4) == {1: (2.0, 2.0, 2.0)}
+
+
+@pytest.mark.parametrize(
+    ("query", "control"),
+    [
+        ("?schedule=interleaved-1f1b&devices=4&microbatches=6", "microbatches"),
+        ("?schedule=interleaved-1f1b&devices=4&microbatches=8&interleaved-1f1b.group_size=2", None),
+        ("?schedule=1f1b&devices=4&microbatches=8&stage_times=2:-1:1:1", "stage_times"),
+        ("?schedule=1f1b-2bw&devices=8&microbatches=4", "microbatches"),
+    ],
+)
+def test_an_invalid_combination_shows_the_core_message_next_to_its_control(query, control):
+    """Never an exception: the message goes to the control it names, and the chart says why it is empty."""
+    s = state(query)
+    control = control or "interleaved-1f1b.group_size"
+    view = views.render(s)
+    kind, text = view.messages[control]
+    assert kind == "error" and text
+    assert view.drawn_as == "none"
+    assert "Nothing to draw" in view.gantt["layout"]["annotations"][0]["text"]
+
+
+def test_a_message_without_a_control_name_goes_to_the_schedule_picker():
+    assert views.control_for("the schedule deadlocks", ViewState(), "1f1b") == "schedule"
+    assert views.control_for("the schedule deadlocks", ViewState(mode="compare"), "1f1b") == "compare"
+
+
+# --- exports and uploads ------------------------------------------------------------------------
+
+
+def test_every_export_is_built_from_the_view():
+    s = state("?schedule=zb-h1&devices=3&microbatches=6")
+    ops = views.export(s, "ops-csv")
+    assert ops["filename"] == "ppviz-zb-h1-p3-m6-ops.csv"
+    assert ops["content"].count("\n") >= 3 * 3 * 6
+    assert len(json.loads(views.export(s, "run-json")["content"])["ops"]) == 3 * 3 * 6
+    assert json.loads(views.export(s, "trace")["content"])["traceEvents"]
+    order = views.export(s, "torch-csv")["content"]
+    assert ppviz.from_torch_csv(order).order == ppviz.build("zb-h1", 3, 6).order
+
+
+def test_a_valid_upload_is_read_and_a_bad_one_says_where():
+    order = ppviz.to_torch_csv(ppviz.build("1f1b", 3, 4))
+    assert views.read_upload(upload_of(order), "order.csv") == order
+    with pytest.raises(ValueError, match="row 2"):
+        views.read_upload(upload_of('0F0,0B0\n__import__("os")\n'), "bad.csv")
+    with pytest.raises(ValueError, match="larger than"):
+        views.read_upload(upload_of("0F0," * 100_000), "big.csv")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        views.read_upload("data:text/csv;base64," + base64.b64encode(b"\xff\xfe").decode(), "bin.csv")
+
+
+def test_an_uploaded_order_is_simulated_under_the_page_costs():
+    order = ppviz.to_torch_csv(ppviz.build("1f1b", 3, 4))
+    view = views.render(ViewState(schedule=CUSTOM, order=order, f=2.0))
+    expected = ppviz.simulate("1f1b", 3, 4, f=2.0).metrics.makespan
+    assert dict((c[0], c[1]) for c in view.cards)["makespan"] == f"{expected:g}"
+    assert view.disabled["devices"] and view.messages["devices"] == ("reason", "set by the uploaded order")
+
+
+# --- the Dash callbacks themselves ---------------------------------------------------------------
+
+
+def _with_context(func, *args, triggered: str, inputs_list=None, outputs_list=None):
+    def run():
+        context_value.set(
+            AttributeDict(
+                triggered_inputs=[{"prop_id": triggered, "value": None}],
+                inputs_list=inputs_list or [],
+                outputs_list=outputs_list or [],
+            )
+        )
+        return func(*args)
+
+    return copy_context().run(run)
+
+
+def test_the_page_callback_writes_the_url_and_draws_in_one_call():
+    values = {**CONTROL_VALUES, "devices": 6}
+    param_group = [{"id": pid, "property": "value"} for pid in PARAM_IDS]
+    msg_group = [{"id": {"type": "control-msg", "name": n}, "property": "children"} for n in ("devices", "b_frees")]
+    out = _with_context(
+        callbacks.update_page,
+        encode(ViewState()),
+        *[values[n] for n in sync.CONTROLS],
+        [None, None],
+        None,
+        0,
+        None,
+        triggered="devices.value",
+        inputs_list=[{}, *[{} for _ in sync.CONTROLS], param_group],
+        outputs_list=[msg_group],
+    )
+    assert parse(out[0]).state.devices == 6
+    figure = out[len(sync.CONTROLS) + 5]
+    assert "6 devices" in figure.layout.title.text
+    messages = out[len(sync.CONTROLS) + 5 + 6]
+    assert messages[0] is None and "fused backward" in messages[1].children
+
+
+def test_the_download_callback_sends_the_chosen_export():
+    args = [1, 0, 0, 0, "?schedule=1f1b&devices=2&microbatches=2"]
+    data, error = _with_context(callbacks.download_export, *args, triggered="export-ops-csv.n_clicks")
+    assert data["filename"].endswith("-ops.csv") and error == ""
