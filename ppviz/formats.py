@@ -22,20 +22,8 @@ UPLOAD_LIMIT = 1_000_000  # bytes
 
 def ops_csv(run: Run) -> str:
     """One row per op (an overlapped pair gives two rows with the same start and end)."""
-    r = run.result
-    names = [k.value for k in KINDS]
     rows = [OPS_HEADER]
-    rows += [
-        f"{d},{s},{m},{names[k]},{a!r},{b!r}"
-        for d, s, m, k, a, b in zip(
-            r.device.tolist(),
-            r.stage.tolist(),
-            r.microbatch.tolist(),
-            r.kind.tolist(),
-            r.start.tolist(),
-            r.end.tolist(),
-        )
-    ]
+    rows += [f"{d},{s},{m},{k},{a!r},{b!r}" for d, s, m, k, a, b in run.result.rows()]
     return "\n".join(rows) + "\n"
 
 

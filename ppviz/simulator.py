@@ -10,6 +10,7 @@ number of actions, and an order that cannot finish is reported, never looped on.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -66,20 +67,22 @@ class Result:
         direction = _directions(self.schedule)[self.microbatch]
         return table[direction, self.stage]
 
+    def rows(self) -> Iterator[tuple[int, int, int, str, float, float]]:
+        """(device, stage, microbatch, kind letter, start, end) per action, in device order."""
+        names = [k.value for k in KINDS]
+        return zip(
+            self.device.tolist(),
+            self.stage.tolist(),
+            self.microbatch.tolist(),
+            [names[k] for k in self.kind.tolist()],
+            self.start.tolist(),
+            self.end.tolist(),
+        )
+
     def ops(self) -> list[dict]:
         """The CLI contract's ``ops[]`` rows."""
-        names = [k.value for k in KINDS]
-        return [
-            {"device": d, "stage": s, "microbatch": m, "kind": names[k], "start": a, "end": b}
-            for d, s, m, k, a, b in zip(
-                self.device.tolist(),
-                self.stage.tolist(),
-                self.microbatch.tolist(),
-                self.kind.tolist(),
-                self.start.tolist(),
-                self.end.tolist(),
-            )
-        ]
+        keys = ("device", "stage", "microbatch", "kind", "start", "end")
+        return [dict(zip(keys, row)) for row in self.rows()]
 
 
 def _directions(schedule: Schedule) -> np.ndarray:
