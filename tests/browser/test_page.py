@@ -1,0 +1,100 @@
+"""What only a real browser shows: the page reacts to sliders, the picker, bad input, links and downloads.
+
+Each test starts its own Chromium (a few seconds), so there are few of them and each checks a lot.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.keys import Keys
+
+import ppviz
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(dash_duo):
+    import app
+
+    dash_duo.start_server(app.app)
+    dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)
+    return dash_duo
+
+
+def title(duo) -> str:
+    """The Gantt chart's title as drawn ('' while it is not drawn yet)."""
+    return duo.driver.execute_script(
+        "const gd = document.querySelector('#gantt .js-plotly-plot');"
+        "return (gd && gd.layout && gd.layout.title && gd.layout.title.text) || '';"
+    )
+
+
+def pick(duo, dropdown: str, name: str) -> None:
+    """Choose a schedule in a Dash 4 dropdown the way a user does: open it, click the option."""
+    duo.find_element(dropdown).click()
+    options = duo.find_elements(".dash-dropdown-option")
+    next(o for o in options if o.text.split(":")[0] == name).click()
+
+
+def wait_title(duo, text: str, timeout: float = 15) -> None:
+    deadline = time.time() + timeout
+    while text not in title(duo):
+        assert time.time() < deadline, f"chart title {title(duo)!r} never showed {text!r}"
+        time.sleep(0.1)
+
+
+def test_slider_picker_and_an_invalid_combination(page):
+    """A slider step redraws chart and cards; the picker switches schedule; a bad size shows the core's message."""
+    assert title(page).startswith("1f1b · 4 devices · 8 microbatches")
+    page.find_element("#microbatches [role=slider]").send_keys(Keys.ARROW_RIGHT)
+    wait_title(page, "9 microbatches")
+    page.wait_for_contains_text("#card-makespan", "36")  # (m+p−1)(f+b+w) = 12·3
+    assert "microbatches=9" in page.driver.current_url
+
+    pick(page, "#schedule", "zb-h1")
+    wait_title(page, "zb-h1 · 4 devices · 9 microbatches")
+    page.wait_for_contains_text("#schedule-info", "Zero Bubble")
+    zb = ppviz.simulate("zb-h1", 4, 9).metrics.makespan
+    page.wait_for_contains_text("#card-makespan", f"{zb:g}")
+
+    pick(page, "#schedule", "interleaved-1f1b")
+    page.find_element("#microbatches [role=slider]").send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT, Keys.ARROW_LEFT)
+    page.wait_for_contains_text("#row-microbatches .msg-error", "multiple of devices")
+    page.wait_for_contains_text("#gantt", "Nothing to draw")
+    assert page.get_logs() == []
+
+
+def test_a_shared_link_restores_the_view(page):
+    """Every control shows the link's values, the charts draw them, and a reload keeps them."""
+    query = "?schedule=interleaved-1f1b&devices=6&microbatches=12&f=1.5&interleaved-1f1b.chunks=3&stage_times=2:2:1:1"
+    page.driver.get(page.server_url + "/" + query)
+    for reload in (False, True):
+        if reload:
+            page.driver.refresh()
+        wait_title(page, "interleaved-1f1b · 6 devices · 12 microbatches")
+        assert page.find_element("#devices input").get_attribute("value") == "6"
+        assert page.find_element("#microbatches input").get_attribute("value") == "12"
+        assert page.find_element("#f input").get_attribute("value") == "1.5"
+        chunks = page.driver.execute_script(
+            "return [...document.querySelectorAll('[role=slider]')]"
+            ".filter(e => e.closest('.param-block') && e.offsetParent).map(e => e.getAttribute('aria-valuenow'))"
+        )
+        assert chunks[0] == "3"
+        page.wait_for_text_to_equal('#stage-table td[data-dash-column="f"][data-dash-row="2"]', "2")
+        assert "chunks=3" in page.driver.current_url
+
+
+def test_an_export_downloads(page):
+    """The PyTorch order CSV downloads and reads back as the schedule on screen."""
+    page.find_element("#export-torch-csv").click()
+    target = Path(page.download_path) / "ppviz-1f1b-p4-m8-order.csv"
+    deadline = time.time() + 15
+    while not target.exists():
+        assert time.time() < deadline, f"no download in {page.download_path}"
+        time.sleep(0.1)
+    time.sleep(0.2)
+    assert ppviz.from_torch_csv(target.read_text()).order == ppviz.build("1f1b", 4, 8).order
