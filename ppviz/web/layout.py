@@ -174,7 +174,7 @@ def export_panel() -> list:
         dcc.Upload(
             id="upload",
             children=html.Div(["drop or ", html.A("choose"), " a PyTorch-format order CSV"]),
-            max_size=UPLOAD_MAX_BYTES,
+            max_size=4 * UPLOAD_MAX_BYTES,  # past this the browser drops the file; up to it the server says why
             multiple=False,
             accept=".csv,.txt,text/csv,text/plain",
             className="upload",
