@@ -298,3 +298,32 @@ def test_the_download_callback_sends_the_chosen_export():
     args = [1, 0, 0, 0, "?schedule=1f1b&devices=2&microbatches=2"]
     data, error = _with_context(callbacks.download_export, *args, triggered="export-ops-csv.n_clicks")
     assert data["filename"].endswith("-ops.csv") and error == ""
+
+
+def test_a_new_memory_limit_sends_only_the_memory_chart():
+    """Only what changed travels: the Gantt chart and the cards stay as they are."""
+    from dash import no_update
+
+    values = {**CONTROL_VALUES, "limit": 3}
+    param_group = [{"id": pid, "property": "value"} for pid in PARAM_IDS]
+    out = _with_context(
+        callbacks.update_page,
+        encode(ViewState()),
+        *[values[n] for n in sync.CONTROLS],
+        [None, None],
+        None,
+        0,
+        None,
+        triggered="limit.value",
+        inputs_list=[{}, *[{} for _ in sync.CONTROLS], param_group],
+        outputs_list=[],
+    )
+    first_view = len(sync.CONTROLS) + 5
+    gantt, memory, cards = out[first_view], out[first_view + 1], out[first_view + 3]
+    assert gantt is no_update and cards is no_update
+    assert any(trace.name == "limit 3" for trace in memory.data)
+
+
+def test_chart_images_come_as_svg_or_png():
+    assert views.graph_config("png")["toImageButtonOptions"]["format"] == "png"
+    assert views.graph_config("gif")["toImageButtonOptions"]["format"] == "svg"

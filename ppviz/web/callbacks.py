@@ -62,7 +62,10 @@ def update_page(search, *args):
         out.options if out.options is not None else no_update,
         _notes(out.notes) if out.notes is not None else no_update,
     )
-    return synced + drawn(out.state, [i["name"] for i in _pattern_ids(ctx.outputs_list, "control-msg")])
+    view = drawn(out.state, [i["name"] for i in _pattern_ids(ctx.outputs_list, "control-msg")])
+    if _trigger() == "limit" and out.state.mode == "single":
+        view = _only_memory(view)  # the limit line is all that changed: send the memory chart alone
+    return synced + view
 
 
 def drawn(state, message_names: list[str]) -> tuple:
@@ -81,6 +84,22 @@ def drawn(state, message_names: list[str]) -> tuple:
         controls.schedule_info(state.schedule) if not compare else [],
         f"{view.drawn_as}:{sum(len(r.result) for r in view.runs)}",
     )
+
+
+def _only_memory(view: tuple) -> tuple:
+    return (no_update, view[1]) + (no_update,) * (len(view) - 2)
+
+
+@callback(
+    Output("gantt", "config"),
+    Output("memory", "config"),
+    Input("image-format", "value"),
+    prevent_initial_call=True,
+)
+def set_image_format(fmt):
+    """The camera button on each chart downloads this format (drawn in the browser, no server)."""
+    config = views.graph_config(fmt)
+    return config, config
 
 
 @callback(

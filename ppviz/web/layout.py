@@ -9,7 +9,7 @@ from ppviz import REGISTRY
 
 from . import controls
 from .url_state import SLIDERS, ViewState
-from .views import GRAPH_CONFIG, UPLOAD_MAX_BYTES
+from .views import GRAPH_CONFIG, IMAGE_FORMATS, UPLOAD_MAX_BYTES
 
 STAGE_COLUMNS = [
     {"name": "stage", "id": "stage", "editable": False},
@@ -165,7 +165,18 @@ def stage_table(state: ViewState) -> list:
 def export_panel() -> list:
     return [
         html.H3("export and import"),
-        html.P("Charts: use the camera button on a chart (SVG).", className="help"),
+        html.Div(
+            [
+                html.Span("chart images (camera button on each chart):", className="help"),
+                dcc.RadioItems(
+                    id="image-format",
+                    options=[{"label": f" {f.upper()}", "value": f} for f in IMAGE_FORMATS],
+                    value="svg",
+                    inline=True,
+                    className="mode",
+                ),
+            ]
+        ),
         html.Div(
             [html.Button(label, id=f"export-{key}", n_clicks=0, className="button small") for key, label in EXPORTS],
             className="exports",

@@ -22,11 +22,19 @@ from .url_state import CUSTOM, MAX_ORDER_CHARS, ViewState
 BARS_MAX_OPS = 8_000
 UPLOAD_MAX_BYTES = 256 * 1024
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
-GRAPH_CONFIG = {
-    "displaylogo": False,
-    "toImageButtonOptions": {"format": "svg", "filename": "ppviz"},
-    "modeBarButtonsToAdd": ["toImage"],
-}
+IMAGE_FORMATS = ("svg", "png")
+
+
+def graph_config(image_format: str = "svg") -> dict:
+    """Chart options: the modebar's camera button saves the chart as SVG or PNG (at 2× for PNG)."""
+    fmt = image_format if image_format in IMAGE_FORMATS else "svg"
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": fmt, "filename": "ppviz", "scale": 2 if fmt == "png" else 1},
+    }
+
+
+GRAPH_CONFIG = graph_config()
 
 
 @dataclass
