@@ -15,6 +15,7 @@ PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
 MESSAGES = {"type": "control-msg", "name": ALL}
 BLOCKS = {"type": "param-block", "schedule": ALL}
 TOGGLED = ("devices", "microbatches", "overlap", "b_frees")
+LAYOUT_TRIGGERS = {None, "url", "mode", "schedule", "compare", "upload-store"}
 EXPORT_IDS = [f"export-{key}" for key, _ in EXPORTS]
 
 
@@ -63,8 +64,11 @@ def update_page(search, *args):
         _notes(out.notes) if out.notes is not None else no_update,
     )
     view = drawn(out.state, [i["name"] for i in _pattern_ids(ctx.outputs_list, "control-msg")])
-    if _trigger() == "limit" and out.state.mode == "single":
+    trigger = _trigger()
+    if trigger == "limit" and out.state.mode == "single":
         view = _only_memory(view)  # the limit line is all that changed: send the memory chart alone
+    elif trigger not in LAYOUT_TRIGGERS:
+        view = _keep_layout(view, out.state.mode == "compare")  # same schedule and mode: boxes stay
     return synced + view
 
 
@@ -84,6 +88,16 @@ def drawn(state, message_names: list[str]) -> tuple:
         controls.schedule_info(state.schedule) if not compare else [],
         f"{view.drawn_as}:{sum(len(r.result) for r in view.runs)}",
     )
+
+
+def _keep_layout(view: tuple, compare: bool) -> tuple:
+    """Leave alone the outputs that only a change of schedule or mode changes."""
+    kept = list(view)
+    for i in (2, 5, len(view) - 2):  # memory-box style, ranking box, schedule info
+        kept[i] = no_update
+    if not compare:
+        kept[4] = no_update  # the ranking (empty outside compare mode)
+    return tuple(kept)
 
 
 def _only_memory(view: tuple) -> tuple:
