@@ -327,3 +327,13 @@ def test_a_new_memory_limit_sends_only_the_memory_chart():
 def test_chart_images_come_as_svg_or_png():
     assert views.graph_config("png")["toImageButtonOptions"]["format"] == "png"
     assert views.graph_config("gif")["toImageButtonOptions"]["format"] == "svg"
+
+
+def test_a_bug_in_the_core_is_reported_on_the_page_not_as_a_500(monkeypatch):
+    def broken(*args, **kwargs):
+        raise IndexError("index 9 is out of bounds")
+
+    monkeypatch.setattr(ppviz, "evaluate", broken)
+    view = views.render(state("?schedule=1f1b"))
+    kind, text = view.messages["schedule"]
+    assert kind == "error" and "IndexError" in text and "please report" in text

@@ -7,6 +7,7 @@ and how to show it, including which control a core error message is about.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 
@@ -15,6 +16,8 @@ from ppviz import REGISTRY, figures, formats
 from ppviz.ir import KIND_INDEX, Kind
 
 from .url_state import CUSTOM, MAX_ORDER_CHARS, ViewState
+
+log = logging.getLogger(__name__)
 
 # Gantt bars are drawn one per op up to this many ops; past it the chart is a heatmap overview.
 # Measured in headless Chromium (bench/bench_page.py): bars cost about 0.1 ms per op to draw,
@@ -125,6 +128,9 @@ def render(state: ViewState) -> View:
             runs.append(run_of(state, name))
         except ValueError as e:
             errors[name] = str(e)
+        except Exception as e:  # a bug, not a bad input: say so on the page instead of answering 500
+            log.exception("simulating %s failed", name)
+            errors[name] = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
     disabled, messages = _disabled(state, runs)
     if errors:
         name, text = next(iter(errors.items()))
