@@ -148,7 +148,7 @@ def download_export(*args):
     kind = str(ctx.triggered_id).removeprefix("export-")
     try:
         return views.export(parse(search).state, kind), ""
-    except ValueError as e:
+    except Exception as e:  # a bad view or a bug: a message by the buttons, never a 500
         return no_update, _message(("error", f"cannot export: {e}"))
 
 
@@ -163,7 +163,7 @@ def read_upload(contents, filename):
     """Check an uploaded order strictly; on success it becomes the custom schedule."""
     try:
         return views.read_upload(contents, filename), _message(("reason", f"showing {filename}"))
-    except ValueError as e:
+    except Exception as e:  # strict parsing refuses anything but a valid order; say why, never a 500
         return no_update, _message(("error", str(e)))
 
 
