@@ -20,8 +20,8 @@ from .url_state import CUSTOM, MAX_ORDER_CHARS, ViewState
 log = logging.getLogger(__name__)
 
 # Gantt bars are drawn one per op up to this many ops; past it the chart is a heatmap overview.
-# Measured in headless Chromium (bench/bench_page.py): bars cost about 0.1 ms per op to draw,
-# the overview about 0.2 s at any size. See the README for the figures.
+# Measured slider-release-to-chart in headless Chromium (bench/bench_page.py --sweep): bars 1.1 s
+# at 5k ops, 1.45 s at 10k, 4.8 s at 15k; the overview 0.3-0.7 s up to 20k and 1.1 s at 50k.
 BARS_MAX_OPS = 8_000
 UPLOAD_MAX_BYTES = 256 * 1024
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
