@@ -37,8 +37,9 @@ def test_gantt_trace_count_does_not_grow_with_ops():
     """One trace per kind present, whether the run has 32 or 6,400 ops."""
     small = figures.gantt(ppviz.simulate("1f1b", 4, 4))
     large = figures.gantt(ppviz.simulate("1f1b", 16, 200))
-    assert len(small.data) == len(large.data) == 2
-    assert [t.name for t in large.data] == [figures.KIND_LABELS[ppviz.Kind.F], figures.KIND_LABELS[ppviz.Kind.BW]]
+    assert len(bars(small)) == len(bars(large)) == 2
+    assert len(small.data) <= 3 and len(large.data) == 2  # plus one label trace where labels fit
+    assert [t.name for t in bars(large)] == [figures.KIND_LABELS[ppviz.Kind.F], figures.KIND_LABELS[ppviz.Kind.BW]]
 
 
 def test_gantt_has_one_trace_per_kind_present():
@@ -106,12 +107,42 @@ def test_overlapped_pairs_are_two_half_height_bars_forward_on_top():
     assert fig.layout.height == figures.gantt_height(2, pairs=True) > figures.gantt_height(2)  # room for labels
 
 
-def test_labels_are_microbatch_numbers_and_dropped_for_huge_runs():
-    small = figures.gantt(ppviz.simulate("1f1b", 4, 4))
-    assert all(t.texttemplate == "%{customdata[1]}" and t.textposition == "inside" for t in small.data)
-    assert small.layout.uniformtext.mode == "hide"
+def labels(fig):
+    return [t for t in fig.data if t.type == "scatter" and t.mode == "text"]
+
+
+def test_labels_are_microbatch_numbers_at_bar_centres_and_dropped_for_huge_runs():
+    """One text trace (not text inside bars, which Chromium measures per bar at every redraw)."""
+    run = ppviz.simulate("1f1b", 4, 4)
+    fig = figures.gantt(run)
+    assert all(t.texttemplate is None and t.text is None for t in bars(fig))
+    (label,) = labels(fig)
+    r = run.result
+    assert list(label.text) == [str(m) for m in r.microbatch]  # every bar is wide enough here
+    assert np.allclose(np.asarray(label.x, dtype=float), (r.start + r.end) / 2)
+    assert np.allclose(np.asarray(label.y, dtype=float), r.device)
+    assert label.hoverinfo == "skip" and label.showlegend is False
     big = figures.gantt(ppviz.simulate("1f1b", 16, 64))  # 2,048 ops
-    assert all(t.texttemplate is None for t in big.data)
+    assert not labels(big)
+
+
+def test_labels_skip_bars_too_narrow_for_their_number():
+    """A microbatch number is drawn only where its bar is wide enough at the nominal width."""
+    run = ppviz.simulate("gpipe", 2, 20, f=1, b=0.01, w=0.01)
+    (label,) = labels(figures.gantt(run))
+    shown = {(float(x), t) for x, t in zip(np.asarray(label.x, dtype=float), label.text)}
+    r = run.result
+    forwards = int((r.kind == 0).sum())
+    assert len(shown) == len(label.text) == forwards  # the thin backward bars carry no label
+
+
+def test_overlapped_halves_have_their_labels_in_their_own_half():
+    run = ppviz.simulate("dualpipe", 4, 8)
+    (label,) = labels(figures.gantt(run))
+    ys = np.asarray(label.y, dtype=float)
+    offsets = np.round(ys - np.round(ys), 3)
+    assert set(offsets.tolist()) <= {0.0, -figures.BAR_WIDTH / 4, figures.BAR_WIDTH / 4}
+    assert -figures.BAR_WIDTH / 4 in offsets and figures.BAR_WIDTH / 4 in offsets
 
 
 def test_gantt_json_is_compact():
