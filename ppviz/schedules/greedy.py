@@ -140,37 +140,85 @@ class ReferenceGuard:
     over by one chunk, so it is allowed when the reference's own levels over that stretch leave
     room for it. The first remaining reference step is then always allowed, and the earliest
     such step over all devices always has its inputs ready, so the greedy pass cannot get stuck.
+    The highest level over a stretch is a range query on a per-device prefix-sum tree, so each
+    question costs O(log n), not a walk over the stretch.
     """
 
     def __init__(self, reference: list[list[Action]], limit: float, unit: float):
-        self.reference = reference
         self.limit = limit
         self.unit = unit
         self.position = [{a: i for i, a in enumerate(row)} for row in reference]
+        self.trees = [_PrefixTree([unit if a.kind == F else -unit if a.kind == W else 0.0 for a in row])
+                      for row in reference]  # fmt: skip
         self.done = [bytearray(len(row)) for row in reference]
         self.first = [0] * len(reference)
 
     def allows(self, device: int, forward: Candidate) -> bool:
-        row, done = self.reference[device], self.done[device]
-        level = peak = forward.in_flight
-        for i in range(self.first[device], self.position[device][Action(forward.stage, forward.microbatch, F)]):
-            if done[i]:
-                continue
-            kind = row[i].kind
-            if kind == F:
-                level += self.unit
-                peak = max(peak, level)
-            elif kind == W:
-                level -= self.unit
-        return peak + self.unit <= self.limit + _EPS
+        end = self.position[device][Action(forward.stage, forward.microbatch, F)]
+        rise = self.trees[device].best_prefix(self.first[device], end)
+        return forward.in_flight + max(0.0, rise) + self.unit <= self.limit + _EPS
 
     def ran(self, device: int, action: Action) -> None:
         done = self.done[device]
-        done[self.position[device][action]] = 1
+        i = self.position[device][action]
+        done[i] = 1
+        self.trees[device].clear(i)
         i, n = self.first[device], len(done)
         while i < n and done[i]:
             i += 1
         self.first[device] = i
+
+
+class _PrefixTree:
+    """Segment tree over step deltas: each node keeps (sum, highest prefix sum) of its range."""
+
+    def __init__(self, values: list[float]):
+        size = 1
+        while size < max(len(values), 1):
+            size *= 2
+        self.size = size
+        self.sum = [0.0] * (2 * size)
+        self.best = [-math.inf] * (2 * size)
+        self.sum[size : size + len(values)] = values
+        self.best[size : size + len(values)] = values
+        for i in range(size - 1, 0, -1):
+            self._pull(i)
+
+    def _pull(self, i: int) -> None:
+        left, right = 2 * i, 2 * i + 1
+        self.sum[i] = self.sum[left] + self.sum[right]
+        self.best[i] = max(self.best[left], self.sum[left] + self.best[right])
+
+    def clear(self, index: int) -> None:
+        """A step that has run no longer changes the level: its delta becomes 0."""
+        i = index + self.size
+        self.sum[i] = self.best[i] = 0.0
+        i //= 2
+        while i:
+            self._pull(i)
+            i //= 2
+
+    def best_prefix(self, lo: int, hi: int) -> float:
+        """Highest running sum over steps lo..hi-1 (-inf for an empty range)."""
+        lo += self.size
+        hi += self.size
+        acc_sum, acc_best = 0.0, -math.inf
+        right: list[int] = []
+        sums, best = self.sum, self.best
+        while lo < hi:
+            if lo & 1:
+                acc_best = max(acc_best, acc_sum + best[lo])
+                acc_sum += sums[lo]
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                right.append(hi)
+            lo //= 2
+            hi //= 2
+        for i in reversed(right):
+            acc_best = max(acc_best, acc_sum + best[i])
+            acc_sum += sums[i]
+        return acc_best
 
 
 def repairs(
