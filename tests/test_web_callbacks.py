@@ -216,6 +216,25 @@ def test_an_invalid_combination_shows_the_core_message_next_to_its_control(query
     assert "Nothing to draw" in view.gantt["layout"]["annotations"][0]["text"]
 
 
+def test_a_search_past_the_page_size_is_refused_with_a_message_at_devices():
+    """v-auto at 64 × 256 would search for many seconds: the page says so instead of waiting."""
+    view = views.render(state("?schedule=v-auto&devices=64&microbatches=256"))
+    kind, text = view.messages["devices"]
+    assert kind == "error" and "ppviz simulate v-auto -p 64 -m 256" in text
+    assert view.drawn_as == "none"
+
+
+def test_searching_schedules_are_built_under_the_page_op_times():
+    """v-half repairs its order with the view's f, b, w and latency, as the CLI and the API do."""
+    s = state("?schedule=v-half&devices=4&microbatches=8&f=1&b=2&w=0.5&p2p=0.2")
+    (run,) = views.render(s).runs
+    expected = ppviz.simulate("v-half", 4, 8, f=1, b=2, w=0.5, p2p=0.2)
+    default = ppviz.build("v-half", 4, 8)  # searched under f = b = w = 1: a different order
+    assert ppviz.to_torch_csv(run.schedule) == ppviz.to_torch_csv(expected.schedule)
+    assert ppviz.to_torch_csv(run.schedule) != ppviz.to_torch_csv(default)
+    assert run.metrics.makespan == expected.metrics.makespan
+
+
 def test_a_message_without_a_control_name_goes_to_the_schedule_picker():
     assert views.control_for("the schedule deadlocks", ViewState(), "1f1b") == "schedule"
     assert views.control_for("the schedule deadlocks", ViewState(mode="compare"), "1f1b") == "compare"

@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 # Measured slider-release-to-chart in headless Chromium (bench/bench_page.py --sweep): bars 1.1 s
 # at 5k ops, 1.45 s at 10k, 4.8 s at 15k; the overview 0.3-0.7 s up to 20k and 1.1 s at 50k.
 BARS_MAX_OPS = 8_000
+# Schedules that search for their order (Spec.uses_costs) stop at this devices × microbatches on
+# the page: measured here, v-auto (the slowest) takes about 5.5 s at 32×256 and 30 s at 64×512.
+SEARCH_MAX_SIZE = 8_192
 UPLOAD_MAX_BYTES = 256 * 1024
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
 IMAGE_FORMATS = ("svg", "png")
@@ -75,24 +78,36 @@ def stage_times_for(state: ViewState, devices: int, stages: int) -> dict[int, tu
     return out
 
 
-def schedule_of(state: ViewState, name: str) -> ppviz.Schedule:
+def schedule_of(state: ViewState, name: str, costs: ppviz.Costs | None = None) -> ppviz.Schedule:
+    """The order to show; searching schedules are built under ``costs`` (the view's op times)."""
     if name == CUSTOM:
         if state.order is None:
             raise ValueError("no order uploaded: upload a PyTorch-format order CSV")
         return formats.read_torch_csv(state.order, max_bytes=UPLOAD_MAX_BYTES)
-    return ppviz.build(name, state.devices, state.microbatches, **state.params_of(name))
+    spec = REGISTRY.get(name)
+    size = state.devices * state.microbatches
+    if spec is not None and spec.uses_costs and size > SEARCH_MAX_SIZE:
+        raise ValueError(
+            f"{name} searches for its order, which takes seconds; the page stops at devices × microbatches = "
+            f"{SEARCH_MAX_SIZE:,} (got {state.devices} × {state.microbatches} = {size:,}): lower them, or run "
+            f"`ppviz simulate {name} -p {state.devices} -m {state.microbatches}` from the command line"
+        )
+    return ppviz.build(name, state.devices, state.microbatches, costs=costs, **state.params_of(name))
 
 
 def run_of(state: ViewState, name: str) -> ppviz.Run:
     """Simulate one schedule of the view; raises ValueError saying what to change."""
     ppviz.make_costs(**costs_kwargs(state), stage_times=state.stage_times)  # checks the table in its own terms
-    schedule = schedule_of(state, name)
+    schedule = schedule_of(state, name, ppviz.make_costs(**costs_kwargs(state)))
     extra = sorted(s for s in state.stage_times if s >= schedule.devices)
     if extra:
         raise ValueError(f"per-stage times name stage {extra[0]}, but there are {schedule.devices} devices")
     costs = ppviz.make_costs(
         **costs_kwargs(state), stage_times=stage_times_for(state, schedule.devices, schedule.stages)
     )
+    spec = REGISTRY.get(name)
+    if costs.stage_times and spec is not None and spec.uses_costs:
+        schedule = schedule_of(state, name, costs)  # search again under the uneven stages
     return ppviz.evaluate(schedule, costs)
 
 
