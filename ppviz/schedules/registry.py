@@ -3,8 +3,10 @@ closed form. The CLI, the page's controls and the README table are all generated
 
 from __future__ import annotations
 
+import gc
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from ..costs import Costs
@@ -111,6 +113,23 @@ def resolve(spec: Spec, devices: object, microbatches: object, params: dict) -> 
     return p, m, out
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector while a generator allocates its actions.
+
+    A generator makes hundreds of thousands of small tuples that cannot form cycles, yet each
+    few hundred allocations trigger a collection pass over all of them: with the collector on,
+    generation takes about three times as long.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def build(name: str, devices: object, microbatches: object, costs: Costs | None = None, **params) -> Schedule:
     """Generate the named schedule, with its constraints checked up front.
 
@@ -119,7 +138,8 @@ def build(name: str, devices: object, microbatches: object, costs: Costs | None 
     spec = get(name)
     p, m, args = resolve(spec, devices, microbatches, params)
     extra = {"costs": costs} if spec.uses_costs and costs is not None else {}
-    schedule = spec.build(p, m, **args, **extra)
+    with gc_paused():
+        schedule = spec.build(p, m, **args, **extra)
     return replace(schedule, name=spec.name, params={"microbatches": m, **args})
 
 
