@@ -235,47 +235,74 @@ def _prepare(schedule: Schedule):
 def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
     """Validate the order and compute exact start and end times of every action."""
     costs = costs or Costs()
-    S, M = schedule.stages, schedule.microbatches
+    S = schedule.stages
     dev, stage, mb, kind, slot, slot_device, key, pos = _prepare(schedule)
+    dep_act = _dependency_table(pos.reshape(len(KINDS), S, schedule.microbatches)).ravel()[key]
+    act_dur = costs.durations(S, schedule.devices)[kind, stage]
+    plain = len(slot_device) == len(slot)  # no overlapped pairs: each action is its own step
+    if plain:
+        step_dep, step_dur, first, second, main = _plain_steps(dep_act, act_dur, dev)
+        step_slot = main
+    else:
+        step_dep, step_dur, step_slot, first, second, main = _paired_steps(dep_act, act_dur, slot, slot_device, costs)
+    bounds = np.searchsorted(slot_device[step_slot], np.arange(schedule.devices + 1))
+
+    def deadlock(stuck):
+        _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device)
+
+    start = np.array(_run(bounds.tolist(), step_dep.tolist(), costs.p2p, step_dur.tolist(), deadlock))
+    slot_start = start if plain else start[main]
+    slot_end = slot_start + step_dur[main]  # the same float sum as in the pass, so exact
+    start, end = (slot_start, slot_end) if plain else (slot_start[slot], slot_end[slot])
+    return Result(schedule, costs, dev, stage, mb, kind, slot, start, end, slot_device, slot_start, slot_end)
+
+
+def _dependency_table(pos: np.ndarray) -> np.ndarray:
+    """For each (kind, stage, microbatch), the index of the action it waits for (-1: none).
+
+    F(s) follows F(s−1); the backward (B or BW) of s follows that of s+1, or its own F on the
+    last stage; W follows its own B. ``pos`` maps the same keys to action indices (-1: absent).
+    """
+    dep = np.full_like(pos, -1)
+    dep[_F, 1:] = pos[_F, :-1]
+    next_back = np.where(pos[_B, 1:] >= 0, pos[_B, 1:], pos[_BW, 1:])
+    for k in (_B, _BW):
+        dep[k, :-1] = next_back
+        dep[k, -1] = pos[_F, -1]
+    dep[_W] = pos[_B]
+    return dep
+
+
+def _cross_device(dep: np.ndarray, device: np.ndarray) -> np.ndarray:
+    """``dep`` with dependencies earlier on the same device dropped (the device's order implies
+    them). All that remain cross devices, or deadlock, so each carries the p2p latency."""
+    here = np.arange(len(dep))
+    implied = (dep >= 0) & (dep < here) & (device[dep] == device)
+    return np.where(implied, -1, dep)
+
+
+def _plain_steps(dep_act, act_dur, dev):
+    """Steps of an order without pairs: each action is its own step."""
+    n = len(dep_act)
+    main = np.arange(n)
+    return _cross_device(dep_act, dev), act_dur, main, np.full(n, -1), main
+
+
+def _paired_steps(dep_act, act_dur, slot, slot_device, costs: Costs):
+    """Steps of an order with pairs: a pair has two actions, hence up to two dependencies and a
+    summed duration, so it gets a zero-time barrier step before it that waits for its second
+    dependency, and the event pass handles one dependency per step."""
     n_slots = len(slot_device)
-
-    # The one cross-action dependency of each action (as an action index; -1 = none).
-    last = stage == S - 1
-    dep_key = np.full(len(key), -1, dtype=np.int64)
-    f_prev = (kind == _F) & (stage > 0)
-    dep_key[f_prev] = (_F * S + stage[f_prev] - 1) * M + mb[f_prev]
-    back = (kind == _B) | (kind == _BW)
-    on_last = back & last
-    dep_key[on_last] = (_F * S + stage[on_last]) * M + mb[on_last]
-    inner = back & ~last
-    next_b = (_B * S + stage[inner] + 1) * M + mb[inner]
-    next_bw = (_BW * S + stage[inner] + 1) * M + mb[inner]
-    dep_key[inner] = np.where(pos[next_b] >= 0, next_b, next_bw)
-    is_w = kind == _W
-    dep_key[is_w] = (_B * S + stage[is_w]) * M + mb[is_w]
-    dep_act = np.where(dep_key >= 0, pos[np.maximum(dep_key, 0)], -1)
-    has_dep = dep_act >= 0
-    dep_slot = np.where(has_dep, slot[np.maximum(dep_act, 0)], -1)
-
-    # Slot-level: a pair has two actions, hence up to two dependencies and a summed duration.
-    dur_table = costs.durations(S, schedule.devices)
-    act_dur = dur_table[kind, stage]
+    dep_slot = np.where(dep_act >= 0, slot[dep_act], -1)
     slot_dur = np.bincount(slot, weights=act_dur, minlength=n_slots)
     size = np.bincount(slot, minlength=n_slots)
     slot_dur = np.where(size > 1, slot_dur * costs.overlap, slot_dur)
     first = np.full(n_slots, -1, dtype=np.int64)
     first[slot[::-1]] = np.arange(len(slot))[::-1]
     second = np.where(size > 1, first + 1, -1)
-    dep1 = dep_slot[first]
-    dep2 = np.where(second >= 0, dep_slot[np.maximum(second, 0)], -1)
-    # A dependency earlier on the same device is implied by the device's order: drop it. All
-    # that remain cross devices (or deadlock), so each carries the p2p latency.
+    dep1 = _cross_device(dep_slot[first], slot_device)
+    dep2 = _cross_device(np.where(second >= 0, dep_slot[second], -1), slot_device)
     slots = np.arange(n_slots)
-    for dep in (dep1, dep2):
-        dep[(dep >= 0) & (dep < slots) & (slot_device[np.maximum(dep, 0)] == slot_device)] = -1
-
-    # Each pair gets a zero-time barrier step before it that waits for its second dependency,
-    # so the event pass handles one dependency per step.
     pair = second >= 0
     main = slots + np.cumsum(pair)  # step index of each slot
     barrier = main[pair] - 1
@@ -288,22 +315,11 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
     step_slot[main] = slots
     step_dep[barrier] = np.where(dep2[pair] >= 0, main[dep2[pair]], -1)
     step_slot[barrier] = slots[pair]
-    bounds = np.searchsorted(slot_device[step_slot], np.arange(schedule.devices + 1))
-
-    def deadlock(stuck, ready):
-        _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device)
-
-    start = np.array(_run(bounds.tolist(), step_dep.tolist(), costs.p2p, step_dur.tolist(), deadlock))
-    slot_start = start[main]
-    slot_end = slot_start + step_dur[main]  # the same float sum as in the pass, so exact
-    return Result(
-        schedule, costs, dev, stage, mb, kind, slot,
-        slot_start[slot], slot_end[slot], slot_device, slot_start, slot_end,
-    )  # fmt: skip
+    return step_dep, step_dur, step_slot, first, second, main
 
 
 def _run(bounds, dep, p2p, dur, on_deadlock):
-    """The event pass: returns the start of every step, or calls on_deadlock(stuck, ready).
+    """The event pass: returns the start of every step, or calls on_deadlock(stuck).
 
     Every dependency left is on another device, so each step records when its dependents may
     start: its end plus ``p2p`` (``ready``). ``ready`` has one extra entry, -inf, so a missing
@@ -346,7 +362,7 @@ def _run(bounds, dep, p2p, dur, on_deadlock):
         free[d] = t_free
     stuck = [(d, ptr[d]) for d in range(devices) if ptr[d] < bounds[d + 1]]
     if stuck:
-        on_deadlock(stuck, ready)
+        on_deadlock(stuck)
     return start
 
 
