@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import repeat
 from typing import NamedTuple
 
 
@@ -35,6 +36,15 @@ class Action(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.stage}{_TO_TORCH[self.kind]}{self.microbatch}"
+
+
+def actions(stages: Iterable[int], microbatches: Iterable[int], kind: Kind) -> list[Action]:
+    """Actions of one kind from parallel columns of stages and microbatches.
+
+    ``tuple.__new__`` mapped over the columns builds them without a Python-level call per
+    action: about twice as fast as calling ``Action(...)`` for large generated orders.
+    """
+    return list(map(tuple.__new__, repeat(Action), zip(stages, microbatches, repeat(kind))))
 
 
 class Overlap(NamedTuple):

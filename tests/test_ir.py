@@ -15,6 +15,7 @@ from ppviz.ir import (
     Overlap,
     Placement,
     W,
+    actions,
     from_torch_csv,
     make_schedule,
     parse_action,
@@ -209,3 +210,10 @@ def test_a_stage_number_beyond_the_order_is_refused_by_name():
     """A huge stage number in a tiny upload is named in the error, not walked up to."""
     with pytest.raises(ValueError, match="1000000"):
         from_torch_csv("0F0,1000000F0\n")
+
+
+def test_actions_from_columns_are_real_actions():
+    built = actions([3, 1], [0, 2], Kind.B)
+    assert built == [Action(3, 0, Kind.B), Action(1, 2, Kind.B)]
+    assert all(type(a) is Action for a in built)
+    assert built[1].stage == 1 and built[1].microbatch == 2 and built[1].kind is Kind.B

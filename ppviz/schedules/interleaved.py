@@ -7,7 +7,7 @@ Megatron's interleaved 1F1B walks microbatches in groups of N (``group_size``, M
 
 from __future__ import annotations
 
-from ..ir import BW, Action, F, Placement, Schedule, Step, make_schedule
+from ..ir import BW, Action, F, Placement, Schedule, Step, actions, make_schedule
 from .registry import Param, Spec, register
 
 CHUNKS = Param("chunks", int, 2, 1, 16, "model chunks per device (virtual pipeline size v)")
@@ -26,18 +26,17 @@ def interleaved_1f1b(p: int, m: int, chunks: int = 2, group_size: int | None = N
     v, n = chunks, group_size or p
     table = megatron_table(m, v, n)
     total = len(table)
+    micro = [mb for mb, _ in table]
+    chunk = [c for _, c in table]
     order = []
     for d in range(p):
         warm = min(2 * (p - d - 1) + (v - 1) * n, total)
-
-        fwd: list[Step] = [Action(c * p + d, mb, F) for mb, c in table]
-        bwd: list[Step] = [Action((v - 1 - c) * p + d, mb, BW) for mb, c in table]
-        row = fwd[:warm]
-        for i in range(warm, total):
-            row.append(fwd[i])
-            row.append(bwd[i - warm])
-        row.extend(bwd[total - warm :])
-        order.append(row)
+        fwd = actions([c * p + d for c in chunk], micro, F)
+        bwd = actions([(v - 1 - c) * p + d for c in chunk], micro, BW)
+        steady: list[Step] = [None] * (2 * (total - warm))  # one forward, one backward, in turn
+        steady[0::2] = fwd[warm:]
+        steady[1::2] = bwd[: total - warm]
+        order.append(fwd[:warm] + steady + bwd[total - warm :])
     return make_schedule(Placement.looped(p, v), m, order)
 
 
