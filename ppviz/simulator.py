@@ -139,12 +139,13 @@ def _fast_rows(steps):
         kind[ids == k_id] = i
     if (kind < 0).any():
         return None
-    try:
-        stage = np.fromiter(st, dtype=np.int64, count=len(st))
-        micro = np.fromiter(mb, dtype=np.int64, count=len(mb))
-    except (TypeError, ValueError, OverflowError):
+    stage, micro = np.array(st), np.array(mb)  # dtype inferred, so 1.5 is not read as 1
+    if stage.dtype != np.int64 or micro.dtype != np.int64:
         return None
     return stage, micro, kind
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _slow_row(steps):
@@ -163,6 +164,8 @@ def _slow_row(steps):
                 raise ScheduleError(f"cannot read step {step!r}: expected (stage, microbatch, kind)") from None
             if not (isinstance(s, (int, np.integer)) and isinstance(m, (int, np.integer))):
                 raise ScheduleError(f"step {step!r} needs whole-number stage and microbatch")
+            if not (_INT64_MIN <= s <= _INT64_MAX and _INT64_MIN <= m <= _INT64_MAX):
+                raise ScheduleError(f"step {step!r} names a stage or microbatch far out of range")
             stage.append(s)
             mb.append(m)
             kind.append(k)

@@ -251,6 +251,9 @@ def _std(p: int, m: int, rows):
         ([[Action(0, 0, F), Action(0, 0, BW)]], "1 device rows but the placement has 2 devices"),
         ([[Action(0, 0, F), Action(0, 0, BW)], [(1, 0, "X")]], "cannot read step"),
         ([[Action(0, 0, F), Action(0, 0, BW)], ["1F0"]], "cannot read step"),
+        ([[Action(0.0, 0, F), Action(0, 0, BW)], [Action(1, 0, F), Action(1, 0, BW)]], "whole-number"),
+        ([[Action(0, 0, F), Action(0, 0, BW)], [Action(1, 0.5, F), Action(1, 0, BW)]], "whole-number"),
+        ([[Action(0, 0, F), Action(0, 0, BW)], [Action(2**70, 0, F), Action(1, 0, BW)]], "far out of range"),
     ],
 )
 def test_invalid_orders_are_schedule_errors_that_name_the_action(rows, message):
