@@ -112,7 +112,7 @@ def mutated_orders(draw):
         elif reorder == "swap" and len(row) > 1 and rng.random() < 0.5:
             i = rng.randrange(len(row) - 1)  # one adjacent swap often keeps the order runnable
             row[i], row[i + 1] = row[i + 1], row[i]
-    damage = draw(st.sampled_from(["none", "none", "pair", "move", "drop", "duplicate"]))
+    damage = draw(st.sampled_from(["none", "none", "pair", "move", "drop", "duplicate", "retype"]))
     busy = [r for r in rows if len(r) >= 2]
     if damage == "pair" and busy:  # merge two adjacent plain actions into one overlapped slot
         row = rng.choice(busy)
@@ -128,6 +128,12 @@ def mutated_orders(draw):
     elif damage == "duplicate" and busy:
         row = rng.choice(busy)
         row.insert(rng.randrange(len(row)), row[rng.randrange(len(row))])
+    elif damage == "retype" and busy:  # a stage or microbatch of the wrong type or far out of range
+        row = rng.choice(busy)
+        i = rng.randrange(len(row))
+        if not isinstance(row[i], Overlap):
+            field = rng.choice(["stage", "microbatch"])
+            row[i] = row[i]._replace(**{field: draw(st.sampled_from([2.5, 1.0, "1", None, 10**30, -(10**30)]))})
     return dataclasses.replace(sched, order=tuple(map(tuple, rows)))
 
 
