@@ -128,18 +128,36 @@ def _hover(kind: Kind, paired: bool, chunk: int | None) -> str:
     )
 
 
+def in_window(run: Run, window: tuple[float, float] | None) -> np.ndarray:
+    """Which actions overlap the time window [t0, t1] (all of them for ``None``)."""
+    r = run.result
+    if window is None:
+        return np.ones(len(r), dtype=bool)
+    t0, t1 = window
+    return (r.end > t0) & (r.start < t1) | (r.start == r.end) & (r.start >= t0) & (r.start <= t1)
+
+
 def _bar_traces(
-    run: Run, *, xaxis: str = "x", yaxis: str = "y", seen: set | None = None, span: float | None = None
+    run: Run,
+    *,
+    xaxis: str = "x",
+    yaxis: str = "y",
+    seen: set | None = None,
+    span: float | None = None,
+    keep: np.ndarray | None = None,
 ) -> list[dict]:
     """One bar trace per kind and chunk present, and the same for each half of overlapped pairs.
 
     Each trace has one colour: per-bar colour arrays measured 3-5x slower to draw in Chromium
     (10k bars: 5.4 s against 1.5 s). ``seen`` collects legend groups already shown, so one
-    legend entry serves each kind, across chunks and across stacked charts.
+    legend entry serves each kind, across chunks and across stacked charts. ``keep`` limits the
+    bars to some actions (those of a zoomed-in window).
     """
     r = run.result
     seen = set() if seen is None else seen
-    labelled = len(r) <= TEXT_LIMIT
+    if keep is None:
+        keep = np.ones(len(r), dtype=bool)
+    labelled = int(keep.sum()) <= TEXT_LIMIT
     label_color = np.empty(len(r), dtype=object) if labelled else None
     label_y = np.zeros(len(r))
     tdt = _time_dtype(run)
@@ -161,7 +179,7 @@ def _bar_traces(
             is_pair = bar_width < BAR_WIDTH
             group = "overlapped" if is_pair else kind.value
             palette = (pair_top if offset < 0 else pair_bottom) if is_pair else shades(KIND_COLORS[kind], chunks)
-            of_kind = mask & (r.kind == KIND_INDEX[kind])
+            of_kind = mask & keep & (r.kind == KIND_INDEX[kind])
             for c in range(chunks):
                 sel = np.flatnonzero(of_kind & (r.chunk == c)) if chunks > 1 else np.flatnonzero(of_kind)
                 if not len(sel):
@@ -190,7 +208,7 @@ def _bar_traces(
                     label_y[sel] = r.device[sel] + offset + bar_width / 2
     if label_color is not None:
         lo, hi = _time_range([run]) if span is None else (0.0, span)
-        label = _label_trace(run, label_color, label_y, hi - lo, xaxis=xaxis, yaxis=yaxis)
+        label = _label_trace(run, label_color, label_y, hi - lo, keep, xaxis=xaxis, yaxis=yaxis)
         if label is not None:
             traces.append(label)
     return traces
@@ -202,7 +220,7 @@ def _ink(background: str) -> str:
     return "#1A1A1A" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.55 else "#FFFFFF"
 
 
-def _label_trace(run: Run, colors: np.ndarray, y: np.ndarray, span: float, **axes) -> dict | None:
+def _label_trace(run: Run, colors: np.ndarray, y: np.ndarray, span: float, keep: np.ndarray, **axes) -> dict | None:
     """Microbatch numbers as one text trace, only on bars wide enough to hold them.
 
     Text inside bar traces makes Plotly measure every label at each redraw (150-400 ms at 512
@@ -210,11 +228,11 @@ def _label_trace(run: Run, colors: np.ndarray, y: np.ndarray, span: float, **axe
     fraction of that. Fit is judged at LABEL_PLOT_PX wide, about the page's chart.
     """
     r = run.result
-    if len(r) > TEXT_LIMIT or span <= 0:
+    if span <= 0:
         return None
     text = r.microbatch.astype(str)
     px = (r.end - r.start) * LABEL_PLOT_PX / span
-    fits = np.flatnonzero(px >= 6 * np.char.str_len(text) + 4)
+    fits = np.flatnonzero(keep & (px >= 6 * np.char.str_len(text) + 4))
     if not len(fits):
         return None
     return dict(
@@ -277,21 +295,42 @@ def _figure(data: list[dict], layout: dict) -> go.Figure:
     return go.Figure(dict(data=data, layout=layout))
 
 
-def gantt(run: Run, *, title: str | None = None, height: int | None = None) -> go.Figure:
-    """Devices on y (device 0 on top), time on x; a few bar traces, however many ops."""
+def gantt(
+    run: Run, *, title: str | None = None, height: int | None = None, window: tuple[float, float] | None = None
+) -> go.Figure:
+    """Devices on y (device 0 on top), time on x; a few bar traces, however many ops.
+
+    With ``window`` (t0, t1), only the ops overlapping it are drawn, on that time range: the
+    page's detail view of a zoomed-in overview.
+    """
     p = run.schedule.devices
+    time_range = _window_range(run, window)
+    keep = in_window(run, window)
+    text = _title(run, title)
+    if window is not None:
+        text += f" · {int(keep.sum()):,} ops in view"
     layout = dict(
-        title=dict(text=_title(run, title), x=0, xanchor="left", font=dict(size=14)),
+        title=dict(text=text, x=0, xanchor="left", font=dict(size=14)),
         height=height or gantt_height(p, pairs=bool(run.result.paired.any())),
         barmode="overlay",
         margin=_MARGIN,
         legend=_LEGEND,
-        xaxis=dict(title="time", range=_time_range([run]), zeroline=False, gridcolor=_GRID),
+        xaxis=dict(title="time", range=time_range, zeroline=False, gridcolor=_GRID),
         yaxis=_device_axis(p),
         plot_bgcolor="white",
         hovermode="closest",
     )
-    return _figure(_bar_traces(run), layout)
+    span = None if window is None else window[1] - window[0]
+    return _figure(_bar_traces(run, keep=keep, span=span), layout)
+
+
+def _window_range(run: Run, window: tuple[float, float] | None) -> list[float]:
+    if window is None:
+        return _time_range([run])
+    t0, t1 = (float(t) for t in window)
+    if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
+        raise ValueError(f"a time window needs finite t0 < t1 (got {window!r})")
+    return [t0, t1]
 
 
 # --- memory ----------------------------------------------------------------------------------
@@ -369,19 +408,19 @@ OVERVIEW_CLASSES = ("idle", *(k.value for k in KINDS), "overlapped")
 OVERVIEW_COLORS = (IDLE_COLOR, *(KIND_COLORS[k] for k in KINDS), PAIR_COLOR)
 
 
-def occupancy(run: Run, bins: int) -> tuple[np.ndarray, float, float]:
+def occupancy(run: Run, bins: int, window: tuple[float, float] | None = None) -> tuple[np.ndarray, float, float]:
     """Time each device spends in each class within each of ``bins`` equal time bins.
 
-    Returns ``(occ, t0, width)``: ``occ[device, class, bin]`` as a fraction of the bin
-    (classes as in ``OVERVIEW_CLASSES``, idle included), the first edge and the bin width. Each
-    slot adds its two partial end bins directly and its whole bins through a difference array,
-    so the cost is linear in slots plus bins.
+    The bins cover the whole run, or the time ``window`` (t0, t1). Returns ``(occ, t0, width)``:
+    ``occ[device, class, bin]`` as a fraction of the bin (classes as in ``OVERVIEW_CLASSES``, idle
+    included), the first edge and the bin width. Each slot adds its two partial end bins directly
+    and its whole bins through a difference array, so the cost is linear in slots plus bins.
     """
     if bins < 1:
         raise ValueError(f"an overview needs at least one time bin (got {bins})")
     r = run.result
     p, n_cls = run.schedule.devices, len(OVERVIEW_CLASSES)
-    t0, t1 = _time_range([run])
+    t0, t1 = _window_range(run, window)
     width = (t1 - t0) / bins
     cls = np.zeros(len(r.slot_start), dtype=np.int64)
     cls[r.slot] = r.kind + 1
@@ -404,8 +443,16 @@ def occupancy(run: Run, bins: int) -> tuple[np.ndarray, float, float]:
     return occ, t0, width
 
 
-def _heat_trace(run: Run, bins: int, *, xaxis: str = "x", yaxis: str = "y", showscale: bool = True) -> dict:
-    occ, t0, width = occupancy(run, bins)
+def _heat_trace(
+    run: Run,
+    bins: int,
+    *,
+    xaxis: str = "x",
+    yaxis: str = "y",
+    showscale: bool = True,
+    window: tuple[float, float] | None = None,
+) -> dict:
+    occ, t0, width = occupancy(run, bins, window)
     n_cls = len(OVERVIEW_CLASSES)
     scale = []
     for i, c in enumerate(OVERVIEW_COLORS):
@@ -429,21 +476,23 @@ def _heat_trace(run: Run, bins: int, *, xaxis: str = "x", yaxis: str = "y", show
     )
 
 
-def overview(run: Run, *, bins: int = 1500) -> go.Figure:
+def overview(run: Run, *, bins: int = 1500, window: tuple[float, float] | None = None, note: str = "") -> go.Figure:
     """Raster of devices × time bins, each cell the class (kind, overlapped or idle) filling most of it.
 
-    Its size depends on devices × bins only, so it draws in a moment at any number of ops.
+    Its size depends on devices × bins only, so it draws in a moment at any number of ops. With
+    ``window`` (t0, t1) the bins cover that time range only, so a zoomed-in view gets finer
+    cells. ``note`` is appended to the title (the page says how to get bars).
     """
     p = run.schedule.devices
     layout = dict(
-        title=dict(text=_title(run, None) + " · overview", x=0, xanchor="left", font=dict(size=14)),
+        title=dict(text=_title(run, None) + " · overview" + note, x=0, xanchor="left", font=dict(size=14)),
         height=gantt_height(p),
         margin=_MARGIN,
-        xaxis=dict(title="time", range=_time_range([run]), zeroline=False, gridcolor=_GRID),
+        xaxis=dict(title="time", range=_window_range(run, window), zeroline=False, gridcolor=_GRID),
         yaxis=_device_axis(p),
         plot_bgcolor="white",
     )
-    return _figure([_heat_trace(run, bins)], layout)
+    return _figure([_heat_trace(run, bins, window=window)], layout)
 
 
 # --- comparison ------------------------------------------------------------------------------

@@ -191,6 +191,44 @@ def test_overview_is_devices_by_bins_and_keeps_busy_time():
     assert classes[z[0, 0]] == "F" and classes[z[0, -1]] == "BW"
 
 
+def test_gantt_window_draws_exactly_the_ops_overlapping_it():
+    """A zoomed-in window: the bars are the ops that overlap it, on its time range, counted in the title."""
+    run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, f=1.0, b=2.0, w=0.5)
+    r = run.result
+    t0, t1 = 10.0, 17.5
+    fig = figures.gantt(run, window=(t0, t1))
+    rows = [np.concatenate(c) for c in zip(*(columns(t) for t in bars(fig)))]
+    got = sorted(zip(rows[0].tolist(), rows[2].tolist()))
+    inside = (r.end > t0) & (r.start < t1)
+    assert 0 < inside.sum() < len(r)
+    assert got == sorted(zip(r.start[inside].tolist(), r.device[inside].tolist()))
+    assert list(fig.layout.xaxis.range) == [t0, t1]
+    assert f"{int(inside.sum())} ops in view" in fig.layout.title.text
+    labels = [t for t in fig.data if t.type == "scatter"]
+    assert labels and all(t0 - 3 <= x <= t1 + 3 for x in np.asarray(labels[0].x))
+
+
+def test_gantt_window_must_be_a_finite_forward_range():
+    run = ppviz.simulate("1f1b", 2, 2)
+    for bad in [(3.0, 3.0), (5.0, 1.0), (0.0, float("nan")), (0.0, float("inf"))]:
+        with pytest.raises(ValueError, match="time window"):
+            figures.gantt(run, window=bad)
+
+
+def test_overview_window_bins_only_that_range():
+    """Binned over a window, the busy time per device is its busy time clipped to the window."""
+    run = ppviz.simulate("1f1b", 4, 8, f=1.0, b=2.0, w=0.0)
+    r = run.result
+    t0, t1 = 5.0, 20.0
+    occ, first, width = figures.occupancy(run, 30, window=(t0, t1))
+    assert first == t0 and width == pytest.approx(0.5)
+    clipped = np.clip(r.end, t0, t1) - np.clip(r.start, t0, t1)
+    want = np.bincount(r.device, weights=clipped, minlength=4)
+    assert np.allclose((1 - occ[:, 0, :]).sum(axis=1) * width, want)
+    fig = figures.overview(run, window=(t0, t1), note=" · zoom in")
+    assert list(fig.layout.xaxis.range) == [t0, t1] and fig.layout.title.text.endswith("overview · zoom in")
+
+
 def test_overview_marks_overlapped_pairs():
     run = overlapped_run()
     occ, _, _ = figures.occupancy(run, 15)  # makespan 15: one bin per time unit
