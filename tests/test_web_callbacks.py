@@ -19,6 +19,14 @@ from ppviz.web import callbacks, sync, views
 from ppviz.web.url_state import CUSTOM, ViewState, encode, pack_order, parse, unpack_order
 
 
+@pytest.fixture(autouse=True)
+def fresh_run_cache():
+    """Each test simulates its views itself (one test breaks the core on purpose)."""
+    views.clear_run_cache()
+    yield
+    views.clear_run_cache()
+
+
 def state(query: str) -> ViewState:
     return parse(query).state
 
@@ -356,3 +364,73 @@ def test_a_bug_in_the_core_is_reported_on_the_page_not_as_a_500(monkeypatch):
     view = views.render(state("?schedule=1f1b"))
     kind, text = view.messages["schedule"]
     assert kind == "error" and "IndexError" in text and "please report" in text
+
+
+# --- zooming into an overview ------------------------------------------------------------------
+
+BIG = "?schedule=1f1b&devices=16&microbatches=512"  # 16,384 ops: past BARS_MAX_OPS, an overview
+
+
+def test_relayout_events_name_the_time_window_or_a_reset():
+    assert views.zoom_window({"xaxis.range[0]": 2, "xaxis.range[1]": 5.5}) == (2.0, 5.5)
+    assert views.zoom_window({"xaxis.range": [1, 3]}) == (1.0, 3.0)
+    assert views.zoom_window({"xaxis.autorange": True, "yaxis.autorange": True}) == "full"
+    for untouched in [None, {}, {"autosize": True}, {"yaxis.range[0]": 0, "yaxis.range[1]": 2},
+                      {"xaxis.range": [3, 3]}, {"xaxis.range": ["a", 1]}, {"xaxis.range[0]": 1}]:  # fmt: skip
+        assert views.zoom_window(untouched) is None
+
+
+def test_zooming_into_an_overview_gives_bars_once_few_enough_ops_are_in_view():
+    s = state(BIG)
+    view = views.render(s)
+    assert view.drawn_as == "overview" and view.gantt.layout.title.text.endswith(views.OVERVIEW_NOTE)
+    run = view.runs[0]
+    makespan = run.metrics.makespan
+    wide, wide_as = views.zoomed(s, (0.0, makespan * 0.9))
+    assert wide_as == "overview" and list(wide.layout.xaxis.range) == [0.0, makespan * 0.9]
+    window = (makespan / 2, makespan / 2 + 40)
+    narrow, narrow_as = views.zoomed(s, window)
+    r = run.result
+    inside = int(((r.end > window[0]) & (r.start < window[1])).sum())
+    drawn = sum(len(t.x) for t in narrow.data if t.type == "bar")
+    assert narrow_as == "bars" and drawn == inside and 0 < inside <= views.BARS_MAX_OPS
+    full, full_as = views.zoomed(s, "full")
+    assert full_as == "overview" and list(full.layout.xaxis.range) == [0.0, makespan]
+
+
+def test_a_zoom_reuses_the_run_the_page_just_drew(monkeypatch):
+    s = state(BIG)
+    views.render(s)
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("simulated again")
+
+    monkeypatch.setattr(views, "run_of", not_again)
+    assert views.zoomed(s, (10.0, 20.0))[1] == "bars"
+
+
+def test_the_run_cache_keeps_the_most_recent_runs_within_its_budget(monkeypatch):
+    monkeypatch.setattr(views, "RUN_CACHE_ACTIONS", 100)
+    first = views.cached_run(state("?schedule=1f1b&devices=4&microbatches=8"), "1f1b")  # 64 actions
+    assert views.cached_run(state("?schedule=1f1b&devices=4&microbatches=8"), "1f1b") is first
+    views.cached_run(state("?schedule=1f1b&devices=4&microbatches=6"), "1f1b")  # 48 more: over 100
+    assert views.cached_run(state("?schedule=1f1b&devices=4&microbatches=8"), "1f1b") is not first
+
+
+def test_the_zoom_callback_redraws_only_overviews_and_only_once_per_window():
+    from dash import no_update
+
+    s = state(BIG)
+    stamp = f"overview:{len(views.render(s).runs[0].result)}"
+    search = encode(s)
+    event = {"xaxis.range[0]": 100.0, "xaxis.range[1]": 130.0}
+    figure, key = _with_context(callbacks.zoom_detail, event, search, stamp, "", triggered="gantt.relayoutData")
+    assert any(t.type == "bar" for t in figure.data) and key.endswith("|bars")
+    again = _with_context(callbacks.zoom_detail, event, search, stamp, key, triggered="gantt.relayoutData")
+    assert again == (no_update, no_update)
+    bars_view = _with_context(callbacks.zoom_detail, event, search, "bars:64", "", triggered="gantt.relayoutData")
+    assert bars_view == (no_update, no_update)
+    reset, cleared = _with_context(
+        callbacks.zoom_detail, {"xaxis.autorange": True}, search, stamp, key, triggered="gantt.relayoutData"
+    )
+    assert reset.data[0].type == "heatmap" and cleared == ""

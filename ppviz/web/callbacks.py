@@ -167,6 +167,38 @@ def read_upload(contents, filename):
         return no_update, _message(("error", str(e)))
 
 
+@callback(
+    Output("gantt", "figure", allow_duplicate=True),
+    Output("zoom-stamp", "children"),
+    Input("gantt", "relayoutData"),
+    State("url", "search"),
+    State("render-stamp", "children"),
+    State("zoom-stamp", "children"),
+    prevent_initial_call=True,
+)
+def zoom_detail(relayout, search, stamp, last):
+    """Zooming into an overview redraws the window in detail: bars once few enough ops are in view.
+
+    Acts only on a single view drawn as an overview; the stamp of the window last drawn keeps a
+    repeated event (the memory chart's axis sync echoes zooms) from drawing it twice.
+    """
+    window = views.zoom_window(relayout)
+    if window is None or not str(stamp or "").startswith("overview"):
+        return no_update, no_update
+    key = f"{stamp}|{search}|{window}"
+    if (window == "full" and not last) or str(last or "").rsplit("|", 1)[0] == key:
+        return no_update, no_update  # already drawn so
+    state = parse(search).state
+    if state.mode != "single":
+        return no_update, no_update
+    try:
+        figure, drawn_as = views.zoomed(state, window)
+    except Exception:  # the view drew a moment ago; if it cannot now, the overview stays as it is
+        views.log.exception("zooming into %s failed", search)
+        return no_update, no_update
+    return figure, "" if window == "full" else f"{key}|{drawn_as}"
+
+
 clientside_callback(
     "function(n) { return window.location.href; }",
     Output("copy-link", "content"),

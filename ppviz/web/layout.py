@@ -221,6 +221,7 @@ def views() -> html.Section:
             ),
             html.Div(dcc.Graph(id="memory", config=GRAPH_CONFIG, figure=_empty()), id="memory-box"),
             html.Div("", id="render-stamp", className="stamp"),
+            html.Div("", id="zoom-stamp", className="stamp"),
             html.Footer(
                 [
                     f"{len(REGISTRY)} schedules. Times are per device share of the model; ",

@@ -8,7 +8,10 @@ and how to show it, including which control a core error message is about.
 from __future__ import annotations
 
 import logging
+import math
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import ppviz
@@ -27,6 +30,9 @@ BARS_MAX_OPS = 8_000
 # the page: measured here, v-auto (the slowest) takes about 5.5 s at 32×256 and 30 s at 64×512.
 SEARCH_MAX_SIZE = 8_192
 UPLOAD_MAX_BYTES = 256 * 1024
+# Runs kept per worker so that zooming into an overview does not simulate again (by actions held).
+RUN_CACHE_ACTIONS = 3_000_000
+OVERVIEW_NOTE = " · zoom in for bars"
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
 IMAGE_FORMATS = ("svg", "png")
 
@@ -111,6 +117,36 @@ def run_of(state: ViewState, name: str) -> ppviz.Run:
     return ppviz.evaluate(schedule, costs)
 
 
+_RUN_CACHE: OrderedDict[str, ppviz.Run] = OrderedDict()
+_RUN_CACHE_LOCK = threading.Lock()
+
+
+def cached_run(state: ViewState, name: str) -> ppviz.Run:
+    """``run_of``, remembering the last few runs of this worker (least recently used go first).
+
+    The key is the exact state (its repr), so a cached run is only ever the same view's.
+    """
+    key = f"{name}|{state!r}"
+    with _RUN_CACHE_LOCK:
+        run = _RUN_CACHE.get(key)
+        if run is not None:
+            _RUN_CACHE.move_to_end(key)
+            return run
+    run = run_of(state, name)
+    with _RUN_CACHE_LOCK:
+        _RUN_CACHE[key] = run
+        held = sum(len(r.result) for r in _RUN_CACHE.values())
+        while len(_RUN_CACHE) > 1 and held > RUN_CACHE_ACTIONS:
+            _, dropped = _RUN_CACHE.popitem(last=False)
+            held -= len(dropped.result)
+    return run
+
+
+def clear_run_cache() -> None:
+    with _RUN_CACHE_LOCK:
+        _RUN_CACHE.clear()
+
+
 def message_figure(text: str) -> dict:
     """A chart-sized placeholder that says why there is no chart (never a blank area)."""
     return {
@@ -127,11 +163,37 @@ def message_figure(text: str) -> dict:
     }
 
 
-def gantt_figure(run: ppviz.Run, title: str | None = None):
-    """Bars per op while a browser draws them fast enough, else the heatmap overview."""
-    if len(run.result) <= BARS_MAX_OPS:
-        return figures.gantt(run, title=title), "bars"
-    return figures.overview(run), "overview"
+def gantt_figure(run: ppviz.Run, title: str | None = None, window: tuple[float, float] | None = None):
+    """Bars per op while a browser draws them fast enough, else the heatmap overview.
+
+    With a zoomed-in time ``window``, the count is of the ops in view: zooming into an overview
+    turns it into bars once few enough ops are left, and into a finer overview before that.
+    """
+    shown = len(run.result) if window is None else int(figures.in_window(run, window).sum())
+    if shown <= BARS_MAX_OPS:
+        return figures.gantt(run, title=title, window=window), "bars"
+    return figures.overview(run, window=window, note=OVERVIEW_NOTE), "overview"
+
+
+def zoom_window(relayout: dict | None) -> tuple[float, float] | str | None:
+    """The time range a chart's relayout event asks for: (t0, t1), "full" for a reset, or None
+    when the event leaves the time axis alone (a y-only zoom, a resize)."""
+    if not isinstance(relayout, dict):
+        return None
+    if relayout.get("xaxis.autorange"):
+        return "full"
+    pair = relayout.get("xaxis.range") or (relayout.get("xaxis.range[0]"), relayout.get("xaxis.range[1]"))
+    try:
+        t0, t1 = (float(t) for t in pair)
+    except (TypeError, ValueError):
+        return None
+    return (t0, t1) if math.isfinite(t0) and math.isfinite(t1) and t0 < t1 else None
+
+
+def zoomed(state: ViewState, window: tuple[float, float] | str) -> tuple[object, str]:
+    """The single view's Gantt chart for a time window ("full": the whole run), and how it is drawn."""
+    run = cached_run(state, state.schedule)
+    return gantt_figure(run, window=None if window == "full" else window)
 
 
 def render(state: ViewState) -> View:
@@ -140,7 +202,7 @@ def render(state: ViewState) -> View:
     runs, errors = [], {}
     for name in names:
         try:
-            runs.append(run_of(state, name))
+            runs.append(cached_run(state, name))
         except ValueError as e:
             errors[name] = str(e)
         except Exception as e:  # a bug, not a bad input: say so on the page instead of answering 500
