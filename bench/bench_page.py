@@ -5,7 +5,7 @@ selenium. A keyboard step on a slider commits its value at once, like releasing 
 clock starts at that keydown (a capture listener in the page) and stops at the later of the two
 charts' ``plotly_afterplot`` events once the Gantt chart shows the new size. Prints figures:
 
-    .venv/bin/python bench/bench_page.py            # 8×32 p50 over 15 moves, and ~20,000 ops
+    .venv/bin/python bench/bench_page.py            # 8×32 p50 over 15 moves, ~20,000 ops, zooms
     .venv/bin/python bench/bench_page.py --sweep    # also bars vs overview at 5k…50k ops
 """
 
@@ -94,6 +94,34 @@ def move(driver, m_new: int, key: str, timeout: float = 120.0) -> float:
     raise TimeoutError(f"the page did not show {m_new} microbatches within {timeout} s")
 
 
+ZOOM = """
+window.__t0 = performance.now();
+Plotly.relayout(document.querySelector('#gantt .js-plotly-plot'), arguments[0]);
+"""
+ZOOMED = """
+const t0 = window.__t0, want = arguments[0];
+const stamp = document.querySelector('#zoom-stamp').textContent;
+if (want === '' ? stamp !== '' : stamp.indexOf(want) < 0) return null;
+const g = window.__draws.gantt.filter(t => t > t0);
+return g.length ? g[g.length - 1] - t0 : null;
+"""
+
+
+def zoom(driver, relayout: dict, stamp: str, timeout: float = 60.0) -> tuple[float, str]:
+    """Zoom the Gantt chart as a drag or a double-click does; seconds until the server's redraw is
+    drawn (the zoom stamp names the window, or is empty after a reset), and how it was drawn."""
+    driver.execute_script(ZOOM, relayout)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        ms = driver.execute_script(ZOOMED, stamp)
+        if ms is not None:
+            time.sleep(0.3)  # let the memory chart's echo land before the next zoom
+            shown = driver.execute_script("return document.querySelector('#zoom-stamp').textContent")
+            return ms / 1000, shown.rsplit("|", 1)[-1] if shown else "overview"
+        time.sleep(0.01)
+    raise TimeoutError(f"the zoom to {relayout} was not drawn within {timeout} s")
+
+
 def latencies(driver, base: str, schedule: str, p: int, m: int, moves: int) -> list[float]:
     open_view(driver, base, schedule, p, m)
     out = []
@@ -121,6 +149,10 @@ def main() -> None:
         shown = "overview" if views.BARS_MAX_OPS < 20_000 else "bars"
         times = ", ".join(f"{t:.2f}" for t in big)
         print(f"20 devices × 500 microbatches (20,000 ops, {shown}): median {statistics.median(big):.2f} s ({times})")
+        for t0, t1 in ((100.0, 130.0), (100.0, 400.0), (100.0, 1300.0)):
+            there, drawn = zoom(driver, {"xaxis.range": [t0, t1]}, f"({t0}, {t1})")
+            back, _ = zoom(driver, {"xaxis.autorange": True}, "")
+            print(f"  zoom to [{t0:g}, {t1:g}] ({drawn}): {there:.2f} s; back to the whole run: {back:.2f} s")
         if args.sweep:
             sweep(driver, base)
     finally:
