@@ -190,13 +190,21 @@ class _PrefixTree:
         self.best[i] = max(self.best[left], self.sum[left] + self.best[right])
 
     def clear(self, index: int) -> None:
-        """A step that has run no longer changes the level: its delta becomes 0."""
+        """A step that has run no longer changes the level: its delta becomes 0.
+
+        ``_pull`` inlined: this runs once per scheduled action at every tree level.
+        """
+        sums, best = self.sum, self.best
         i = index + self.size
-        self.sum[i] = self.best[i] = 0.0
-        i //= 2
+        sums[i] = best[i] = 0.0
+        i >>= 1
         while i:
-            self._pull(i)
-            i //= 2
+            left = 2 * i
+            left_sum = sums[left]
+            sums[i] = left_sum + sums[left + 1]
+            through = left_sum + best[left + 1]
+            best[i] = best[left] if best[left] > through else through
+            i >>= 1
 
     def best_prefix(self, lo: int, hi: int) -> float:
         """Highest running sum over steps lo..hi-1 (-inf for an empty range)."""
