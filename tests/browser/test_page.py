@@ -69,7 +69,8 @@ def test_slider_picker_and_an_invalid_combination(page):
 
 
 def test_a_shared_link_restores_the_view(page):
-    """Every control shows the link's values, the charts draw them, and a reload keeps them."""
+    """Every control shows the link's values, the charts draw them, a reload keeps them, and the
+    copy-link button copies them."""
     query = "?schedule=interleaved-1f1b&devices=6&microbatches=12&f=1.5&interleaved-1f1b.chunks=3&stage_times=2:2:1:1"
     page.driver.get(page.server_url + "/" + query)
     for reload in (False, True):
@@ -86,6 +87,17 @@ def test_a_shared_link_restores_the_view(page):
         assert chunks[0] == "3"
         page.wait_for_text_to_equal('#stage-table td[data-dash-column="f"][data-dash-row="2"]', "2")
         assert "chunks=3" in page.driver.current_url
+
+    # The copy-link button puts this exact view's link on the clipboard.
+    permissions = ["clipboardReadWrite", "clipboardSanitizedWrite"]
+    page.driver.execute_cdp_cmd("Browser.grantPermissions", {"permissions": permissions, "origin": page.server_url})
+    page.find_element("#copy-link").click()
+    read = "const done = arguments[0]; navigator.clipboard.readText().then(done, e => done('failed: ' + e));"
+    deadline = time.time() + 10
+    while (copied := page.driver.execute_async_script(read)) != page.driver.current_url:
+        assert time.time() < deadline, f"the clipboard holds {copied!r}, not {page.driver.current_url!r}"
+        time.sleep(0.2)
+    assert "stage_times=2:2:1:1" in copied and "interleaved-1f1b.chunks=3" in copied
 
 
 def test_an_export_downloads(page):
