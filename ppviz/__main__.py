@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
         for q in _all_params().values():
             if q.name == "chunks":
                 continue
-            p.add_argument(f"--{q.name.replace('_', '-')}", dest=q.name, type=q.type, help=q.help)
+            flags = [f"--{name.replace('_', '-')}" for name in (q.name, *q.aliases)]
+            p.add_argument(*flags, dest=q.name, type=q.type, help=q.help)
         p.add_argument("--f", type=float, default=1.0, help="forward time per device share (default 1)")
         p.add_argument("--b", type=float, default=1.0, help="input-backward time per device share (default 1)")
         p.add_argument("--w", type=float, default=1.0, help="weight-backward time per device share (default 1)")
@@ -146,6 +147,7 @@ def _list(as_json: bool) -> None:
                         "low": p.low,
                         "high": p.high,
                         "help": p.help,
+                        "aliases": list(p.aliases),
                     }
                     for p in s.params
                 ],  # fmt: skip

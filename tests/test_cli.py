@@ -102,3 +102,11 @@ def test_module_entry_point_runs_as_a_subprocess():
     r = subprocess.run([sys.executable, "-m", "ppviz", "simulate", "gpipe", "-p", "2", "-m", "2"],
                        capture_output=True, text=True, timeout=60)  # fmt: skip
     assert r.returncode == 0 and "makespan 9" in r.stdout
+
+
+def test_megatron_group_size_flag_is_the_group_size(capsys):
+    args = ["simulate", "interleaved-1f1b", "-p", 4, "-m", 12, "-v", 2, "--json"]
+    _, by_alias, _ = run_cli(capsys, *args, "--microbatch-group-size-per-vp-stage", 6)
+    _, by_name, _ = run_cli(capsys, *args, "--group-size", 6)
+    _, default, _ = run_cli(capsys, *args)
+    assert json.loads(by_alias)["ops"] == json.loads(by_name)["ops"] != json.loads(default)["ops"]

@@ -299,9 +299,18 @@ def test_looped_bfs_peak_is_m_on_every_device(p, m, v):
         ("1f1b", 2.5, 2, {}, "devices must be a whole number"),
         ("nope", 2, 2, {}, "unknown schedule 'nope'"),
         ("1f1b-2bw", 2, 2, {"iterations": 0}, "iterations must be between 1 and 64"),
+        ("interleaved-1f1b", 4, 12, {"group_size": 4, "microbatch_group_size_per_vp_stage": 6}, "give one"),
     ],
 )
 def test_bad_arguments_are_value_errors_that_name_them(name, p, m, params, message):
     """The registry refuses bad arguments before building anything."""
     with pytest.raises(ValueError, match=message):
         ppviz.simulate(name, p, m, **params)
+
+
+def test_megatron_name_for_the_group_size_is_accepted():
+    """``microbatch_group_size_per_vp_stage`` (Megatron's name) is the same parameter as group_size."""
+    by_alias = ppviz.build("interleaved-1f1b", 4, 12, chunks=2, microbatch_group_size_per_vp_stage=6)
+    assert by_alias.order == ppviz.build("interleaved-1f1b", 4, 12, chunks=2, group_size=6).order
+    assert by_alias.order != ppviz.build("interleaved-1f1b", 4, 12, chunks=2).order
+    assert by_alias.params["group_size"] == 6

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from ..costs import Costs
 from ..ir import BW, Action, B, F, Overlap, Placement, Schedule, Step, W, make_schedule
-from .interleaved import CHUNKS, _check_interleaved, megatron_table
-from .registry import Param, Spec, register
+from .interleaved import CHUNKS, GROUP_SIZE, _check_interleaved, megatron_table
+from .registry import Spec, register
 
 
 @dataclass
@@ -237,7 +237,7 @@ register(
         build=interleaved_overlap,
         params=(
             CHUNKS,
-            Param("group_size", int, None, 1, None, "microbatches per group through each chunk (default: devices)"),
+            GROUP_SIZE,
         ),
         check=_check_interleaved_overlap,
         formula=_overlap_interleaved_makespan,

@@ -11,6 +11,15 @@ from ..ir import BW, Action, F, Placement, Schedule, Step, actions, make_schedul
 from .registry import Param, Spec, register
 
 CHUNKS = Param("chunks", int, 2, 1, 16, "model chunks per device (virtual pipeline size v)")
+GROUP_SIZE = Param(
+    "group_size",
+    int,
+    None,
+    1,
+    None,
+    "microbatches per group through each chunk (default: devices)",
+    aliases=("microbatch_group_size_per_vp_stage",),
+)
 
 
 def megatron_table(m: int, v: int, group: int) -> list[tuple[int, int]]:
@@ -82,7 +91,7 @@ register(
         build=interleaved_1f1b,
         params=(
             CHUNKS,
-            Param("group_size", int, None, 1, None, "microbatches per group through each chunk (default: devices)"),
+            GROUP_SIZE,
         ),
         check=_check_interleaved,
         formula=_interleaved_formula,

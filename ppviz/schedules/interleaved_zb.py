@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import deque
 
 from ..ir import Action, B, F, Placement, Schedule, Step, W, make_schedule
-from .interleaved import CHUNKS, _check_interleaved, megatron_table
-from .registry import Param, Spec, register
+from .interleaved import CHUNKS, GROUP_SIZE, _check_interleaved, megatron_table
+from .registry import Spec, register
 
 
 def interleaved_zb(p: int, m: int, chunks: int = 2, group_size: int | None = None) -> Schedule:
@@ -61,7 +61,7 @@ register(
         build=interleaved_zb,
         params=(
             CHUNKS,
-            Param("group_size", int, None, 1, None, "microbatches per group through each chunk (default: devices)"),
+            GROUP_SIZE,
         ),
         check=_check,
         chunks=None,

@@ -25,6 +25,7 @@ class Param:
     low: float
     high: float | None
     help: str
+    aliases: tuple[str, ...] = ()  # other accepted names, e.g. Megatron's own for the group size
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,14 @@ def resolve(spec: Spec, devices: object, microbatches: object, params: dict) -> 
     p = _check_int("devices", devices, 1)
     m = _check_int("microbatches", microbatches, 1)
     params = {k: v for k, v in params.items() if v is not None}
+    for q in spec.params:
+        for alias in q.aliases:
+            if alias in params:
+                v = params.pop(alias)
+                both = params.get(q.name, v)
+                if both != v:
+                    raise ValueError(f"{alias} is another name for {q.name}: give one (got {v} and {both})")
+                params[q.name] = v
     chunks = params.pop("chunks", None) if spec.param("chunks") is None else None
     if chunks is not None and chunks != spec.chunks:
         raise ValueError(f"{spec.name} has {spec.chunks} chunk(s) per device; drop the chunks setting (got {chunks})")
