@@ -434,3 +434,19 @@ def test_the_zoom_callback_redraws_only_overviews_and_only_once_per_window():
         callbacks.zoom_detail, {"xaxis.autorange": True}, search, stamp, key, triggered="gantt.relayoutData"
     )
     assert reset.data[0].type == "heatmap" and cleared == ""
+
+
+def test_moving_the_limit_line_or_switching_mode_simulates_nothing_again(monkeypatch):
+    """The run cache is keyed by what a run depends on: the limit line and the mode are not."""
+    views.render(state("?schedule=v-auto&devices=4&microbatches=8&limit=3"))
+    views.render(state("?mode=compare&compare=1f1b,zb-h1"))
+    simulated = []
+    real = views.run_of
+    monkeypatch.setattr(views, "run_of", lambda s, name: simulated.append(name) or real(s, name))
+    assert views.render(state("?schedule=v-auto&devices=4&microbatches=8&limit=5")).drawn_as == "bars"
+    views.render(state("?schedule=zb-h1"))
+    views.render(state("?mode=compare&compare=1f1b,v-auto&devices=4&microbatches=8"))
+    assert simulated == []
+    views.render(state("?schedule=v-auto&devices=4&microbatches=8&f=2"))
+    views.render(state("?schedule=v-auto&devices=4&microbatches=8&v-auto.max_memory=3"))
+    assert simulated == ["v-auto", "v-auto"]

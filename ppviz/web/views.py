@@ -117,16 +117,17 @@ def run_of(state: ViewState, name: str) -> ppviz.Run:
     return ppviz.evaluate(schedule, costs)
 
 
-_RUN_CACHE: OrderedDict[str, ppviz.Run] = OrderedDict()
+_RUN_CACHE: OrderedDict[tuple, ppviz.Run] = OrderedDict()
 _RUN_CACHE_LOCK = threading.Lock()
 
 
 def cached_run(state: ViewState, name: str) -> ppviz.Run:
     """``run_of``, remembering the last few runs of this worker (least recently used go first).
 
-    The key is the exact state (its repr), so a cached run is only ever the same view's.
+    The key holds every value a run depends on, exactly, and nothing else: moving the memory
+    limit line, switching mode or going back to a schedule shown before simulates nothing.
     """
-    key = f"{name}|{state!r}"
+    key = run_key(state, name)
     with _RUN_CACHE_LOCK:
         run = _RUN_CACHE.get(key)
         if run is not None:
@@ -140,6 +141,17 @@ def cached_run(state: ViewState, name: str) -> ppviz.Run:
             _, dropped = _RUN_CACHE.popitem(last=False)
             held -= len(dropped.result)
     return run
+
+
+def run_key(state: ViewState, name: str) -> tuple:
+    """What ``run_of(state, name)`` depends on (floats by value, so equal keys mean equal runs)."""
+    return (
+        name,
+        *(getattr(state, k) for k in ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")),
+        tuple(sorted(state.params_of(name).items())),
+        tuple(sorted(state.stage_times.items())),
+        state.order if name == CUSTOM else None,
+    )
 
 
 def clear_run_cache() -> None:
