@@ -1,4 +1,5 @@
-/* Keep the Gantt and memory charts on one time axis: a zoom or pan on either is applied to the other. */
+/* Keep the Gantt and memory charts on one time axis: a zoom or pan on either is applied to the other;
+   and tell the server about zooms of the time axis (it redraws a zoomed overview in detail). */
 window.dash_clientside = Object.assign({}, window.dash_clientside, {
   ppviz: {
     syncAxes: function () {
@@ -18,6 +19,19 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
         window.Plotly.relayout(to, { "xaxis.range": [a[0], a[1]] });
       }
       return noUpdate;
+    },
+    /* Pass on only the Gantt chart's time-axis zooms and resets. Other relayout events (a resize,
+       the first autosize) would call the server for nothing, and that call ending would hide the
+       loading message of a slow redraw still on its way. */
+    zoomRequest: function (relayout) {
+      var noUpdate = window.dash_clientside.no_update;
+      if (!relayout) {
+        return noUpdate;
+      }
+      var onTime = Object.keys(relayout).some(function (key) {
+        return key.indexOf("xaxis.range") === 0 || key === "xaxis.autorange";
+      });
+      return onTime ? relayout : noUpdate;
     },
   },
 });

@@ -170,7 +170,7 @@ def read_upload(contents, filename):
 @callback(
     Output("gantt", "figure", allow_duplicate=True),
     Output("zoom-stamp", "children"),
-    Input("gantt", "relayoutData"),
+    Input("zoom-request", "data"),
     State("url", "search"),
     State("render-stamp", "children"),
     State("zoom-stamp", "children"),
@@ -179,6 +179,7 @@ def read_upload(contents, filename):
 def zoom_detail(relayout, search, stamp, last):
     """Zooming into an overview redraws the window in detail: bars once few enough ops are in view.
 
+    Fed by ``zoomRequest`` (assets/sync_axes.js), which passes on only time-axis zooms and resets.
     Acts only on a single view drawn as an overview; the stamp of the window last drawn keeps a
     repeated event (the memory chart's axis sync echoes zooms) from drawing it twice.
     """
@@ -203,6 +204,13 @@ clientside_callback(
     "function(n) { return window.location.href; }",
     Output("copy-link", "content"),
     Input("copy-link", "n_clicks"),
+    prevent_initial_call=True,
+)
+
+clientside_callback(
+    ClientsideFunction(namespace="ppviz", function_name="zoomRequest"),
+    Output("zoom-request", "data"),
+    Input("gantt", "relayoutData"),
     prevent_initial_call=True,
 )
 

@@ -50,6 +50,7 @@ def layout() -> html.Div:
             dcc.Download(id="download"),
             dcc.Store(id="upload-store"),
             dcc.Store(id="axes-sync"),
+            dcc.Store(id="zoom-request"),
             header(),
             html.Div([panel(state), views()], className="main"),
         ],
@@ -215,7 +216,8 @@ def views() -> html.Section:
             ),
             dcc.Loading(
                 dcc.Graph(id="gantt", config=GRAPH_CONFIG, figure=_empty()),
-                type="dot",
+                custom_spinner=_working(),
+                target_components={"gantt": "figure"},
                 delay_show=400,
                 overlay_style={"visibility": "visible", "opacity": 0.6},
             ),
@@ -236,3 +238,21 @@ def views() -> html.Section:
 
 def _empty() -> dict:
     return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 200}}
+
+
+def _working() -> html.Div:
+    """What a redraw taking over 0.4 s shows: a spinner and why it may take a while."""
+    searching = ", ".join(name for name, spec in REGISTRY.items() if spec.uses_costs)
+    return html.Div(
+        [
+            html.Div(className="spinner"),
+            html.Div(
+                [
+                    html.Strong("Working… "),
+                    f"Schedules that search for their order ({searching}) take a few seconds at large sizes.",
+                ]
+            ),
+        ],
+        className="working",
+        id="working",
+    )

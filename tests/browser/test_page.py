@@ -147,3 +147,20 @@ def test_zooming_into_an_overview_draws_the_bars_in_view(page):
     wait_title(page, "overview · zoom in for bars")
     assert plotted(page, "gantt", "return gd.data.map(t => t.type);") == ["heatmap"]
     assert page.get_logs() == []
+
+
+def test_a_slow_search_says_what_it_is_doing(page):
+    """A redraw that takes a while (v-auto searching at 32 × 256) shows why, then the chart."""
+    page.driver.get(page.server_url + "/?schedule=v-auto&devices=32&microbatches=256")
+    page.wait_for_contains_text("#working", "take a few seconds at large sizes", timeout=15)
+    assert "v-auto" in page.find_element("#working").text
+    # The message stays until the chart comes (no other call may end the loading state early).
+    last_seen, deadline = time.time(), time.time() + 60
+    while "v-auto · 32 devices · 256 microbatches" not in title(page):
+        assert time.time() < deadline, "the searched chart never came"
+        if page.driver.find_elements("css selector", "#working"):
+            last_seen = time.time()
+        time.sleep(0.05)
+    assert time.time() - last_seen < 1.0, f"the message went {time.time() - last_seen:.1f} s before the chart came"
+    wait_for(page, lambda: not page.driver.find_elements("css selector", "#working"), "the message goes away")
+    assert page.get_logs() == []
