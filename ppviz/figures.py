@@ -320,8 +320,7 @@ def gantt(
         plot_bgcolor="white",
         hovermode="closest",
     )
-    span = None if window is None else window[1] - window[0]
-    return _figure(_bar_traces(run, keep=keep, span=span), layout)
+    return _figure(_bar_traces(run, keep=keep, span=time_range[1] - time_range[0]), layout)
 
 
 def _window_range(run: Run, window: tuple[float, float] | None) -> list[float]:

@@ -145,7 +145,7 @@ def _fast_rows(steps):
     return stage, micro, kind
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 def _slow_row(steps):

@@ -30,7 +30,7 @@ BARS_MAX_OPS = 8_000
 # the page: measured here, v-auto (the slowest) takes about 5.5 s at 32×256 and 30 s at 64×512.
 SEARCH_MAX_SIZE = 8_192
 UPLOAD_MAX_BYTES = 256 * 1024
-# Runs kept per worker so that zooming into an overview does not simulate again (by actions held).
+# Runs kept per worker (counted in actions) so that a zoom or a limit-line move simulates nothing again.
 RUN_CACHE_ACTIONS = 3_000_000
 OVERVIEW_NOTE = " · zoom in for bars"
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
@@ -147,7 +147,7 @@ def run_key(state: ViewState, name: str) -> tuple:
     """What ``run_of(state, name)`` depends on (floats by value, so equal keys mean equal runs)."""
     return (
         name,
-        *(getattr(state, k) for k in ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")),
+        *(getattr(state, k) for k in SLIDER_CONTROLS),
         tuple(sorted(state.params_of(name).items())),
         tuple(sorted(state.stage_times.items())),
         state.order if name == CUSTOM else None,
