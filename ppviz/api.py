@@ -24,6 +24,10 @@ class Run:
     def schedule(self) -> Schedule:
         return self.result.schedule
 
+    @property
+    def costs(self) -> Costs:
+        return self.result.costs
+
     def summary(self) -> dict:
         """The contract fields, without the ops."""
         s, m = self.schedule, self.metrics
@@ -43,6 +47,7 @@ class Run:
             "formula_makespan": m.formula_makespan,
             "formula_bubble_fraction": m.formula_bubble_fraction,
             "params": {k: v for k, v in s.params.items() if k != "microbatches"},
+            "costs": self.costs.as_dict(),
         }
 
     def to_dict(self) -> dict:
@@ -57,18 +62,16 @@ def make_costs(
     overlap: float = 1.0,
     b_frees: float = 0.0,
     stage_times: Mapping[int, Sequence[float]] | None = None,
+    exact_stage_times: Sequence[Sequence[float]] = (),
 ) -> Costs:
-    return Costs(f, b, w, p2p, overlap, b_frees, dict(stage_times or {}))
+    """The cost inputs; ``stage_times`` keys are device shares (see ``ppviz.costs``)."""
+    return Costs(f, b, w, p2p, overlap, b_frees, dict(stage_times or {}), exact_stage_times)
 
 
 def evaluate(schedule: Schedule, costs: Costs | None = None) -> Run:
     """Simulate any schedule (generated or imported) and measure it."""
     costs = costs or Costs()
-    if costs.stage_times and max(costs.stage_times) >= schedule.stages:
-        raise ValueError(
-            f"per-stage times name stage {max(costs.stage_times)}, but {schedule.name} has stages "
-            f"0..{schedule.stages - 1}"
-        )
+    costs.check_fits(schedule.stages, schedule.devices)
     result = _simulate(schedule, costs)
     return Run(result, _metrics.compute(result, schedules.formula(schedule, costs)))
 

@@ -5,6 +5,12 @@
 in time x p/S, so the total work per device is the same for every schedule. BW takes b + w. An
 overlapped pair takes the sum of its two actions times ``overlap``. ``p2p`` is added to every
 dependency that crosses devices.
+
+Uneven models have one meaning everywhere (page, CLI, API): ``stage_times[i]`` overrides the
+times of device share i (the i-th 1/p of the model, in model order), and stage s of a schedule
+with S stages covers the model from s/S to (s+1)/S, so it takes share ⌊s·p/S⌋'s times x p/S.
+Every schedule thus runs the same heterogeneous model. The estimate layer, which knows each
+stage's real time, gives ``exact_stage_times`` instead: one (f, b, w) per stage, unscaled.
 """
 
 from __future__ import annotations
@@ -30,9 +36,15 @@ class Costs:
     p2p: float = 0.0
     overlap: float = 1.0
     b_frees: float = 0.0  # fraction of a chunk's activation that B frees (W frees the rest)
-    stage_times: Mapping[int, Sequence[float]] = field(default_factory=dict)  # stage -> (f, b, w)
+    stage_times: Mapping[int, Sequence[float]] = field(default_factory=dict)  # device share -> (f, b, w)
+    exact_stage_times: Sequence[Sequence[float]] = ()  # one (f, b, w) per stage, not scaled by p/S
 
     def __post_init__(self) -> None:
+        try:
+            exact = tuple(tuple(fbw) for fbw in self.exact_stage_times)
+        except TypeError:
+            raise ValueError("exact per-stage times need one (f, b, w) triple per stage") from None
+        object.__setattr__(self, "exact_stage_times", exact)
         for name in ("f", "b", "w", "p2p"):
             _check_number(name, getattr(self, name), low=0.0, high=MAX_TIME)
         _check_number("overlap", self.overlap, low=0.0, high=100.0, low_open=True)
@@ -40,24 +52,71 @@ class Costs:
         for stage, fbw in self.stage_times.items():
             if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
                 raise ValueError(f"per-stage times need stage numbers ≥ 0 (got {stage!r})")
-            if not isinstance(fbw, Sequence) or isinstance(fbw, str) or len(fbw) != 3:
-                raise ValueError(f"per-stage times of stage {stage} need three numbers f, b, w (got {fbw!r})")
-            for name, v in zip("fbw", fbw):
-                _check_number(f"stage {stage} {name}", v, low=0.0, high=MAX_TIME)
+            _check_triple(f"stage {stage}", fbw)
+        for stage, fbw in enumerate(self.exact_stage_times):
+            _check_triple(f"stage {stage}", fbw)
+        if self.total_work() == 0:
+            raise ValueError("F, B and W times are all 0, so nothing takes time: give at least one of them a time > 0")
+
+    def total_work(self) -> float:
+        """f + b + w summed over the common times and every override (0 means nothing takes time)."""
+        if self.exact_stage_times:
+            return float(sum(sum(fbw) for fbw in self.exact_stage_times))
+        return self.f + self.b + self.w + float(sum(sum(fbw) for fbw in self.stage_times.values()))
+
+    def check_fits(self, stages: int, devices: int) -> None:
+        """Refuse overrides that name a share or a stage the schedule does not have."""
+        if self.exact_stage_times and len(self.exact_stage_times) != stages:
+            raise ValueError(
+                f"exact per-stage times give {len(self.exact_stage_times)} stages, but the schedule has {stages}"
+            )
+        extra = [i for i in self.stage_times if i >= devices]
+        if extra:
+            raise ValueError(
+                f"per-stage times name device share {min(extra)}, but there are {devices} devices "
+                f"(shares 0..{devices - 1})"
+            )
 
     def durations(self, stages: int, devices: int) -> np.ndarray:
-        """Array ``[kind, stage]`` of one action's time, scaled by p/S."""
-        scale = devices / stages
+        """Array ``[kind, stage]`` of one action's time: share ⌊s·p/S⌋'s times scaled by p/S, or the exact ones."""
+        self.check_fits(stages, devices)
         out = np.empty((len(KINDS), stages), dtype=float)
+        if self.exact_stage_times:
+            for s, (f, b, w) in enumerate(self.exact_stage_times):
+                out[:, s] = (f, b, w, b + w)
+            return out
+        scale = devices / stages
         for s in range(stages):
-            f, b, w = self.stage_times.get(s, (self.f, self.b, self.w))
+            f, b, w = self.stage_times.get(s * devices // stages, (self.f, self.b, self.w))
             out[:, s] = (f * scale, b * scale, w * scale, (b + w) * scale)
         return out
 
     @property
     def uniform(self) -> bool:
-        """True when no stage overrides the common times (closed forms then apply)."""
+        """True when every stage runs the common times (closed forms then apply)."""
+        if self.exact_stage_times:
+            return False
         return all(tuple(v) == (self.f, self.b, self.w) for v in self.stage_times.values())
+
+    def as_dict(self) -> dict:
+        """Every cost input, JSON-ready, so that an exported run can be simulated again exactly."""
+        return {
+            "f": self.f,
+            "b": self.b,
+            "w": self.w,
+            "p2p": self.p2p,
+            "overlap": self.overlap,
+            "b_frees": self.b_frees,
+            "stage_times": {str(i): list(fbw) for i, fbw in sorted(self.stage_times.items())},
+            "exact_stage_times": [list(fbw) for fbw in self.exact_stage_times],
+        }
+
+
+def _check_triple(name: str, fbw: object) -> None:
+    if not isinstance(fbw, Sequence) or isinstance(fbw, str) or len(fbw) != 3:
+        raise ValueError(f"per-stage times of {name} need three numbers f, b, w (got {fbw!r})")
+    for kind, v in zip("fbw", fbw):
+        _check_number(f"{name} {kind}", v, low=0.0, high=MAX_TIME)
 
 
 def _check_number(name: str, v: object, low: float, high: float = math.inf, low_open: bool = False) -> None:

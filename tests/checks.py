@@ -65,12 +65,17 @@ def assert_valid(run, *, exact: bool = True) -> None:
     wrong = np.flatnonzero(home != dev)
     _check(not len(wrong), lambda: f"{label(wrong[0])} runs on device {dev[wrong[0]]}, not {home[wrong[0]]}")
 
-    # Durations: f, b, w per device share scaled by p/S; BW = b + w; a pair = sum × overlap.
+    # Durations: stage s takes device share ⌊s·P/S⌋'s f, b, w scaled by P/S, or its exact times;
+    # BW = b + w; a pair = sum × overlap.
     start, end = np.asarray(result.start, float)[row], np.asarray(result.end, float)[row]
     tol = 1e-9 * max(1.0, float(np.abs(end).max(initial=0.0)))
     table = np.empty((len(KINDS), S))
     for s in range(S):
-        f, b, w = costs.stage_times.get(s, (costs.f, costs.b, costs.w))
+        if costs.exact_stage_times:
+            f, b, w = costs.exact_stage_times[s]
+            table[[F, B, W, BW], s] = [f, b, w, b + w]
+            continue
+        f, b, w = costs.stage_times.get(s * P // S, (costs.f, costs.b, costs.w))
         table[[F, B, W, BW], s] = np.array([f, b, w, b + w], dtype=float) * (P / S)
     n_steps = len(step_dev)
     size = np.bincount(step, minlength=n_steps)

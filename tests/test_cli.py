@@ -78,7 +78,7 @@ def test_render_writes_a_standalone_page(capsys, tmp_path):
         (["simulate", "gpipe", "-p", 4, "-m", 4, "--iterations", 2], "does not take"),
         (["simulate", "1f1b", "-p", 4], "--microbatches"),
         (["simulate", "--order", "/no/such/file.csv"], "cannot read"),
-        (["simulate", "1f1b", "-p", 2, "-m", 2, "--stage-time", "5:1,1,1"], "stage 5"),
+        (["simulate", "1f1b", "-p", 2, "-m", 2, "--stage-time", "5:1,1,1"], "device share 5"),
         (["simulate", "1f1b", "-p", 2, "-m", 2, "--stage-time", "bad"], "STAGE:F,B,W"),
         ([], "required"),
     ],

@@ -114,3 +114,23 @@ def test_read_torch_csv_refuses_files_over_the_size_limit():
 def test_read_torch_csv_rejects_malformed_orders_with_a_clear_message(text, message):
     with pytest.raises(ValueError, match=message):
         formats.read_torch_csv(text)
+
+
+def test_the_run_json_records_every_cost_input_and_reproduces_itself():
+    run = ppviz.simulate(
+        "zb-v", 4, 8, f=1.5, b=1.25, w=0.75, p2p=0.1, overlap=0.9, b_frees=0.5, stage_times={2: (2.0, 1.0, 1.0)}
+    )
+    d = json.loads(formats.run_json(run))
+    c = d["costs"]
+    assert {k: c[k] for k in ("f", "b", "w", "p2p", "overlap", "b_frees")} == {
+        "f": 1.5, "b": 1.25, "w": 0.75, "p2p": 0.1, "overlap": 0.9, "b_frees": 0.5,
+    }  # fmt: skip
+    again = ppviz.simulate(
+        d["schedule"],
+        d["devices"],
+        d["microbatches"],
+        **{k: c[k] for k in ("f", "b", "w", "p2p", "overlap", "b_frees")},
+        stage_times={int(k): v for k, v in c["stage_times"].items()},
+        **d["params"],
+    )
+    assert json.loads(formats.run_json(again)) == d

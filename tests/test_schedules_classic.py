@@ -18,15 +18,15 @@ COSTS = {
     "uniform": {},
     "slow-b": {"b": 2.0},
     "latency": {"p2p": 0.5},
-    "heavy-last": "heavy",  # the last stage does (2, 3, 2) instead of (1, 1, 1)
+    "heavy-last": "heavy",  # the last device share of the model does (2, 3, 2) instead of (1, 1, 1)
 }
 
 
 def _grid_run(name: str, p: int, m: int, v: int, setting):
-    """Build once, then simulate under the setting (the heavy stage is the schedule's last one)."""
+    """Build once, then simulate under the setting (the heavy share is the model's last 1/p)."""
     schedule = ppviz.build(name, p, m, **schedule_kwargs(ppviz.REGISTRY[name], v))
     if setting == "heavy":
-        setting = {"stage_times": {schedule.stages - 1: (2.0, 3.0, 2.0)}}
+        setting = {"stage_times": {schedule.devices - 1: (2.0, 3.0, 2.0)}}
     return ppviz.evaluate(schedule, ppviz.make_costs(**setting))
 
 

@@ -390,3 +390,37 @@ def test_a_direction_the_placement_does_not_have_is_a_schedule_error():
     for directions in [(0, 1), (0, -1)]:
         with pytest.raises(ScheduleError, match="direction"):
             simulate(make_schedule(Placement.standard(2), 2, rows, directions=directions))
+
+
+def test_per_share_times_cover_every_stage_of_a_v_shape():
+    """One meaning everywhere: share i of 4 is stages 2i and 2i+1 of a V (8 stages), each at half time."""
+    costs = ppviz.make_costs(stage_times={1: (2.0, 4.0, 6.0)})
+    v = costs.durations(8, 4)
+    assert v[:3, 2].tolist() == v[:3, 3].tolist() == [1.0, 2.0, 3.0]
+    assert v[:3, 1].tolist() == v[:3, 4].tolist() == [0.5, 0.5, 0.5]
+    assert costs.durations(4, 4)[:3, 1].tolist() == [2.0, 4.0, 6.0]
+
+
+def test_the_same_uneven_model_gives_1f1b_and_a_v_shape_the_same_work_per_device():
+    """A heavy last share is as heavy under 1F1B (stage 3) as under ZB-V (stages 6 and 7, on device 0)."""
+    heavy = {3: (2.0, 3.0, 2.0)}
+    flat = ppviz.simulate("1f1b", 4, 8, stage_times=heavy)
+    vee = ppviz.simulate("zb-v", 4, 8, stage_times=heavy)
+    assert sum(flat.metrics.busy) == pytest.approx(sum(vee.metrics.busy)) == pytest.approx(8 * (3 * 3 + 7))
+
+
+def test_exact_stage_times_are_used_unscaled_and_must_cover_every_stage():
+    times = ((1.0, 2.0, 0.5), (1.5, 2.5, 0.5), (1.0, 2.0, 0.5), (2.0, 1.0, 1.0))
+    run = ppviz.evaluate(ppviz.build("zb-v", 2, 4), ppviz.make_costs(exact_stage_times=times))
+    d = run.result.end - run.result.start
+    first_f = (run.result.kind == 0) & (run.result.stage == 3)
+    assert set(d[first_f].tolist()) == {2.0}
+    assert run.metrics.formula_makespan is None  # no closed form for uneven stages
+    with pytest.raises(ValueError, match="exact per-stage times give 4 stages, but the schedule has 2"):
+        ppviz.evaluate(ppviz.build("1f1b", 2, 4), ppviz.make_costs(exact_stage_times=times))
+
+
+@pytest.mark.parametrize("kwargs", [{"f": 0, "b": 0, "w": 0}, {"exact_stage_times": ((0, 0, 0), (0, 0, 0))}])
+def test_all_zero_times_are_refused(kwargs):
+    with pytest.raises(ValueError, match="all 0"):
+        ppviz.make_costs(**kwargs)

@@ -197,13 +197,6 @@ def test_compare_ranks_by_makespan_under_the_same_costs():
     assert makespans == sorted(makespans)
 
 
-def test_per_share_times_cover_every_stage_of_a_v_shape():
-    """A V schedule has 2p stages: stages 2i and 2i+1 make up share i of the model."""
-    s = ViewState(stage_times={1: (2.0, 2.0, 2.0)})
-    assert views.stage_times_for(s, 4, 8) == {2: (2.0, 2.0, 2.0), 3: (2.0, 2.0, 2.0)}
-    assert views.stage_times_for(s, 4, 4) == {1: (2.0, 2.0, 2.0)}
-
-
 @pytest.mark.parametrize(
     ("query", "control"),
     [

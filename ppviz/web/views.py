@@ -67,23 +67,6 @@ def costs_kwargs(state: ViewState) -> dict:
     return {k: getattr(state, k) for k in ("f", "b", "w", "p2p", "overlap", "b_frees")}
 
 
-def stage_times_for(state: ViewState, devices: int, stages: int) -> dict[int, tuple[float, float, float]]:
-    """Per-stage times of a schedule with ``stages`` stages from the table's per-share rows.
-
-    The table has one row per device share of the model (1/p of it, in model order). Stage s of a
-    schedule with S stages covers the model from s/S to (s+1)/S, so it takes the times of share
-    ⌊s·p/S⌋. Every schedule thus runs the same heterogeneous model, which keeps comparisons fair.
-    """
-    if not state.stage_times:
-        return {}
-    out = {}
-    for s in range(stages):
-        share = s * devices // stages
-        if share in state.stage_times:
-            out[s] = tuple(state.stage_times[share])
-    return out
-
-
 def schedule_of(state: ViewState, name: str, costs: ppviz.Costs | None = None) -> ppviz.Schedule:
     """The order to show; searching schedules are built under ``costs`` (the view's op times)."""
     if name == CUSTOM:
@@ -102,19 +85,13 @@ def schedule_of(state: ViewState, name: str, costs: ppviz.Costs | None = None) -
 
 
 def run_of(state: ViewState, name: str) -> ppviz.Run:
-    """Simulate one schedule of the view; raises ValueError saying what to change."""
-    ppviz.make_costs(**costs_kwargs(state), stage_times=state.stage_times)  # checks the table in its own terms
-    schedule = schedule_of(state, name, ppviz.make_costs(**costs_kwargs(state)))
-    extra = sorted(s for s in state.stage_times if s >= schedule.devices)
-    if extra:
-        raise ValueError(f"per-stage times name stage {extra[0]}, but there are {schedule.devices} devices")
-    costs = ppviz.make_costs(
-        **costs_kwargs(state), stage_times=stage_times_for(state, schedule.devices, schedule.stages)
-    )
-    spec = REGISTRY.get(name)
-    if costs.stage_times and spec is not None and spec.uses_costs:
-        schedule = schedule_of(state, name, costs)  # search again under the uneven stages
-    return ppviz.evaluate(schedule, costs)
+    """Simulate one schedule of the view; raises ValueError saying what to change.
+
+    The per-stage table's rows are device shares of the model, as everywhere in ppviz, so every
+    schedule runs the same heterogeneous model; searching schedules search under those times.
+    """
+    costs = ppviz.make_costs(**costs_kwargs(state), stage_times=state.stage_times)
+    return ppviz.evaluate(schedule_of(state, name, costs), costs)
 
 
 _RUN_CACHE: OrderedDict[tuple, ppviz.Run] = OrderedDict()
