@@ -74,7 +74,9 @@ def torch_csv(run_or_schedule: Run | Schedule) -> str:
     return ir.to_torch_csv(schedule)
 
 
-def read_torch_csv(text: str | bytes, *, max_bytes: int = UPLOAD_LIMIT, name: str = "uploaded") -> Schedule:
+def read_torch_csv(
+    text: str | bytes, *, max_bytes: int = UPLOAD_LIMIT, max_ranks: int | None = None, name: str = "uploaded"
+) -> Schedule:
     """Parse an uploaded order strictly; ValueError says what is wrong. The text is never evaluated.
 
     Besides the size limit, the stage and microbatch numbers must be consistent with the number
@@ -89,6 +91,12 @@ def read_torch_csv(text: str | bytes, *, max_bytes: int = UPLOAD_LIMIT, name: st
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as e:
             raise ValueError(f"the order file is not UTF-8 text (byte {e.start})") from None
+    if max_ranks is not None:
+        ranks = len(ir.torch_lines(text))
+        if ranks > max_ranks:
+            raise ValueError(
+                f"the order has {ranks:,} rows (ranks); the limit here is {max_ranks}: give one row per rank"
+            )
     rows = ir.parse_torch_rows(text)
     actions = [a for row in rows for step in row if step is not None for a in _halves(step)]
     if not actions:

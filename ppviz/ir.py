@@ -222,12 +222,22 @@ def to_torch_csv(schedule: Schedule) -> str:
     return "\n".join(lines) + "\n"
 
 
+def torch_lines(text: str) -> list[str]:
+    """The order's rows, one per rank, without trailing blank lines.
+
+    Any line ending (LF, CRLF, old Mac CR) is a row break, and a UTF-8 byte-order mark (Excel's
+    "CSV UTF-8") is ignored, since all are valid CSV.
+    """
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
 def parse_torch_rows(text: str) -> list[list[Step | None]]:
     """Rows of steps; trailing idle cells are dropped, inner ones kept as ``None``."""
     rows: list[list[Step | None]] = []
-    lines = text.replace("\r\n", "\n").split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
+    lines = torch_lines(text)
     if not lines:
         raise ValueError("the order is empty: expected one CSV row per rank")
     for r, line in enumerate(lines):

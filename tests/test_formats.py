@@ -134,3 +134,18 @@ def test_the_run_json_records_every_cost_input_and_reproduces_itself():
         **d["params"],
     )
     assert json.loads(formats.run_json(again)) == d
+
+
+@pytest.mark.parametrize("transform", [lambda t: "\ufeff" + t, lambda t: t.replace("\n", "\r"), lambda t: t.replace("\n", "\r\n")],
+                         ids=["bom", "cr-only", "crlf"])  # fmt: skip
+def test_valid_csv_variants_read_as_the_same_order(transform):
+    text = ppviz.to_torch_csv(ppviz.build("zb-h1", 4, 6))
+    same = formats.read_torch_csv(transform(text))
+    assert ppviz.to_torch_csv(same) == text
+    assert ppviz.to_torch_csv(formats.read_torch_csv(transform(text).encode("utf-8"))) == text
+
+
+def test_an_order_with_too_many_rank_rows_is_refused_before_it_is_parsed():
+    text = ppviz.to_torch_csv(ppviz.build("1f1b", 2, 2)) + "\n" * 3 + "0F0\n"
+    with pytest.raises(ValueError, match="6 rows .*limit here is 4"):
+        formats.read_torch_csv(text, max_ranks=4)
