@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 
-from . import REGISTRY, api
-from .ir import from_torch_csv, to_torch_csv
+from . import REGISTRY, __version__, api
+from .ir import KIND_INDEX, Kind, from_torch_csv, to_torch_csv
 
 MAX_ORDER_BYTES = 5_000_000
 
@@ -35,17 +36,39 @@ def _all_params() -> dict[str, object]:
     return out
 
 
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _int(text: str) -> int:
+    """Plain ASCII digits only: Python's int() would also take '٤', '４' and '1_000'."""
+    if not _INT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number written in ASCII digits, such as 8")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    """A plain ASCII decimal number (no 'nan', 'inf', '1_0' or non-ASCII digits)."""
+    if not _FLOAT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number written in ASCII digits, such as 1.5")
+    return float(text)
+
+
+NUMBER_TYPES = {int: _int, float: _float}
+
+
 def _stage_time(text: str) -> tuple[int, tuple[float, float, float]]:
     try:
-        stage, times = text.split(":")
-        f, b, w = (float(x) for x in times.split(","))
-        return int(stage), (f, b, w)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--stage-time wants STAGE:F,B,W such as 3:1.5,3,1.5 (got {text!r})") from None
+        share, times = text.split(":")
+        f, b, w = (_float(x) for x in times.split(","))
+        return _int(share), (f, b, w)
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"--stage-time wants SHARE:F,B,W such as 3:1.5,3,1.5 (got {text!r})") from None
 
 
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="ppviz", description="Exact simulator of pipeline-parallel training schedules.")
+    ap.add_argument("--version", action="version", version=f"ppviz {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="list the schedules")
     ls.add_argument("--json", action="store_true", help="print the registry as JSON")
@@ -55,22 +78,23 @@ def _parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_)
         p.add_argument("schedule", nargs="?", help="schedule name (see `ppviz list`)")
         p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch compute-only CSV order instead")
-        p.add_argument("--devices", "-p", type=int, help="pipeline devices p")
-        p.add_argument("--microbatches", "-m", type=int, help="microbatches m")
-        p.add_argument("--chunks", "-v", type=int, help="model chunks per device, for schedules that take it")
+        p.add_argument("--devices", "-p", type=_int, help="pipeline devices p")
+        p.add_argument("--microbatches", "-m", type=_int, help="microbatches m")
+        p.add_argument("--chunks", "-v", type=_int, help="model chunks per device, for schedules that take it")
         for q in _all_params().values():
             if q.name == "chunks":
                 continue
             flags = [f"--{name.replace('_', '-')}" for name in (q.name, *q.aliases)]
-            p.add_argument(*flags, dest=q.name, type=q.type, help=q.help)
-        p.add_argument("--f", type=float, default=1.0, help="forward time per device share (default 1)")
-        p.add_argument("--b", type=float, default=1.0, help="input-backward time per device share (default 1)")
-        p.add_argument("--w", type=float, default=1.0, help="weight-backward time per device share (default 1)")
-        p.add_argument("--p2p", type=float, default=0.0, help="latency added to cross-device dependencies")
-        p.add_argument("--overlap", type=float, default=1.0, help="time factor of an overlapped F&B pair")
-        p.add_argument("--b-frees", type=float, default=0.0, help="fraction of activation that B frees")
-        p.add_argument("--stage-time", type=_stage_time, action="append", default=[], metavar="S:F,B,W",
-                       help="override one stage's f,b,w (repeatable)")  # fmt: skip
+            p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
+        p.add_argument("--f", type=_float, default=1.0, help="forward time per device share (default 1)")
+        p.add_argument("--b", type=_float, default=1.0, help="input-backward time per device share (default 1)")
+        p.add_argument("--w", type=_float, default=1.0, help="weight-backward time per device share (default 1)")
+        p.add_argument("--p2p", type=_float, default=0.0, help="latency added to cross-device dependencies")
+        p.add_argument("--overlap", type=_float, help="time factor of an overlapped F&B pair (default 1)")
+        p.add_argument("--b-frees", type=_float, help="fraction of activation that B frees (default 0)")
+        p.add_argument("--stage-time", type=_stage_time, action="append", default=[], metavar="SHARE:F,B,W",
+                       help="override the f,b,w of device share i (the i-th 1/p of the model); stage s of S "
+                            "runs at share ⌊s·p/S⌋'s times × p/S (repeatable)")  # fmt: skip
         if name == "simulate":
             out = p.add_mutually_exclusive_group()
             out.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -78,12 +102,35 @@ def _parser() -> argparse.ArgumentParser:
             out.add_argument("--torch-csv", action="store_true", help="print the order as PyTorch compute-only CSV")
         else:
             p.add_argument("-o", "--output", required=True, help="HTML file to write")
-            p.add_argument("--limit", type=float, help="memory limit line on the memory chart")
+            p.add_argument("--limit", type=_float, help="memory limit line on the memory chart")
     return ap
 
 
 def _run(args: argparse.Namespace) -> api.Run:
-    costs = dict(f=args.f, b=args.b, w=args.w, p2p=args.p2p, overlap=args.overlap, b_frees=args.b_frees,
+    run = _simulate(args)
+    _check_applies(args, run)
+    return run
+
+
+def _check_applies(args: argparse.Namespace, run: api.Run) -> None:
+    """An option given for something the schedule does not have is a mistake worth saying."""
+    kinds = set(run.result.kind.tolist())
+    if args.b_frees is not None and KIND_INDEX[Kind.B] not in kinds:
+        raise UsageError(
+            f"--b-frees does not apply: {run.schedule.name} runs a fused backward (BW) that frees everything at once; "
+            "drop it, or pick a schedule with split backward (e.g. zb-h1)"
+        )
+    if args.overlap is not None and not run.result.paired.any():
+        raise UsageError(
+            f"--overlap does not apply: {run.schedule.name} has no overlapped F&B pairs here; drop it, "
+            "or pick a schedule that overlaps them (e.g. dualpipe)"
+        )
+
+
+def _simulate(args: argparse.Namespace) -> api.Run:
+    costs = dict(f=args.f, b=args.b, w=args.w, p2p=args.p2p,
+                 overlap=1.0 if args.overlap is None else args.overlap,
+                 b_frees=0.0 if args.b_frees is None else args.b_frees,
                  stage_times=dict(args.stage_time))  # fmt: skip
     if args.order:
         if args.schedule:
@@ -167,6 +214,10 @@ def _list(as_json: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        _parser().print_help()
+        return 0
     try:
         args = _parser().parse_args(argv)
         if args.command == "list":

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ppviz import REGISTRY
+from ppviz import REGISTRY, __version__
 from ppviz.__main__ import main
 
 CONTRACT = ["schedule", "devices", "stages", "microbatches", "chunks", "makespan", "span", "busy",
@@ -75,12 +75,19 @@ def test_render_writes_a_standalone_page(capsys, tmp_path):
         (["simulate", "1f1b", "--devices", 4, "--microbatches", "x"], "microbatches"),
         (["simulate", "interleaved-1f1b", "-p", 4, "-m", 6, "-v", 2], "multiple of devices"),
         (["simulate", "1f1b", "-p", 4, "-m", 4, "--f", -1], "f must be"),
-        (["simulate", "gpipe", "-p", 4, "-m", 4, "--iterations", 2], "does not take"),
+        (["simulate", "zb-h1", "-p", 4, "-m", 4, "--group-size", 2], "does not take"),
         (["simulate", "1f1b", "-p", 4], "--microbatches"),
         (["simulate", "--order", "/no/such/file.csv"], "cannot read"),
         (["simulate", "1f1b", "-p", 2, "-m", 2, "--stage-time", "5:1,1,1"], "device share 5"),
-        (["simulate", "1f1b", "-p", 2, "-m", 2, "--stage-time", "bad"], "STAGE:F,B,W"),
-        ([], "required"),
+        (["simulate", "1f1b", "-p", 2, "-m", 2, "--stage-time", "bad"], "SHARE:F,B,W"),
+        (["simulate", "1f1b", "-p", "٤", "-m", 4], "ASCII digits"),
+        (["simulate", "1f1b", "-p", "４", "-m", 4], "ASCII digits"),
+        (["simulate", "1f1b", "-p", 4, "-m", "1_000"], "ASCII digits"),
+        (["simulate", "1f1b", "-p", 4, "-m", 4, "--f", "nan"], "ASCII digits"),
+        (["simulate", "1f1b", "-p", 4, "-m", 4, "--b-frees", 0.5], "--b-frees does not apply"),
+        (["simulate", "1f1b", "-p", 4, "-m", 4, "--overlap", 0.8], "--overlap does not apply"),
+        (["simulate", "1f1b", "-p", 4, "-m", 4, "--f", 0, "--b", 0, "--w", 0], "all 0"),
+        (["simulate"], "name a schedule"),
     ],
 )
 def test_bad_input_prints_one_line_and_exits_2(capsys, args, words):
@@ -89,6 +96,21 @@ def test_bad_input_prints_one_line_and_exits_2(capsys, args, words):
     assert err.count("\n") == 1 and err.startswith("ppviz: error:")
     assert words in err
     assert "Traceback" not in err
+
+
+def test_options_that_apply_are_taken(capsys):
+    code, out, _ = run_cli(capsys, "simulate", "zb-h1", "-p", 2, "-m", 2, "--b-frees", 0.5, "--json")
+    assert code == 0 and json.loads(out)["costs"]["b_frees"] == 0.5
+    code, out, _ = run_cli(capsys, "simulate", "dualpipe", "-p", 4, "-m", 8, "--overlap", 0.8, "--json")
+    assert code == 0 and json.loads(out)["costs"]["overlap"] == 0.8
+
+
+def test_no_arguments_print_the_help_and_version_prints_the_version(capsys):
+    code, out, err = run_cli(capsys)
+    assert code == 0 and "usage: ppviz" in out and "simulate" in out and not err
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"ppviz {__version__}"
 
 
 def test_a_malformed_order_file_is_reported_with_its_position(capsys, tmp_path):
