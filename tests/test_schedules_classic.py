@@ -135,6 +135,136 @@ def test_1f1b_2bw_needs_a_full_pipeline_per_iteration():
         ppviz.simulate("1f1b-2bw", 4, 3)
 
 
+# --- iterations: flushes (GPipe, 1F1B, eager 1F1B) and no flush (2BW, eager 2BW) ----------------
+
+FLUSHED = ["gpipe", "1f1b", "eager-1f1b"]
+
+
+def _iteration_bounds(run, m: int, k: int) -> list[tuple[float, float, float]]:
+    """Per iteration: (first forward start, last backward end, last op end) over all devices."""
+    res = run.result
+    out = []
+    for i in range(k):
+        mine = (res.microbatch // m) == i
+        fwd = mine & (res.kind == 0)
+        out.append(
+            (float(res.start[fwd].min()), float(res.end[mine & (res.kind != 0)].max()), float(res.end[mine].max()))
+        )
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize(("p", "m"), [(1, 3), (2, 2), (3, 2), (4, 4), (4, 9), (5, 7)])
+@pytest.mark.parametrize("fbw", MIXES[:4])
+@pytest.mark.parametrize("name", FLUSHED)
+def test_flushed_schedules_run_k_iterations_in_k_times_m_plus_p_minus_1_slots(name, p, m, k, fbw):
+    """With a flush each iteration is a whole pipeline fill and drain: k·(m+p−1)(f+b+w)."""
+    f, b, w = fbw
+    run = ppviz.simulate(name, p, m, iterations=k, f=f, b=b, w=w)
+    assert_valid(run)
+    assert run.schedule.microbatches == k * m
+    expected = k * (m + p - 1) * (f + b + w)
+    assert run.metrics.makespan == pytest.approx(expected)
+    if name != "eager-1f1b":  # eager 1F1B has no registered closed form
+        assert run.metrics.formula_makespan == pytest.approx(expected)
+    one = ppviz.simulate(name, p, m, f=f, b=b, w=w).metrics
+    assert run.metrics.peak_activation == one.peak_activation  # a flush frees everything
+
+
+@pytest.mark.parametrize("name", FLUSHED)
+@pytest.mark.parametrize("p2p", [0.0, 0.5])
+def test_the_next_iteration_starts_after_every_stages_last_backward(name, p2p):
+    """The flush: the next iteration's first forward on any stage starts no earlier than the
+    previous iteration's last backward on every stage ends; so with latency too, k iterations
+    take exactly k times one iteration."""
+    p, m, k = 4, 6, 3
+    run = ppviz.simulate(name, p, m, iterations=k, b=2, p2p=p2p)
+    bounds = _iteration_bounds(run, m, k)
+    for (_, last_back, _), (next_first, _, _) in zip(bounds, bounds[1:]):
+        assert next_first >= last_back
+        assert next_first == pytest.approx(last_back)  # device 0 starts at once: its last BW ends last
+    one = ppviz.simulate(name, p, m, b=2, p2p=p2p).metrics.makespan
+    assert run.metrics.makespan == pytest.approx(k * one)
+
+
+def test_a_1f1b_iteration_is_the_first_one_shifted():
+    """Every op of iteration i starts i·T later than the same op of iteration 0 (T: one iteration)."""
+    p, m, k = 4, 5, 3
+    run = ppviz.simulate("1f1b", p, m, iterations=k, f=1, b=2, w=1)
+    res, period = run.result, (m + p - 1) * 4
+    base = {(d, s, mb, kd): t for d, s, mb, kd, t in zip(res.device, res.stage, res.microbatch, res.kind, res.start)}
+    for d, s, mb, kd, t in zip(res.device, res.stage, res.microbatch, res.kind, res.start):
+        assert t == base[d, s, mb % m, kd] + (mb // m) * period
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize(("p", "m"), [(1, 2), (2, 3), (3, 4), (4, 6), (4, 8), (5, 9)])
+@pytest.mark.parametrize("fbw", MIXES[:3])
+def test_eager_1f1b_2bw_runs_k_iterations_without_a_flush(p, m, k, fbw):
+    """(k·m+p−1)(f+b+w) once m ≥ 2(p−1); eager warm-up min(2(p−i−1), m), plus one in flight
+    (at most all k·m); two weight versions."""
+    f, b, w = fbw
+    run = ppviz.simulate("eager-1f1b-2bw", p, m, iterations=k, f=f, b=b, w=w)
+    assert_valid(run)
+    assert run.schedule.microbatches == k * m
+    expected = (k * m + p - 1) * (f + b + w)
+    assert run.metrics.makespan == pytest.approx(expected)
+    assert run.metrics.formula_makespan == pytest.approx(expected)
+    assert run.metrics.peak_activation == [min(min(2 * (p - i - 1), m) + 1, k * m) for i in range(p)]
+    assert run.metrics.parameters == [2.0] * p
+
+
+def test_eager_1f1b_2bw_with_a_short_iteration_has_no_closed_form_but_stays_valid():
+    """m < 2(p−1): the warm-up is capped at m on several devices, which then wait on each other."""
+    run = ppviz.simulate("eager-1f1b-2bw", 5, 6, iterations=2)
+    assert_valid(run)
+    assert run.metrics.formula_makespan is None
+    assert run.metrics.makespan > (2 * 6 + 5 - 1) * 3
+
+
+@pytest.mark.parametrize("m", [1, 3, 4])
+def test_eager_1f1b_2bw_needs_more_microbatches_than_devices(m):
+    """The seed's assertion: no flush with an eager warm-up needs p < m per iteration."""
+    with pytest.raises(ValueError, match=f"microbatches > devices per iteration.*got {m} microbatches with 4"):
+        ppviz.simulate("eager-1f1b-2bw", 4, m, iterations=2)
+
+
+@pytest.mark.parametrize("name", ["1f1b-2bw", "eager-1f1b-2bw"])
+def test_no_flush_lets_the_next_iteration_start_before_the_last_backward(name):
+    """Without a flush, iteration 1's forwards start while iteration 0 is still draining."""
+    run = ppviz.simulate(name, 4, 8, iterations=2)
+    (_, last_back, _), (next_first, _, _) = _iteration_bounds(run, 8, 2)
+    assert next_first < last_back
+
+
+# The seed notebook's own examples: 4 stages, 2 iterations, batch 64/32/16/8 with micro-batch 8
+# (m = 8, 4, 2, 1), forward 1 and full backward 2 (b = 2, w = 0 here); its 2BW examples are
+# 2 iterations of batch 64 and 4 iterations of batch 32; eager + 2BW: 2 and 4 iterations of 64.
+SEED_FLUSHED = [(name, batch) for name in FLUSHED for batch in (64, 32, 16, 8)]
+
+
+@pytest.mark.parametrize(("name", "batch"), SEED_FLUSHED)
+def test_seed_notebook_flushed_examples(name, batch):
+    p, k, m = 4, 2, batch // 8
+    run = ppviz.simulate(name, p, m, iterations=k, f=1, b=2, w=0)
+    assert_valid(run)
+    assert run.metrics.makespan == k * (m + p - 1) * 3  # 66, 42, 30, 24
+    bounds = _iteration_bounds(run, m, k)
+    assert bounds[1][0] == bounds[0][1] == (m + p - 1) * 3
+
+
+@pytest.mark.parametrize(
+    ("name", "batch", "k", "makespan"),
+    [("1f1b-2bw", 64, 2, 57), ("1f1b-2bw", 32, 4, 57), ("eager-1f1b-2bw", 64, 2, 57), ("eager-1f1b-2bw", 64, 4, 105)],
+)
+def test_seed_notebook_no_flush_examples(name, batch, k, makespan):
+    """(k·m + p − 1)·3 with p = 4: one fill and one drain for all k iterations."""
+    m = batch // 8
+    run = ppviz.simulate(name, 4, m, iterations=k, f=1, b=2, w=0)
+    assert_valid(run)
+    assert run.metrics.makespan == makespan == (k * m + 4 - 1) * 3
+
+
 # --- ZB-H1 ----------------------------------------------------------------------------------
 
 # The closed form m(f+b+w) + (p−1)(f+b−w) is exact iff p = 1, or w = 0, or (m ≥ p and w ≤ min(f, b)):

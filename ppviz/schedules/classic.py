@@ -1,4 +1,4 @@
-"""Classic one-chunk schedules: GPipe, 1F1B, eager 1F1B, PipeDream-2BW, and ZB-H1.
+"""Classic one-chunk schedules: GPipe, 1F1B, eager 1F1B, PipeDream-2BW (plain and eager), and ZB-H1.
 
 All use one stage per device. Their per-device orders are a warm-up of forwards, a steady state
 of one forward and one backward, and a cool-down of backwards; they differ in warm-up depth,
@@ -37,17 +37,47 @@ def _work(costs: Costs) -> float:
     return costs.f + costs.b + costs.w
 
 
-def gpipe(p: int, m: int) -> Schedule:
-    order = [[Action(d, j, F) for j in range(m)] + [Action(d, j, BW) for j in range(m)] for d in range(p)]
-    return make_schedule(Placement.standard(p), m, order)
+def _with_flushes(p: int, m: int, iterations: int, one: Callable[[int, int], list[list[Step]]]) -> list[list[Step]]:
+    """``iterations`` copies of one iteration's order, microbatches renumbered k·m + j, per device
+    one after the other.
+
+    That is a flush: device 0's first forward of the next iteration follows its last backward of
+    this one, which through the backward chain follows every stage's last backward; every later
+    stage's next forward follows device 0's. So the next iteration starts once the whole pipeline
+    has drained (the optimizer step sits there), and no simulator change is needed.
+    """
+    rows = one(p, m)
+    if iterations == 1:
+        return rows
+    return [[Action(a.stage, k * m + a.microbatch, a.kind) for k in range(iterations) for a in row] for row in rows]
 
 
-def one_f_one_b(p: int, m: int) -> Schedule:
-    return make_schedule(Placement.standard(p), m, _one_f_one_b(p, m, lambda d: p - d - 1, _full_backward))
+def _flushed(p: int, m: int, iterations: int, one) -> Schedule:
+    return make_schedule(Placement.standard(p), m * iterations, _with_flushes(p, m, iterations, one))
 
 
-def eager_one_f_one_b(p: int, m: int) -> Schedule:
-    return make_schedule(Placement.standard(p), m, _one_f_one_b(p, m, lambda d: 2 * (p - d - 1), _full_backward))
+def _gpipe_rows(p: int, m: int) -> list[list[Step]]:
+    return [[Action(d, j, F) for j in range(m)] + [Action(d, j, BW) for j in range(m)] for d in range(p)]
+
+
+def _1f1b_rows(p: int, m: int) -> list[list[Step]]:
+    return _one_f_one_b(p, m, lambda d: p - d - 1, _full_backward)
+
+
+def _eager_rows(p: int, m: int) -> list[list[Step]]:
+    return _one_f_one_b(p, m, lambda d: 2 * (p - d - 1), _full_backward)
+
+
+def gpipe(p: int, m: int, iterations: int = 1) -> Schedule:
+    return _flushed(p, m, iterations, _gpipe_rows)
+
+
+def one_f_one_b(p: int, m: int, iterations: int = 1) -> Schedule:
+    return _flushed(p, m, iterations, _1f1b_rows)
+
+
+def eager_one_f_one_b(p: int, m: int, iterations: int = 1) -> Schedule:
+    return _flushed(p, m, iterations, _eager_rows)
 
 
 def pipedream_2bw(p: int, m: int, iterations: int = 1) -> Schedule:
@@ -57,12 +87,40 @@ def pipedream_2bw(p: int, m: int, iterations: int = 1) -> Schedule:
     return make_schedule(Placement.standard(p), total, order, param_versions=2)
 
 
+def eager_pipedream_2bw(p: int, m: int, iterations: int = 1) -> Schedule:
+    """No flush, eager warm-up: one continuous stream of k·m microbatches, device d warming up
+    min(2(p−d−1), m) forwards (at most one iteration ahead, so two weight versions suffice)."""
+    total = m * iterations
+    order = _one_f_one_b(p, total, lambda d: min(2 * (p - d - 1), m), _full_backward)
+    return make_schedule(Placement.standard(p), total, order, param_versions=2)
+
+
 def _check_2bw(p: int, m: int, iterations: int) -> None:
     if m < p:
         raise ValueError(
             f"1f1b-2bw needs microbatches ≥ devices, since without a flush each iteration must fill "
             f"the pipeline (got {m} microbatches with {p} devices)"
         )
+
+
+def _check_eager_2bw(p: int, m: int, iterations: int) -> None:
+    if m <= p:
+        raise ValueError(
+            f"eager-1f1b-2bw needs microbatches > devices per iteration, since without a flush the eager "
+            f"warm-up must stay within one iteration (got {m} microbatches with {p} devices)"
+        )
+
+
+def _eager_2bw_formula(p: int, m: int, c: Costs, iterations: int = 1) -> float | None:
+    """Exact when one iteration's eager warm-ups all differ (m ≥ 2(p−1)); with m < 2(p−1) the
+    next iteration's warm-up is capped at m on several devices, which then wait on each other."""
+    if iterations > 1 and m < 2 * (p - 1):
+        return None
+    return (iterations * m + p - 1) * _work(c)
+
+
+_ITERATIONS = Param("iterations", int, 1, 1, 64, "training iterations, with a flush (optimizer step) between them")
+_NO_FLUSH = Param("iterations", int, 1, 1, 64, "training iterations run back to back without a flush")
 
 
 def zb_h1(p: int, m: int) -> Schedule:
@@ -101,8 +159,9 @@ register(
         description="GPipe: every forward, then every backward (F-then-B); memory grows with m.",
         reference="Huang et al., GPipe, NeurIPS 2019",
         build=gpipe,
-        formula=lambda p, m, c: (m + p - 1) * _work(c),
-        formula_text="(m+p−1)(f+b+w)",
+        params=(_ITERATIONS,),
+        formula=lambda p, m, c, iterations=1: iterations * (m + p - 1) * _work(c),
+        formula_text="k(m+p−1)(f+b+w) for k iterations",
         memory_text="m",
     )
 )
@@ -112,8 +171,9 @@ register(
         description="1F1B (PipeDream-Flush): warm-up p−i−1 forwards, then one forward, one backward.",
         reference="Narayanan et al., PipeDream-2BW, ICML 2021; Megatron-LM (SC 2021)",
         build=one_f_one_b,
-        formula=lambda p, m, c: (m + p - 1) * _work(c),
-        formula_text="(m+p−1)(f+b+w)",
+        params=(_ITERATIONS,),
+        formula=lambda p, m, c, iterations=1: iterations * (m + p - 1) * _work(c),
+        formula_text="k(m+p−1)(f+b+w) for k iterations",
         memory_text="min(p−i, m)",
     )
 )
@@ -123,6 +183,7 @@ register(
         description="Eager 1F1B: warm-up 2(p−i−1) forwards, to hide p2p latency at the cost of memory.",
         reference="Megatron-LM overlapped p2p; Qi et al., Zero Bubble PP, ICLR 2024 (eager baseline)",
         build=eager_one_f_one_b,
+        params=(_ITERATIONS,),
         memory_text="min(2(p−i−1)+1, m)",
     )
 )
@@ -132,11 +193,24 @@ register(
         description="PipeDream-2BW: 1F1B with double-buffered weights and no flush between iterations.",
         reference="Narayanan et al., Memory-Efficient Pipeline-Parallel DNN Training, ICML 2021",
         build=pipedream_2bw,
-        params=(Param("iterations", int, 1, 1, 64, "training iterations run back to back without a flush"),),
+        params=(_NO_FLUSH,),
         check=_check_2bw,
         formula=lambda p, m, c, iterations: (iterations * m + p - 1) * _work(c),
         formula_text="(k·m+p−1)(f+b+w) for k iterations",
         memory_text="min(p−i, m); 2 weight versions",
+    )
+)
+register(
+    Spec(
+        name="eager-1f1b-2bw",
+        description="Eager 1F1B with PipeDream-2BW: eager warm-up, double-buffered weights, no flush.",
+        reference="Narayanan et al., PipeDream-2BW, ICML 2021; Megatron-LM overlapped p2p (eager warm-up)",
+        build=eager_pipedream_2bw,
+        params=(_NO_FLUSH,),
+        check=_check_eager_2bw,
+        formula=_eager_2bw_formula,
+        formula_text="(k·m+p−1)(f+b+w) for k iterations, when k = 1 or m ≥ 2(p−1)",
+        memory_text="min(2(p−i−1)+1, m); 2 weight versions",
     )
 )
 register(
