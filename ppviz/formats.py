@@ -32,39 +32,63 @@ def run_json(run: Run) -> str:
     return json.dumps(run.to_dict())
 
 
-def chrome_trace(run: Run) -> str:
-    """Chrome trace / Perfetto JSON: one complete event per op, each device a thread of process 0.
+def chrome_trace(run: Run, us_per_unit: float = TRACE_US_PER_UNIT, memory_unit: str = "microbatch units") -> str:
+    """Chrome trace / Perfetto JSON: each device a thread of process 0, with
 
-    Trace times are microseconds, and ppviz times have no unit, so one time unit is written as
-    1 ms (``ts = start × 1000``); ui.perfetto.dev then shows the schedule's times as milliseconds.
-    The two halves of an overlapped pair are two events with the same ``ts`` and ``dur``.
+    - one complete event (``X``) per slot: an overlapped pair is one slice naming both ops, with
+      both in its args (two identical slices would nest in Perfetto);
+    - a counter track (``C``) of each device's activation memory, in ``memory_unit``;
+    - a flow arrow (``s`` → ``f``) for every dependency that crosses devices.
+
+    Trace times are microseconds. ppviz's abstract times have no unit, so one unit is written as
+    1 ms by default (``us_per_unit`` = 1000); runs in seconds pass 1e6.
     """
+    from .memory import activation
+    from .simulator import dependencies
+
     r = run.result
     sched = run.schedule
     names = [k.value for k in KINDS]
-    paired = r.paired.tolist()
-    ts = np.round(r.start * TRACE_US_PER_UNIT, 6).tolist()
-    dur = np.round((r.end - r.start) * TRACE_US_PER_UNIT, 6).tolist()
+    ts = np.round(r.start * us_per_unit, 6).tolist()
+    dur = np.round((r.end - r.start) * us_per_unit, 6).tolist()
+    dev, stage, mb, kind = r.device.tolist(), r.stage.tolist(), r.microbatch.tolist(), r.kind.tolist()
+    label = [f"{names[k]} s{s} mb{m}" for s, m, k in zip(stage, mb, kind)]
     events: list[dict] = [
         {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": f"ppviz {sched.name}"}},
     ]
     for d in range(sched.devices):
         events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": d, "args": {"name": f"device {d}"}})
         events.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": d, "args": {"sort_index": d}})
-    for i, (d, s, m, k) in enumerate(zip(r.device.tolist(), r.stage.tolist(), r.microbatch.tolist(), r.kind.tolist())):
-        kind = names[k]
+    first_of_slot: dict[int, int] = {}
+    for i, slot in enumerate(r.slot.tolist()):
+        first = first_of_slot.setdefault(slot, i)
+        op = {"stage": stage[i], "microbatch": mb[i], "kind": names[kind[i]]}
+        if first != i:  # the second half of a pair joins the slice of the first
+            pair = events[-1]
+            pair["name"] = f"{pair['name']} & {label[i]}"
+            pair["cat"] = "overlapped"
+            pair["args"]["ops"].append(op)
+            continue
         events.append(
-            {
-                "name": f"{kind} s{s} mb{m}",
-                "cat": "overlapped" if paired[i] else kind,
-                "ph": "X",
-                "pid": 0,
-                "tid": d,
-                "ts": ts[i],
-                "dur": dur[i],
-                "args": {"stage": s, "microbatch": m, "kind": kind, "overlapped": paired[i]},
-            }
-        )
+            {"name": label[i], "cat": names[kind[i]], "ph": "X", "pid": 0, "tid": dev[i], "ts": ts[i], "dur": dur[i],
+             "args": {"ops": [op], "overlapped": False}}
+        )  # fmt: skip
+        if i + 1 < len(dev) and r.slot[i + 1] == slot:
+            events[-1]["args"]["overlapped"] = True
+    curves = activation(r)
+    for d in range(sched.devices):
+        times = np.round(curves.times[d] * us_per_unit, 6).tolist()
+        for t, v in zip(times, curves.values[d].tolist()):
+            events.append({"name": f"activation device {d}", "ph": "C", "pid": 0, "ts": t, "args": {memory_unit: v}})
+    dep = dependencies(r).tolist()
+    flow = 0
+    for i, j in enumerate(dep):
+        if j < 0 or dev[j] == dev[i]:
+            continue
+        base = {"name": "dependency", "cat": "dependency", "pid": 0, "id": flow}
+        events.append({**base, "ph": "s", "tid": dev[j], "ts": ts[j]})
+        events.append({**base, "ph": "f", "bp": "e", "tid": dev[i], "ts": ts[i]})
+        flow += 1
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ms"})
 
 

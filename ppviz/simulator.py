@@ -390,3 +390,13 @@ def _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_d
             f"on device {slot_device[on]}"
         )
     raise DeadlockError("deadlock: the order cannot run; " + "; ".join(lines))
+
+
+def dependencies(result: Result) -> np.ndarray:
+    """For each action of ``result``, the index of the action it waits for (-1: none), by the
+    simulator's own rule, so exports draw exactly the dependencies that timed the run."""
+    s = result.schedule
+    key = (result.kind * s.stages + result.stage) * s.microbatches + result.microbatch
+    pos = np.full(len(KINDS) * s.stages * s.microbatches, -1, dtype=np.int64)
+    pos[key] = np.arange(len(key))
+    return _dependency_table(pos.reshape(len(KINDS), s.stages, s.microbatches)).ravel()[key]

@@ -35,7 +35,53 @@ def test_run_json_is_the_cli_contract():
     assert data["makespan"] == (8 + 4 - 1) * 3.0 and len(data["ops"]) == 64
 
 
-def test_chrome_trace_has_one_complete_event_per_op_in_microseconds():
+def check_trace_format(trace: dict) -> None:
+    """The Chrome trace event format's rules for the phases ppviz writes (X, M, C, s, f)."""
+    assert isinstance(trace["traceEvents"], list)
+    number = (int, float)
+    flows: dict[tuple, list[dict]] = {}
+    for e in trace["traceEvents"]:
+        ph = e["ph"]
+        assert isinstance(e["name"], str) and isinstance(e["pid"], int), e
+        if ph == "M":
+            assert e["name"] in {"process_name", "thread_name", "thread_sort_index"} and isinstance(e["args"], dict)
+        elif ph == "X":
+            assert isinstance(e["tid"], int) and isinstance(e["ts"], number) and isinstance(e["dur"], number), e
+            assert e["dur"] >= 0 and isinstance(e["cat"], str), e
+        elif ph == "C":
+            assert isinstance(e["ts"], number) and e["args"], e
+            assert all(isinstance(v, number) and not isinstance(v, bool) for v in e["args"].values()), e
+        elif ph in ("s", "f"):
+            assert isinstance(e["tid"], int) and isinstance(e["ts"], number) and isinstance(e["id"], int), e
+            assert isinstance(e["cat"], str), e
+            flows.setdefault((e["cat"], e["name"], e["id"]), []).append(e)
+        else:
+            raise AssertionError(f"unexpected phase {ph!r}")
+    for key, pair in flows.items():
+        assert sorted(e["ph"] for e in pair) == ["f", "s"], f"flow {key} is not one start and one finish"
+        start, finish = sorted(pair, key=lambda e: e["ph"] != "s")
+        assert finish["ts"] >= start["ts"] and finish.get("bp") == "e", key
+
+
+def _slices_around(trace: dict, tid: int, ts: float) -> list[dict]:
+    return [
+        e for e in trace["traceEvents"] if e["ph"] == "X" and e["tid"] == tid and e["ts"] <= ts <= e["ts"] + e["dur"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, params", [("1f1b", {}), ("zb-v", {}), ("dualpipe", {}), ("interleaved-1f1b", {"chunks": 2})]
+)
+def test_chrome_trace_follows_the_trace_event_format(name, params):
+    run = ppviz.simulate(name, 4, 8, f=1.0, b=2.0, w=1.0, p2p=0.25, **params)
+    trace = json.loads(formats.chrome_trace(run))
+    check_trace_format(trace)
+    for e in trace["traceEvents"]:
+        if e["ph"] in "sf":  # every arrow end sits on a slice of its thread
+            assert _slices_around(trace, e["tid"], e["ts"]), e
+
+
+def test_chrome_trace_has_one_slice_per_op_in_microseconds():
     run = ppviz.simulate("1f1b", 4, 8, f=1.0, b=2.0, w=0.0)
     trace = json.loads(formats.chrome_trace(run))
     events = [e for e in trace["traceEvents"] if e["ph"] == "X"]
@@ -60,12 +106,42 @@ def test_chrome_trace_names_each_device_thread():
     assert names == {0: "device 0", 1: "device 1", 2: "device 2"}
 
 
-def test_chrome_trace_gives_both_halves_of_a_pair_the_same_span():
+def test_chrome_trace_draws_an_overlapped_pair_as_one_slice_with_both_ops():
     run = overlapped_run()
     events = [e for e in json.loads(formats.chrome_trace(run))["traceEvents"] if e["ph"] == "X"]
-    pair = {e["name"]: (e["ts"], e["dur"]) for e in events if e["tid"] == 1 and e["cat"] == "overlapped"}
-    assert pair["F s1 mb1"] == pair["BW s1 mb0"]
-    assert sum(e["args"]["overlapped"] for e in events) == 2 * 3
+    pairs = [e for e in events if e["cat"] == "overlapped"]
+    assert len(pairs) == 3 and all(e["args"]["overlapped"] for e in pairs)
+    assert len(events) == len(run.result) - 3
+    pair = next(e for e in pairs if e["tid"] == 1 and "F s1 mb1" in e["name"])
+    assert pair["name"] == "F s1 mb1 & BW s1 mb0"
+    assert pair["args"]["ops"] == [
+        {"stage": 1, "microbatch": 1, "kind": "F"},
+        {"stage": 1, "microbatch": 0, "kind": "BW"},
+    ]
+
+
+def test_chrome_trace_counts_each_devices_activation_over_time():
+    """1F1B on 4 devices, 8 microbatches: device d holds p − d microbatches at its peak."""
+    run = ppviz.simulate("1f1b", 4, 8)
+    events = json.loads(formats.chrome_trace(run))["traceEvents"]
+    for d in range(4):
+        values = [
+            e["args"]["microbatch units"] for e in events if e["ph"] == "C" and e["name"] == f"activation device {d}"
+        ]
+        assert max(values) == 4 - d and values[0] == 0 and values[-1] == 0
+
+
+def test_chrome_trace_flows_join_exactly_the_cross_device_dependencies():
+    """GPipe on p devices and m microbatches: (p − 1)·m forward hand-offs and as many backward ones."""
+    p, m = 3, 4
+    run = ppviz.simulate("gpipe", p, m, p2p=0.5)
+    trace = json.loads(formats.chrome_trace(run))
+    starts = sorted((e["tid"], e["ts"]) for e in trace["traceEvents"] if e["ph"] == "s")
+    assert len(starts) == 2 * (p - 1) * m
+    finishes = [e for e in trace["traceEvents"] if e["ph"] == "f"]
+    for e in finishes:  # each arrow ends on the op that waited: its slice starts at the arrow's time
+        (target,) = [s for s in _slices_around(trace, e["tid"], e["ts"]) if s["ts"] == e["ts"]]
+        assert target["name"].startswith(("F", "BW"))
 
 
 @pytest.mark.parametrize(
