@@ -212,8 +212,14 @@ def test_the_run_json_records_every_cost_input_and_reproduces_itself():
     assert json.loads(formats.run_json(again)) == d
 
 
-@pytest.mark.parametrize("transform", [lambda t: "\ufeff" + t, lambda t: t.replace("\n", "\r"), lambda t: t.replace("\n", "\r\n")],
-                         ids=["bom", "cr-only", "crlf"])  # fmt: skip
+VARIANTS = {
+    "bom": lambda t: "\ufeff" + t,
+    "cr-only": lambda t: t.replace("\n", "\r"),
+    "crlf": lambda t: t.replace("\n", "\r\n"),
+}
+
+
+@pytest.mark.parametrize("transform", VARIANTS.values(), ids=VARIANTS.keys())
 def test_valid_csv_variants_read_as_the_same_order(transform):
     text = ppviz.to_torch_csv(ppviz.build("zb-h1", 4, 6))
     same = formats.read_torch_csv(transform(text))
