@@ -80,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch compute-only CSV order instead")
         p.add_argument("--devices", "-p", type=_int, help="pipeline devices p")
         p.add_argument("--microbatches", "-m", type=_int, help="microbatches m")
+        p.add_argument("--gbs", type=_int, help="global batch size: with --mbs, gives microbatches = gbs / mbs")
+        p.add_argument("--mbs", type=_int, help="micro-batch size (with --gbs)")
         p.add_argument("--chunks", "-v", type=_int, help="model chunks per device, for schedules that take it")
         for q in _all_params().values():
             if q.name == "chunks":
@@ -150,6 +152,12 @@ def _simulate(args: argparse.Namespace) -> api.Run:
         return api.evaluate(schedule, api.make_costs(**costs))
     if not args.schedule:
         raise UsageError("name a schedule (see `ppviz list`) or give --order FILE.csv")
+    if args.gbs is not None or args.mbs is not None:
+        if args.gbs is None or args.mbs is None or args.microbatches is not None:
+            raise UsageError("give --microbatches, or --gbs with --mbs (microbatches = gbs / mbs), not both")
+        from .iterations import microbatches_for_batch
+
+        args.microbatches = microbatches_for_batch(args.gbs, args.mbs)
     missing = [f"--{n}" for n in ("devices", "microbatches") if getattr(args, n) is None]
     if missing:
         raise UsageError(f"{args.schedule} needs {' and '.join(missing)}")
