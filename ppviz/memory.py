@@ -28,17 +28,27 @@ class MemoryCurves:
     peak_time: np.ndarray  # per device, first time the peak is reached
 
 
-def activation(result: Result) -> MemoryCurves:
-    """Activation curve and peak of every device."""
+def activation(result: Result, stage_sizes: np.ndarray | None = None) -> MemoryCurves:
+    """Activation curve and peak of every device.
+
+    ``stage_sizes`` gives each stage's activation for one microbatch in any unit (the estimate
+    layer gives bytes); by default every stage holds p/S device shares.
+    """
     sched = result.schedule
-    unit = sched.devices / sched.stages
+    if stage_sizes is None:
+        unit = sched.devices / sched.stages
+    else:
+        sizes = np.asarray(stage_sizes, dtype=float)
+        if sizes.shape != (sched.stages,):
+            raise ValueError(f"stage_sizes needs one size per stage ({sched.stages}), got shape {sizes.shape}")
+        unit = sizes[result.stage]
     frees_b = result.costs.b_frees
-    delta = np.zeros(len(result), dtype=float)
     kind = result.kind
-    delta[kind == _F] = unit
-    delta[kind == _BW] = -unit
-    delta[kind == _B] = -unit * frees_b
-    delta[kind == _W] = -unit * (1.0 - frees_b)
+    unit = np.broadcast_to(unit, kind.shape)
+    delta = np.zeros(len(result), dtype=float)
+    for k, sign in ((_F, 1.0), (_BW, -1.0), (_B, -frees_b), (_W, -(1.0 - frees_b))):
+        mask = kind == k
+        delta[mask] = sign * unit[mask]
     is_add = kind == _F
     time = np.where(is_add, result.start, result.end)
     order = np.lexsort((is_add, time, result.device))

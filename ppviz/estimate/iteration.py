@@ -1,0 +1,519 @@
+"""The whole iteration: model + GPU + layout → per-stage F/B/W in seconds → the schedule simulated
+exactly → + the exposed DP gradient synchronisation + the optimizer step → an Estimate.
+
+- Stages: the schedule decides the stage count S (interleaved p·v, V-shape 2p, DualPipe p with two
+  directions). Layers are split evenly over the S stages, or as ``layer_split`` / ``edge_fewer``
+  say; stage 0 adds the embedding and stage S−1 the output layer and the loss.
+- p2p per microbatch per boundary: latency + s·b·h·2/t bytes (Megatron's scatter/gather, or SP)
+  on NVLink when the neighbouring stage's ranks share the domain, else on the network. The
+  simulator adds one latency to every cross-device dependency: the slowest boundary's.
+- Memory: static bytes per parameter as Megatron keeps them (2 bf16 weight + 4 fp32 main gradient
+  + 12 fp32 master weight and Adam moments = 18; Megatron's theoretical_memory_usage.py), ZeRO
+  dividing the optimizer state (1, Megatron's distributed optimizer), then the gradients (2), then
+  the weights (3) by dp; weights × the schedule's weight versions (PipeDream-2BW), and every model
+  chunk a device holds (DualPipe holds two). Activation: the simulated curve with each stage's
+  real bytes, so the schedule's true in-flight count is used.
+- DP sync (Megatron --overlap-grad-reduce / --overlap-param-gather): the gradient reduce-scatter
+  (all-reduce without ZeRO) of each device's fp32 gradients over the dp·cp group runs behind the
+  device's last backward op; what exceeds it is exposed. The parameter all-gather of the
+  distributed optimizer runs behind the next iteration's first forward op. The iteration ends when
+  the last device has finished both.
+- Optimizer: Adam is memory-bound: 30 bytes per parameter updated (read fp32 gradient, master,
+  m, v; write master, m, v and the bf16 weight) at HBM bandwidth.
+- FLOPs (MFU): Korthikanti et al. eq. 7, 72·B·L·s·h²·(1 + s/(6h) + V/(12hL)) for a dense GPT,
+  generalised as Megatron's num_floating_point_operations (GQA, SwiGLU, MoE top-k): three times
+  the forward GEMMs, attention counted in full. HFU adds the recomputed FLOPs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import numpy as np
+
+from .. import api, memory, schedules
+from ..costs import Costs
+from ..ir import KIND_INDEX, Kind, Schedule
+from . import comm, layer
+from .specs import Gpu, Layout, Model, SpecError
+from .specs import gpu as gpu_preset
+from .specs import model as model_preset
+
+_F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
+ADAM_BYTES_PER_PARAM = 30
+WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 4, 12  # bytes per parameter (Megatron mixed precision)
+FLOPS_DEFINITION = (
+    "model FLOPs = 3 × the forward GEMM FLOPs (Korthikanti et al. 2022 eq. 7, generalised to GQA, SwiGLU and "
+    "MoE top-k as in Megatron-LM's num_floating_point_operations; attention counted in full)"
+)
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """The cost of every stage of a schedule, in seconds for one microbatch."""
+
+    layers: tuple[int, ...]
+    f: tuple[float, ...]
+    b: tuple[float, ...]
+    w: tuple[float, ...]
+    comm: np.ndarray  # [kind F/B/W, stage] seconds of TP/CP/EP communication inside the op
+    activation_bytes: np.ndarray  # per stage, one microbatch (layers + embedding/head extras)
+    layer_activation_bytes: np.ndarray  # per stage, transformer layers only (Korthikanti Figure 1)
+    params: np.ndarray  # per stage, held by one GPU
+    recompute_flops: float  # per microbatch, summed over all stages of one GPU column
+
+
+def shape_of(layout: Layout) -> layer.Shape:
+    return layer.Shape(layout.tp, layout.cp, layout.ep, layout.dp, layout.mbs, layout.sequence_parallel,
+                       layout.recompute, layout.precision)  # fmt: skip
+
+
+def resolve(model: Model | str, gpu: Gpu | str) -> tuple[Model, Gpu]:
+    m = model_preset(model) if isinstance(model, str) else model
+    g = gpu_preset(gpu) if isinstance(gpu, str) else gpu
+    if not isinstance(m, Model) or not isinstance(g, Gpu):
+        raise SpecError("estimate needs a Model (or model preset name) and a Gpu (or GPU preset name)")
+    return m, g
+
+
+def schedule_for(layout: Layout, uniform: Costs | None = None) -> Schedule:
+    """Build the layout's schedule on pp devices with its microbatches (``vpp`` as its chunks)."""
+    spec = schedules.get(layout.schedule)
+    params = dict(layout.schedule_params)
+    if spec.param("chunks") is not None:
+        if "chunks" in params and params["chunks"] != layout.vpp and layout.vpp != 1:
+            raise SpecError(f"give the chunks per device once: vpp {layout.vpp} or chunks {params['chunks']}")
+        params.setdefault("chunks", layout.vpp)
+    elif layout.vpp not in (1, spec.chunks):
+        raise SpecError(
+            f"{spec.name} has {spec.chunks} chunk(s) per device; drop vpp {layout.vpp} or pick an interleaved schedule"
+        )
+    return _build(layout.schedule, layout.pp, layout.microbatches, tuple(sorted(params.items())), uniform)
+
+
+@lru_cache(maxsize=256)
+def _build(name: str, pp: int, m: int, params: tuple, costs: Costs | None) -> Schedule:
+    return schedules.build(name, pp, m, costs=costs, **dict(params))
+
+
+def split_layers(model: Model, layout: Layout, stages: int) -> tuple[int, ...]:
+    """Layers per stage: explicit, even, or even with k fewer on the first and last stage."""
+    L = model.layers
+    if layout.layer_split is not None:
+        split = layout.layer_split
+        if len(split) != stages or sum(split) != L:
+            raise SpecError(
+                f"layer_split needs {stages} entries (the schedule's stages) summing to {L} layers "
+                f"(got {len(split)} entries summing to {sum(split)})"
+            )
+        return split
+    k = layout.edge_fewer
+    if stages == 1:
+        if k:
+            raise SpecError("edge_fewer needs more than one stage")
+        return (L,)
+    if (L + 2 * k) % stages or (L + 2 * k) // stages - k < 0:
+        hint = f"; edge_fewer {k} needs (layers + 2·{k}) divisible by {stages}" if k else ""
+        raise SpecError(
+            f"{L} layers do not split evenly into {stages} stages{hint}: give layer_split (layers per "
+            f"stage) or edge_fewer, or change pp/vpp"
+        )
+    n = (L + 2 * k) // stages
+    return (n - k,) + (n,) * (stages - 2) + (n - k,)
+
+
+def stage_plan(model: Model, gpu: Gpu, layout: Layout, stages: int, tied_shared: bool) -> StagePlan:
+    shape = shape_of(layout)
+    split = split_layers(model, layout, stages)
+    return _stage_plan(model, gpu, shape, split, tied_shared)
+
+
+@lru_cache(maxsize=512)
+def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ...], tied_shared: bool) -> StagePlan:
+    S = len(split)
+    dense = layer.layer(model, gpu, shape, False)
+    moe = layer.layer(model, gpu, shape, True) if model.moe else dense
+    emb = layer.embedding(model, gpu, shape)
+    hd = layer.head(model, gpu, shape, own_weights=not (model.tied_embeddings and tied_shared))
+    f, b, w = np.zeros(S), np.zeros(S), np.zeros(S)
+    cm = np.zeros((3, S))
+    act, lact, par = np.zeros(S), np.zeros(S), np.zeros(S)
+    rec = 0.0
+    first = 0
+    for s, n in enumerate(split):
+        n_moe = sum(1 for i in range(first, first + n) if model.is_moe_layer(i))
+        first += n
+        parts = [(dense, n - n_moe), (moe, n_moe)]
+        if s == 0:
+            parts.append((emb, 1))
+        if s == S - 1:
+            parts.append((hd, 1))
+        for p, k in parts:
+            if not k:
+                continue
+            f[s] += k * p.f.s
+            b[s] += k * p.b.s
+            w[s] += k * p.w.s
+            cm[:, s] += (k * p.f.comm_s, k * (p.b.comm_s), k * p.w.comm_s)
+            act[s] += k * p.activation_bytes
+            par[s] += k * p.params
+            rec += k * p.recompute.flops
+        lact[s] = (n - n_moe) * dense.activation_bytes + n_moe * moe.activation_bytes
+    return StagePlan(split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, rec)
+
+
+def p2p_seconds(model: Model, gpu: Gpu, layout: Layout, schedule: Schedule) -> float:
+    """The slowest stage boundary's transfer of one microbatch's activation (or its gradient)."""
+    size = layer.BF16 * layout.mbs * model.seq / layout.cp * model.hidden / layout.tp
+    stride = layout.tp * layout.cp * layout.dp
+    worst = 0.0
+    for row in schedule.placement.devices_of:
+        for a, b in zip(row, row[1:]):
+            if a != b:
+                same = comm.same_domain(a * stride, b * stride, gpu.nvlink_domain)
+                worst = max(worst, comm.p2p_s(size, same, gpu))
+    return worst
+
+
+def estimate(model: Model | str, gpu: Gpu | str, layout: Layout, *, schedule: Schedule | None = None) -> Estimate:
+    """Estimate one training iteration of ``model`` on ``gpu`` GPUs laid out as ``layout``.
+
+    Pass ``schedule`` (built for this layout's pp and microbatches) to reuse it. Raises ValueError
+    with a message saying what to change when the inputs do not fit together.
+    """
+    model, gpu = resolve(model, gpu)
+    if not isinstance(layout, Layout):
+        raise SpecError("layout must be a ppviz.estimate.Layout")
+    m = layout.microbatches
+    shape = shape_of(layout)
+    layer.check(model, shape)
+    if schedule is None:
+        spec = schedules.get(layout.schedule)
+        uniform = _uniform_costs(model, gpu, layout) if spec.uses_costs else None
+        schedule = schedule_for(layout, uniform)
+    elif schedule.devices != layout.pp or schedule.microbatches != m:
+        raise SpecError(
+            f"the given schedule has {schedule.devices} devices and {schedule.microbatches} microbatches; "
+            f"the layout needs pp {layout.pp} and {m}"
+        )
+    S = schedule.stages
+    pl = schedule.placement
+    tied_shared = any(row[0] == row[-1] for row in pl.devices_of)
+    plan = stage_plan(model, gpu, layout, S, tied_shared)
+    p2p = p2p_seconds(model, gpu, layout, schedule)
+    costs = Costs(p2p=p2p, b_frees=layout.b_frees, exact_stage_times=tuple(zip(plan.f, plan.b, plan.w)))
+    run = api.evaluate(schedule, costs)
+    return Estimate(model, gpu, layout, run, costs, plan, p2p)
+
+
+def _uniform_costs(model: Model, gpu: Gpu, layout: Layout) -> Costs:
+    """Per-device-share times for schedules that search their order under the op times."""
+    plan = _stage_plan(model, gpu, shape_of(layout), (model.layers,), False)
+    p = layout.pp
+    return Costs(plan.f[0] / p, plan.b[0] / p, plan.w[0] / p, p2p=0.0, b_frees=layout.b_frees)
+
+
+@dataclass(frozen=True, eq=False)
+class Estimate:
+    """One estimated iteration: the simulated Run (times in seconds), its Costs, and the figures."""
+
+    model: Model
+    gpu: Gpu
+    layout: Layout
+    run: api.Run
+    costs: Costs
+    plan: StagePlan
+    p2p_s: float
+
+    # --- time -----------------------------------------------------------------------------
+
+    @property
+    def makespan_s(self) -> float:
+        return self.run.metrics.makespan
+
+    @cached_property
+    def _device_times(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per device: first start, last end, last op's duration, first F's duration."""
+        r = self.run.result
+        p = self.run.schedule.devices
+        first = np.full(p, np.inf)
+        last = np.full(p, -np.inf)
+        np.minimum.at(first, r.slot_device, r.slot_start)
+        np.maximum.at(last, r.slot_device, r.slot_end)
+        dur = r.slot_end - r.slot_start
+        bounds = np.searchsorted(r.slot_device, np.arange(p + 1))
+        last_op = np.array([dur[bounds[d + 1] - 1] if bounds[d + 1] > bounds[d] else 0.0 for d in range(p)])
+        first_op = np.array([dur[bounds[d]] if bounds[d + 1] > bounds[d] else 0.0 for d in range(p)])
+        return first, last, last_op, first_op
+
+    @cached_property
+    def params_per_device(self) -> np.ndarray:
+        """Parameters on each device: every stage it holds for a direction that carries microbatches."""
+        sched = self.run.schedule
+        used = {0} if sched.directions is None else set(sched.directions)
+        out = np.zeros(sched.devices)
+        for dev, held in enumerate(sched.placement.held()):
+            out[dev] = sum(self.plan.params[s] for d, s in held if d in used)
+        return out
+
+    @cached_property
+    def _dp_exposed(self) -> np.ndarray:
+        lay, gpu = self.layout, self.gpu
+        n = lay.dp * lay.cp
+        k = comm.per_domain(n, lay.tp, gpu.nvlink_domain)
+        params = self.params_per_device
+        grads = GRAD_B * params
+        if lay.zero >= 1:
+            rs = np.array([comm.reduce_scatter_s(g, n, k, gpu) for g in grads])
+            ag = np.array([comm.all_gather_s(WEIGHT_B * q, n, k, gpu) for q in params])
+        else:
+            rs = np.array([comm.all_reduce_s(g, n, k, gpu) for g in grads])
+            ag = np.zeros_like(rs)
+        _, _, last_op, first_op = self._device_times
+        if lay.dp_overlap:
+            exposed = np.maximum(0.0, rs - last_op) + np.maximum(0.0, ag - first_op)
+        else:
+            exposed = rs + ag
+        return exposed + self._tied_sync_s
+
+    @cached_property
+    def _tied_sync_s(self) -> np.ndarray:
+        """Tied embeddings on different devices: their gradients are all-reduced between the two."""
+        sched = self.run.schedule
+        out = np.zeros(sched.devices)
+        if not self.model.tied_embeddings:
+            return out
+        for row in sched.placement.devices_of:
+            a, b = row[0], row[-1]
+            if a != b:
+                stride = self.layout.tp * self.layout.cp * self.layout.dp
+                same = comm.same_domain(a * stride, b * stride, self.gpu.nvlink_domain)
+                size = GRAD_B * self.model.vocab * self.model.hidden / self.layout.tp
+                t = comm.all_reduce_s(size, 2, 2 if same else 1, self.gpu)
+                out[a] = max(out[a], t)
+                out[b] = max(out[b], t)
+        return out
+
+    @cached_property
+    def dp_sync_s(self) -> float:
+        """Exposed DP synchronisation: how much later than the makespan the last device is done."""
+        first, last, _, _ = self._device_times
+        start = float(first[np.isfinite(first)].min())
+        done = np.where(np.isfinite(last), last, start) + self._dp_exposed
+        return max(0.0, float(done.max()) - start - self.makespan_s)
+
+    @cached_property
+    def optimizer_s(self) -> float:
+        """Adam over each device's share of the optimizer state, at HBM bandwidth (the slowest device)."""
+        shard = self.layout.dp if self.layout.zero >= 1 else 1
+        updated = self.params_per_device.max() / shard
+        return ADAM_BYTES_PER_PARAM * updated / (self.gpu.hbm_bytes_per_s * self.gpu.hbm_efficiency)
+
+    @cached_property
+    def iteration_s(self) -> float:
+        return self.makespan_s + self.dp_sync_s + self.optimizer_s
+
+    # --- throughput -------------------------------------------------------------------------
+
+    @property
+    def microbatches(self) -> int:
+        return self.run.schedule.microbatches
+
+    @property
+    def global_batch(self) -> int:
+        return self.microbatches * self.layout.dp * self.layout.mbs
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.global_batch * self.model.seq / self.iteration_s
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.global_batch / self.iteration_s
+
+    @cached_property
+    def model_flops(self) -> float:
+        """FLOPs of one iteration by the definition in FLOPS_DEFINITION (whole cluster)."""
+        shape = shape_of(self.layout)
+        dense = layer.layer(self.model, self.gpu, shape, False)
+        moe = layer.layer(self.model, self.gpu, shape, True) if self.model.moe else dense
+        n_moe = sum(1 for i in range(self.model.layers) if self.model.is_moe_layer(i))
+        hd = layer.head(self.model, self.gpu, shape, True)
+        per_mb_gpu = (self.model.layers - n_moe) * dense.model_flops + n_moe * moe.model_flops + hd.model_flops
+        return per_mb_gpu * self.layout.tp * self.layout.cp * self.microbatches * self.layout.dp
+
+    @cached_property
+    def hardware_flops(self) -> float:
+        """Model FLOPs plus the recomputed ones."""
+        return self.model_flops + self.plan.recompute_flops * self.layout.tp * self.layout.cp * self.microbatches * (
+            self.layout.dp
+        )
+
+    @property
+    def peak_flops(self) -> float:
+        return layer.peak_flops(self.gpu, self.layout.precision)
+
+    @property
+    def tflops_per_gpu(self) -> float:
+        return self.model_flops / self.iteration_s / self.layout.gpus / 1e12
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops / (self.iteration_s * self.layout.gpus * self.peak_flops)
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops / (self.iteration_s * self.layout.gpus * self.peak_flops)
+
+    # --- memory -----------------------------------------------------------------------------
+
+    @cached_property
+    def activation(self) -> memory.MemoryCurves:
+        """Activation bytes over time (seconds) per device, every stage at its real size."""
+        return memory.activation(self.run.result, self.plan.activation_bytes)
+
+    @cached_property
+    def layer_activation(self) -> memory.MemoryCurves:
+        """The same for the transformer layers alone (what Korthikanti's Figure 1 counts)."""
+        return memory.activation(self.run.result, self.plan.layer_activation_bytes)
+
+    @cached_property
+    def static_bytes(self) -> dict[str, np.ndarray]:
+        lay = self.layout
+        p = self.params_per_device
+        versions = self.run.schedule.param_versions
+        return {
+            "weight": WEIGHT_B * p * versions / (lay.dp if lay.zero >= 3 else 1),
+            "grad": GRAD_B * p / (lay.dp if lay.zero >= 2 else 1),
+            "optimizer": OPTIMIZER_B * p / (lay.dp if lay.zero >= 1 else 1),
+        }
+
+    @property
+    def bytes_per_param(self) -> float:
+        lay = self.layout
+        return (
+            WEIGHT_B / (lay.dp if lay.zero >= 3 else 1)
+            + GRAD_B / (lay.dp if lay.zero >= 2 else 1)
+            + OPTIMIZER_B / (lay.dp if lay.zero >= 1 else 1)
+        )
+
+    @cached_property
+    def peak_bytes(self) -> np.ndarray:
+        st = self.static_bytes
+        return st["weight"] + st["grad"] + st["optimizer"] + self.activation.peak
+
+    @property
+    def capacity_bytes(self) -> float:
+        return self.gpu.hbm_bytes
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.peak_bytes.max() <= self.capacity_bytes)
+
+    @property
+    def over_bytes(self) -> float:
+        """How far the fullest device is over capacity (0 when it fits)."""
+        return max(0.0, float(self.peak_bytes.max()) - self.capacity_bytes)
+
+    # --- breakdown --------------------------------------------------------------------------
+
+    @cached_property
+    def breakdown(self) -> dict[str, float]:
+        """Seconds of the iteration on its busiest device: compute, TP/CP/EP communication, p2p
+        waits, the rest of the pipeline bubble, exposed DP sync, optimizer. They sum to iteration_s."""
+        r = self.run.result
+        p = self.run.schedule.devices
+        comm_of = np.zeros((4, self.run.schedule.stages))
+        comm_of[_F], comm_of[_B], comm_of[_W] = self.plan.comm
+        comm_of[_BW] = self.plan.comm[1] + self.plan.comm[2]
+        dur = np.asarray(self.costs.durations(self.run.schedule.stages, p))
+        factor = np.where(r.paired, self.costs.overlap, 1.0)
+        busy = np.bincount(r.device, weights=dur[r.kind, r.stage] * factor, minlength=p)
+        comm_busy = np.bincount(r.device, weights=comm_of[r.kind, r.stage] * factor, minlength=p)
+        d = int(np.argmax(busy))
+        no_p2p = api.evaluate(self.run.schedule, _without_p2p(self.costs)).metrics.makespan if self.p2p_s else None
+        p2p_wait = max(0.0, self.makespan_s - no_p2p) if no_p2p is not None else 0.0
+        bubble = max(0.0, self.makespan_s - float(busy[d]) - p2p_wait)
+        return {
+            "compute_s": float(busy[d] - comm_busy[d]),
+            "tp_comm_s": float(comm_busy[d]),
+            "p2p_s": p2p_wait,
+            "bubble_s": bubble,
+            "dp_sync_s": self.dp_sync_s,
+            "optimizer_s": self.optimizer_s,
+        }
+
+    # --- the CLI contract -------------------------------------------------------------------
+
+    def layer_times_s(self) -> layer.Part:
+        shape = shape_of(self.layout)
+        return layer.layer(self.model, self.gpu, shape, self.model.moe)
+
+    def to_dict(self, ops: bool = True) -> dict:
+        """The `ppviz estimate --json` contract: seconds and bytes (layer and stage times in ms)."""
+        lp = self.layer_times_s()
+        plan = self.plan
+        st = self.static_bytes
+        run = self.run.to_dict() if ops else self.run.summary()
+        return {
+            "model": _spec_dict(self.model),
+            "gpu": _spec_dict(self.gpu),
+            "layout": _spec_dict(self.layout),
+            "iteration_s": self.iteration_s,
+            "makespan_s": self.makespan_s,
+            "tokens_per_s": self.tokens_per_s,
+            "samples_per_s": self.samples_per_s,
+            "tflops_per_gpu": self.tflops_per_gpu,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "flops_definition": FLOPS_DEFINITION,
+            "model_flops": self.model_flops,
+            "microbatches": self.microbatches,
+            "stages": self.run.schedule.stages,
+            "gpus": self.layout.gpus,
+            "layer_ms": {"f": lp.f.s * 1e3, "b": lp.b.s * 1e3, "w": lp.w.s * 1e3},
+            "stage_ms": [
+                {"stage": s, "layers": plan.layers[s], "f": plan.f[s] * 1e3, "b": plan.b[s] * 1e3, "w": plan.w[s] * 1e3}
+                for s in range(len(plan.layers))
+            ],
+            "p2p_ms": self.p2p_s * 1e3,
+            "dp_sync_s": self.dp_sync_s,
+            "optimizer_s": self.optimizer_s,
+            "breakdown_s": self.breakdown,
+            "activation_bytes_per_layer": lp.activation_bytes,
+            "params_per_layer": lp.params,
+            "bytes_per_param": self.bytes_per_param,
+            "weight_bytes": st["weight"].tolist(),
+            "grad_bytes": st["grad"].tolist(),
+            "optimizer_bytes": st["optimizer"].tolist(),
+            "peak_activation_bytes": self.activation.peak.tolist(),
+            "peak_bytes": self.peak_bytes.tolist(),
+            "capacity_bytes": self.capacity_bytes,
+            "fits": self.fits,
+            "over_bytes": self.over_bytes,
+            "run": run,
+        }
+
+
+def _without_p2p(costs: Costs) -> Costs:
+    return Costs(p2p=0.0, overlap=costs.overlap, b_frees=costs.b_frees, exact_stage_times=costs.exact_stage_times)
+
+
+def _spec_dict(spec) -> dict:
+    out = {}
+    for k, v in spec.__dict__.items():
+        if isinstance(v, tuple):
+            v = dict(v) if k == "schedule_params" else list(v)
+        out[k] = v
+    return out
+
+
+def layout_from(mapping: Mapping) -> Layout:
+    """A Layout from a plain mapping (JSON, URL state); unknown keys are refused."""
+    known = set(Layout.__dataclass_fields__)
+    unknown = sorted(set(mapping) - known)
+    if unknown:
+        raise SpecError(f"Layout has no field {', '.join(unknown)}")
+    return Layout(**mapping)

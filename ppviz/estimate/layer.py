@@ -1,0 +1,358 @@
+"""Per-layer cost on one GPU for one microbatch: F, B and W times, FLOPs, activation and parameters.
+
+- FLOPs (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti et al. 2022, arXiv:2205.05198
+  App. A): a layer's forward is its GEMMs, 2·M·K·N each (QKV, QKᵀ, attention·V, output projection,
+  MLP), generalised to GQA (K and V of g heads), SwiGLU (three FFN matrices) and MoE (top-k
+  experts per token, shared experts, router).
+- Split backward (Qi et al., Zero Bubble PP, arXiv:2401.10241, Table 1): B holds every GEMM's
+  input gradient and all of attention's backward (it has no weights); W holds the weight
+  gradients. For a dense GPT layer F = sbh(24h + 4s), B = sbh(24h + 8s), W = 24sbh².
+- Time: each op is a roofline, max(FLOPs / (peak × matmul efficiency), bytes / (HBM × HBM
+  efficiency)) + one kernel overhead (the NERSC model's form). Elementwise ops (norms, bias +
+  dropout + residual, activation, softmax) are bounded by the vector peak and HBM.
+- TP communication (Megatron-LM; Korthikanti §4.2.2): without sequence parallel two all-reduces
+  of s·b·h in F and two in B; with it two all-gathers and two reduce-scatters each way, and W
+  gathers the two sequence-sharded GEMM inputs again (Megatron keeps only the shard). Not
+  overlapped with compute. CP all-gathers K and V in F and reduce-scatters their gradients in B
+  (ring attention overlaps them with the attention kernel, so the larger of the two counts).
+  An MoE layer adds its dispatch and combine all-to-all in F and in B.
+- Recompute adds the recomputed forward to B: the whole layer (full) or the attention core
+  (selective; with flash attention there is nothing left to recompute).
+- Activation bytes (Korthikanti Table 2): attention 11sbh + 5as²b, MLP 19sbh, norms 4sbh with
+  dropout; the parts replicated across TP (10sbh) are divided by t only with sequence parallel;
+  selective recompute drops the s² terms, full keeps the layer input, flash attention has no s²
+  terms, no dropout drops the 1-byte masks. GQA, SwiGLU and MoE count their own tensors alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import comm
+from .specs import Gpu, Model, SpecError
+
+BF16 = 2  # bytes per element of activations and weights
+FP32 = 4
+FLASH_CAUSAL = 0.5  # a causal flash-attention kernel skips the masked half of the score tiles
+FLASH_BACKWARD = 2.5  # flash backward: 5 score-sized GEMMs (QKᵀ recomputed) against 2 forward
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One of F, B, W: seconds split into compute and communication, and the FLOPs it runs."""
+
+    compute_s: float = 0.0
+    comm_s: float = 0.0
+    flops: float = 0.0
+
+    @property
+    def s(self) -> float:
+        return self.compute_s + self.comm_s
+
+    def __add__(self, other: Pass) -> Pass:
+        return Pass(self.compute_s + other.compute_s, self.comm_s + other.comm_s, self.flops + other.flops)
+
+    def scaled(self, k: float) -> Pass:
+        return Pass(self.compute_s * k, self.comm_s * k, self.flops * k)
+
+
+@dataclass(frozen=True)
+class Part:
+    """A layer, or the embedding or the head: F, B (recompute included) and W on one GPU."""
+
+    f: Pass
+    b: Pass
+    w: Pass
+    recompute: Pass  # already inside b
+    activation_bytes: float  # kept from F until B/W, one microbatch
+    params: float  # parameters held on one GPU
+    model_flops: float  # F + B + W FLOPs without recompute (the model FLOPs of MFU)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a layer's cost depends on in a layout (the cache key)."""
+
+    tp: int
+    cp: int
+    ep: int
+    dp: int
+    mbs: int
+    sp: bool
+    recompute: str
+    precision: str
+
+
+class _Acc:
+    """Accumulates ops into F, B and W passes."""
+
+    def __init__(self, gpu: Gpu, peak: float):
+        self.gpu = gpu
+        self.peak = peak * gpu.matmul_efficiency
+        self.bw = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
+        self.vec = gpu.vector_flops
+        self.t = {"f": [0.0, 0.0, 0.0], "b": [0.0, 0.0, 0.0], "w": [0.0, 0.0, 0.0]}  # compute, comm, flops
+
+    def gemm(self, m: float, k: float, n: float, passes: str = "fbw", time_scale: float = 1.0) -> None:
+        """C[m,n] = A[m,k]·B[k,n]: F computes C, B the input gradient, W the weight gradient."""
+        if m <= 0 or k <= 0 or n <= 0:
+            return
+        flops = 2.0 * m * k * n
+        io = {
+            "f": BF16 * (m * k + k * n + m * n),
+            "b": BF16 * (m * n + k * n + m * k),
+            "w": BF16 * (m * k + m * n) + FP32 * k * n,
+        }
+        for p in passes:
+            self._op(p, flops * time_scale, io[p], flops, tensor=True)
+
+    def batched(self, p: str, flops: float, nbytes: float, model_flops: float) -> None:
+        self._op(p, flops, nbytes, model_flops, tensor=True)
+
+    def elementwise(self, nbytes: float, flops_per_byte: float = 1.0, backward: float = 2.0) -> None:
+        """An elementwise op of ``nbytes`` traffic in F; its gradient in B moves ``backward``× that."""
+        self._op("f", nbytes * flops_per_byte, nbytes, 0.0, tensor=False)
+        if backward:
+            self._op("b", nbytes * flops_per_byte * backward, nbytes * backward, 0.0, tensor=False)
+
+    def comm(self, p: str, seconds: float) -> None:
+        self.t[p][1] += seconds
+
+    def _op(self, p: str, flops: float, nbytes: float, model_flops: float, tensor: bool) -> None:
+        peak = self.peak if tensor else self.vec
+        self.t[p][0] += max(flops / peak, nbytes / self.bw) + self.gpu.kernel_overhead_s
+        self.t[p][2] += model_flops
+
+    def passes(self) -> tuple[Pass, Pass, Pass]:
+        return tuple(Pass(*self.t[k]) for k in "fbw")  # type: ignore[return-value]
+
+
+def peak_flops(gpu: Gpu, precision: str) -> float:
+    if precision == "fp8":
+        if not gpu.fp8_flops:
+            raise SpecError(f"{gpu.name} has no FP8 tensor cores: use precision bf16")
+        return gpu.fp8_flops
+    return gpu.bf16_flops
+
+
+def check(model: Model, shape: Shape) -> None:
+    """Refuse layouts the layer cannot be split into, saying what to change."""
+    t, cp = shape.tp, shape.cp
+    if model.heads % t:
+        raise SpecError(f"tp {t} must divide the {model.heads} attention heads: use tp in {_divisors(model.heads)}")
+    if model.kv_heads % t:
+        raise SpecError(f"tp {t} must divide the {model.kv_heads} KV heads: use tp in {_divisors(model.kv_heads)}")
+    if model.ffn % t or (model.moe and model.expert_ffn % t):
+        raise SpecError(f"tp {t} must divide the FFN width {model.ffn}")
+    if model.vocab % t:
+        raise SpecError(f"tp {t} must divide the vocabulary {model.vocab} (pad the vocabulary)")
+    if model.seq % cp:
+        raise SpecError(f"cp {cp} must divide the sequence length {model.seq}")
+    if shape.sp and (shape.mbs * model.seq // cp) % t:
+        raise SpecError(f"sequence parallel needs tp {t} to divide the tokens per microbatch (mbs·seq/cp)")
+    if model.moe and model.experts % shape.ep:
+        raise SpecError(f"ep {shape.ep} must divide the {model.experts} experts")
+    if not model.moe and shape.ep > 1:
+        raise SpecError(f"ep {shape.ep} needs an MoE model ({model.name} is dense): use ep 1")
+    if shape.ep > 1 and shape.dp % shape.ep:
+        raise SpecError(f"ep {shape.ep} is carved out of dp {shape.dp} (Megatron): make ep divide dp")
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, min(n, 64) + 1) if n % d == 0)
+
+
+@lru_cache(maxsize=4096)
+def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
+    """One transformer layer (dense, or MoE when ``moe``) on one GPU, one microbatch."""
+    t, sp = shape.tp, shape.sp
+    h, a, g, d, s = model.hidden, model.heads, model.kv_heads, model.d_head, model.seq
+    T = shape.mbs * s / shape.cp  # tokens of one microbatch on this GPU's sequence shard
+    at = a / t
+    q, kv = a * d, g * d
+    x = T * h  # residual-stream elements
+    xe = x / t if sp else x  # elementwise ops run on the sequence shard under SP
+    drop = model.dropout
+    flash = model.flash_attention
+    acc = _Acc(gpu, peak_flops(gpu, shape.precision))
+    core = _Acc(gpu, peak_flops(gpu, shape.precision))  # attention core forward (for recompute)
+
+    def norm():
+        acc.elementwise(BF16 * 2 * xe, flops_per_byte=2.5)
+
+    def residual():
+        acc.elementwise(BF16 * 3 * xe + (xe if drop else 0), flops_per_byte=1.0)
+
+    # attention
+    norm()
+    acc.gemm(T, h, (q + 2 * kv) / t)
+    z = T * s * at  # score elements
+    score_flops = 2.0 * T * s * d * at
+    for c in (acc, core):
+        if flash:
+            io = BF16 * T * (q + q) / t + BF16 * 2 * s * shape.mbs * kv / t
+            c.batched("f", 2 * score_flops * FLASH_CAUSAL, io, 2 * score_flops)
+        else:
+            c.batched("f", score_flops, BF16 * (T * q / t + s * shape.mbs * kv / t + z), score_flops)
+            c.elementwise(BF16 * 2 * z + ((BF16 * 2 + 1) * z if drop else 0), flops_per_byte=1.0, backward=0)
+            c.batched("f", score_flops, BF16 * (z + s * shape.mbs * kv / t + T * q / t), score_flops)
+    if flash:
+        io = BF16 * T * 4 * q / t + BF16 * 4 * s * shape.mbs * kv / t
+        acc.batched("b", 2 * score_flops * FLASH_CAUSAL * FLASH_BACKWARD, io, 4 * score_flops)
+    else:
+        io = BF16 * 3 * z + BF16 * 2 * (T * q / t + s * shape.mbs * kv / t)
+        acc.batched("b", 2 * score_flops, io, 2 * score_flops)  # attention·V backward: dP and dV
+        acc._op("b", 0.0, BF16 * 3 * z + ((BF16 * 2 + 1) * z if drop else 0), 0.0, tensor=False)  # softmax, dropout
+        acc.batched("b", 2 * score_flops, io, 2 * score_flops)  # QKᵀ backward: dQ and dK
+    acc.gemm(T, q / t, h)
+    residual()
+    # MLP
+    norm()
+    glu = 2 if model.gated_mlp else 1
+    if moe:
+        k, fe = model.top_k, model.expert_ffn
+        acc.gemm(T, h, model.experts)  # router (replicated over TP)
+        acc.elementwise(BF16 * 4 * T * k * h)  # permute and un-permute the routed tokens
+        acc.gemm(T * k, h, glu * fe / t)
+        acc.elementwise(BF16 * (glu + 1) * T * k * fe / t)
+        acc.gemm(T * k, fe / t, h)
+        if model.shared_experts:
+            fs = model.shared_experts * fe
+            acc.gemm(T, h, glu * fs / t)
+            acc.elementwise(BF16 * (glu + 1) * T * fs / t)
+            acc.gemm(T, fs / t, h)
+    else:
+        acc.gemm(T, h, glu * model.ffn / t)
+        acc.elementwise(BF16 * (glu + 1) * T * model.ffn / t)
+        acc.gemm(T, model.ffn / t, h)
+    residual()
+
+    # communication
+    dom = gpu.nvlink_domain
+    tp_k = comm.per_domain(t, 1, dom)
+    size = BF16 * x  # one full residual-stream tensor
+    if t > 1:
+        per = 2 * comm.all_gather_s(size, t, tp_k, gpu) if sp else comm.all_reduce_s(size, t, tp_k, gpu)
+        acc.comm("f", 2 * per)
+        acc.comm("b", 2 * per)
+        if sp:  # Megatron keeps only the input shard and gathers it again for the weight gradients
+            acc.comm("w", 2 * comm.all_gather_s(size, t, tp_k, gpu))
+    if shape.cp > 1:
+        cp_k = comm.per_domain(shape.cp, t, dom)
+        kv_bytes = BF16 * 2 * shape.mbs * s * kv / t
+        gather = comm.all_gather_s(kv_bytes, shape.cp, cp_k, gpu)
+        core_f = core.passes()[0].s
+        acc.comm("f", max(0.0, gather - core_f))  # ring attention hides it behind the kernel
+        acc.comm("b", max(0.0, gather - 2 * core_f))
+    if moe and shape.ep > 1:
+        ep_k = comm.per_domain(shape.ep, t * shape.cp, dom)
+        a2a = comm.all_to_all_s(BF16 * T * model.top_k * h / (t if sp else 1), shape.ep, ep_k, gpu)
+        acc.comm("f", 2 * a2a)
+        acc.comm("b", 2 * a2a)
+
+    f, b, w = acc.passes()
+    model_flops = f.flops + b.flops + w.flops
+    if shape.recompute == "full":
+        rec = f
+    elif shape.recompute == "selective" and not flash:
+        rec = core.passes()[0]
+    else:
+        rec = Pass()
+    b = b + rec
+    return Part(f, b, w, rec, activation_bytes(model, shape, moe), params(model, shape, moe), model_flops)
+
+
+def activation_bytes(model: Model, shape: Shape, moe: bool) -> float:
+    """Bytes one layer keeps from F to its backward, one microbatch, one GPU (Korthikanti Table 2)."""
+    t, sp = shape.tp, shape.sp
+    h, s, d = model.hidden, model.seq, model.d_head
+    T = shape.mbs * s / shape.cp
+    rep = t if sp else 1  # the replicated parts are split only by sequence parallel
+    x = T * h
+    if shape.recompute == "full":
+        return BF16 * x / rep
+    drop = 1 if model.dropout else 0
+    q, kv = model.heads * d, model.kv_heads * d
+    replicated = BF16 * 2 * x + BF16 * x + BF16 * x + drop * 2 * x  # 2 norm inputs, QKV input, MLP input, masks
+    split = BF16 * T * (q + 2 * kv) + BF16 * T * q  # Q, K, V and the output projection's input
+    glu = 2 if model.gated_mlp else 1
+    if moe:
+        k, fe = model.top_k, model.expert_ffn
+        replicated += BF16 * T * k * h  # the routed copies of the tokens
+        split += BF16 * (glu + 1) * T * k * fe
+        split += BF16 * (glu + 1) * T * model.shared_experts * fe
+    else:
+        split += BF16 * (glu + 1) * T * model.ffn
+    out = replicated / rep + split / t
+    if not model.flash_attention and shape.recompute != "selective":
+        z = T * s * model.heads  # s² terms: softmax output, and with dropout its mask and output
+        out += (BF16 + drop * (1 + BF16)) * z / t
+    return out
+
+
+def params(model: Model, shape: Shape, moe: bool) -> float:
+    """Parameters of one layer held by one GPU (TP splits the matrices; norms are replicated)."""
+    t = shape.tp
+    h, d = model.hidden, model.d_head
+    q, kv = model.heads * d, model.kv_heads * d
+    glu = 3 if model.gated_mlp else 2
+    n = (h * (q + 2 * kv) + q * h) / t
+    norms = 2 * h * (2 if model.bias else 1)
+    if model.bias:
+        n += (q + 2 * kv) / t + 2 * h  # QKV bias split; output and FC2 biases replicated
+    if moe:
+        fe = model.expert_ffn
+        n += model.experts / shape.ep * glu * h * fe / t + model.shared_experts * glu * h * fe / t + h * model.experts
+    else:
+        n += glu * h * model.ffn / t
+        if model.bias:
+            n += (glu - 1) * model.ffn / t
+    return n + norms
+
+
+@lru_cache(maxsize=1024)
+def embedding(model: Model, gpu: Gpu, shape: Shape) -> Part:
+    """The first stage's extra: the vocab-parallel embedding (and learned positions, dropout)."""
+    t, sp = shape.tp, shape.sp
+    h = model.hidden
+    T = shape.mbs * model.seq / shape.cp
+    x = T * h
+    acc = _Acc(gpu, peak_flops(gpu, shape.precision))
+    acc.elementwise(BF16 * 2 * x * (2 if model.learned_positions else 1), backward=0)
+    acc._op("w", 0.0, (BF16 + 2 * FP32) * x, 0.0, tensor=False)  # scatter-add into the fp32 gradient
+    if t > 1:
+        tp_k = comm.per_domain(t, 1, gpu.nvlink_domain)
+        size = BF16 * x
+        acc.comm("f", comm.all_gather_s(size, t, tp_k, gpu) if sp else comm.all_reduce_s(size, t, tp_k, gpu))
+        if sp:
+            acc.comm("b", comm.all_gather_s(size, t, tp_k, gpu))
+    f, b, w = acc.passes()
+    n = model.vocab * h / t + (model.seq * h if model.learned_positions else 0)
+    act = (x / t if sp else x) if model.dropout else 0.0  # Korthikanti §4.3: the dropout mask, sbh/t under SP
+    return Part(f, b, w, Pass(), act, n, 0.0)
+
+
+@lru_cache(maxsize=1024)
+def head(model: Model, gpu: Gpu, shape: Shape, own_weights: bool) -> Part:
+    """The last stage's extra: final norm, the vocab-parallel output layer and the fp32 loss."""
+    t, sp = shape.tp, shape.sp
+    h, V = model.hidden, model.vocab
+    T = shape.mbs * model.seq / shape.cp
+    x = T * h
+    xe = x / t if sp else x
+    acc = _Acc(gpu, peak_flops(gpu, shape.precision))
+    acc.elementwise(BF16 * 2 * xe, flops_per_byte=2.5)
+    acc.gemm(T, h, V / t)
+    acc.elementwise(FP32 * 3 * T * V / t, flops_per_byte=1.0)  # upcast, softmax, loss (and their gradient)
+    if t > 1:
+        tp_k = comm.per_domain(t, 1, gpu.nvlink_domain)
+        size = BF16 * x
+        step = comm.all_gather_s(size, t, tp_k, gpu) if sp else comm.all_reduce_s(size, t, tp_k, gpu)
+        acc.comm("f", (step if sp else 0.0) + 3 * comm.all_reduce_s(FP32 * T, t, tp_k, gpu))
+        acc.comm("b", step)
+    f, b, w = acc.passes()
+    rec = Pass()  # Megatron does not recompute the output layer
+    act = 4 * x / t + FP32 * T * V / t  # Korthikanti §4.3: 4sbh/t·(1 + V/h), logits in fp32
+    n = (V * h / t if own_weights else 0) + h * (2 if model.bias else 1)
+    return Part(f, b, w, rec, act, n, f.flops + b.flops + w.flops)

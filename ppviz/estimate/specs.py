@@ -1,0 +1,277 @@
+"""The inputs of a real-units estimate: a model, a GPU and a parallel layout (frozen, hashable).
+
+Units are in the field names (FLOP/s, bytes, bytes/s, seconds). Presets are data files in
+``presets/`` (TOML), loaded once; every field of a preset can be overridden by keyword.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+RECOMPUTE = ("none", "selective", "full")
+PRECISIONS = ("bf16", "fp8")
+
+
+class SpecError(ValueError):
+    """An input the estimate cannot use; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """A decoder-only transformer. ``head_dim`` 0 means hidden / heads; ``experts`` 0 means dense.
+
+    MoE: every layer after the first ``dense_layers`` routes each token to ``top_k`` of ``experts``
+    experts of width ``expert_ffn``, plus ``shared_experts`` always-on experts of that width.
+    """
+
+    name: str = "custom"
+    layers: int = 1
+    hidden: int = 1
+    heads: int = 1
+    kv_heads: int = 1
+    ffn: int = 4
+    vocab: int = 1
+    seq: int = 1
+    head_dim: int = 0
+    gated_mlp: bool = False  # SwiGLU: three FFN matrices instead of two
+    tied_embeddings: bool = False
+    bias: bool = False  # linear biases and LayerNorm (GPT); False: no biases, RMSNorm (Llama)
+    dropout: bool = False  # dropout layers (and their 1-byte masks) as in Korthikanti et al.
+    flash_attention: bool = True  # no s² activation, attention computed in one fused kernel
+    learned_positions: bool = False  # a learned s×h position table on the first stage (GPT)
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq"):
+            _check_int(f"model {name}", getattr(self, name), 1)
+        for name in ("head_dim", "experts", "top_k", "expert_ffn", "shared_experts", "dense_layers"):
+            _check_int(f"model {name}", getattr(self, name), 0)
+        for name in ("gated_mlp", "tied_embeddings", "bias", "dropout", "flash_attention", "learned_positions"):
+            if not isinstance(getattr(self, name), bool):
+                raise SpecError(f"model {name} must be true or false (got {getattr(self, name)!r})")
+        if self.heads % self.kv_heads:
+            raise SpecError(f"kv_heads {self.kv_heads} must divide heads {self.heads}")
+        if not self.head_dim and self.hidden % self.heads:
+            raise SpecError(f"heads {self.heads} must divide hidden {self.hidden} (or give head_dim)")
+        if self.experts:
+            if not 1 <= self.top_k <= self.experts:
+                raise SpecError(f"an MoE model needs 1 ≤ top_k ≤ experts (got top_k {self.top_k}, {self.experts})")
+            if not self.expert_ffn:
+                raise SpecError("an MoE model needs expert_ffn, the width of one expert")
+            if self.dense_layers >= self.layers:
+                raise SpecError(f"dense_layers {self.dense_layers} leaves no MoE layer of {self.layers}")
+        elif self.top_k or self.shared_experts:
+            raise SpecError("top_k and shared_experts need experts > 0")
+
+    @property
+    def d_head(self) -> int:
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def moe(self) -> bool:
+        return self.experts > 0
+
+    def is_moe_layer(self, i: int) -> bool:
+        return self.moe and i >= self.dense_layers
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One accelerator and its two network tiers.
+
+    The efficiencies and the per-kernel overhead are one set for every GPU unless overridden:
+    calibrated once on A100-80GB (Korthikanti et al. 2022, Table 4), never per case.
+    """
+
+    name: str = "custom"
+    bf16_flops: float = 1e12  # dense tensor-core peak, FLOP/s
+    fp8_flops: float = 0.0  # 0: no FP8 tensor cores
+    vector_flops: float = 1e12  # non-tensor-core (elementwise) peak, FLOP/s
+    hbm_bytes: float = 80e9
+    hbm_bytes_per_s: float = 2e12
+    nvlink_bytes_per_s: float = 300e9  # per direction
+    nvlink_domain: int = 8  # GPUs that share NVLink (8; 72 for NVL72)
+    network_bytes_per_s: float = 25e9  # per GPU, per direction
+    nvlink_latency_s: float = 2e-6  # per ring step / message
+    network_latency_s: float = 5e-6
+    matmul_efficiency: float = 0.75
+    hbm_efficiency: float = 0.85
+    nvlink_efficiency: float = 0.72
+    network_efficiency: float = 0.8
+    kernel_overhead_s: float = 4e-6
+
+    def __post_init__(self) -> None:
+        for name in ("bf16_flops", "vector_flops", "hbm_bytes", "hbm_bytes_per_s", "nvlink_bytes_per_s",
+                     "network_bytes_per_s"):  # fmt: skip
+            _check_float(f"gpu {name}", getattr(self, name), positive=True)
+        for name in ("fp8_flops", "nvlink_latency_s", "network_latency_s", "kernel_overhead_s"):
+            _check_float(f"gpu {name}", getattr(self, name), positive=False)
+        for name in ("matmul_efficiency", "hbm_efficiency", "nvlink_efficiency", "network_efficiency"):
+            v = getattr(self, name)
+            _check_float(f"gpu {name}", v, positive=True)
+            if v > 1:
+                raise SpecError(f"gpu {name} is a fraction of the peak: give a number in (0, 1] (got {v:g})")
+        _check_int("gpu nvlink_domain", self.nvlink_domain, 1)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one model is spread over GPUs, and what each training step keeps.
+
+    The pipeline runs ``schedule`` on ``pp`` devices with m = gbs / (dp·mbs) microbatches; ``vpp``
+    is the chunks per device of schedules that take it (interleaved). ``layer_split`` gives the
+    layers of every stage explicitly; ``edge_fewer`` k takes k layers off the first and the last
+    stage (Llama 3 405B: 1) and spreads the rest evenly.
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    mbs: int = 1
+    gbs: int | None = None  # global batch in sequences; None: one microbatch per DP rank
+    sequence_parallel: bool = False
+    recompute: str = "none"
+    zero: int = 0  # 0 none; 1 distributed optimizer (optimizer state sharded); 2 + gradients; 3 + weights
+    precision: str = "bf16"
+    schedule: str = "1f1b"
+    schedule_params: tuple[tuple[str, object], ...] = ()
+    layer_split: tuple[int, ...] | None = None
+    edge_fewer: int = 0
+    dp_overlap: bool = True  # overlap the gradient reduction with the last backward (Megatron's default)
+    b_frees: float = 0.0  # fraction of a stage's activation that B frees (W frees the rest)
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
+            _check_int(name, getattr(self, name), 1)
+        if self.gbs is not None:
+            _check_int("gbs", self.gbs, 1)
+        if self.recompute not in RECOMPUTE:
+            raise SpecError(f"recompute must be one of {', '.join(RECOMPUTE)} (got {self.recompute!r})")
+        if self.precision not in PRECISIONS:
+            raise SpecError(f"precision must be one of {', '.join(PRECISIONS)} (got {self.precision!r})")
+        if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
+            raise SpecError(f"zero must be 0, 1, 2 or 3 (got {self.zero!r})")
+        for name in ("sequence_parallel", "dp_overlap"):
+            if not isinstance(getattr(self, name), bool):
+                raise SpecError(f"{name} must be true or false (got {getattr(self, name)!r})")
+        _check_int("edge_fewer", self.edge_fewer, 0)
+        if isinstance(self.schedule_params, dict):
+            object.__setattr__(self, "schedule_params", tuple(sorted(self.schedule_params.items())))
+        if self.layer_split is not None:
+            split = tuple(self.layer_split)
+            for n in split:
+                _check_int("every entry of layer_split", n, 0)
+            object.__setattr__(self, "layer_split", split)
+            if self.edge_fewer:
+                raise SpecError("give either layer_split or edge_fewer, not both")
+        if self.sequence_parallel and self.tp == 1:
+            raise SpecError("sequence parallel splits the sequence over the tp GPUs: it needs tp > 1")
+        if not 0 <= self.b_frees <= 1:
+            raise SpecError(f"b_frees must be between 0 and 1 (got {self.b_frees})")
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def microbatches(self) -> int:
+        """m = gbs / (dp·mbs); a ValueError says what to change when it does not divide."""
+        if self.gbs is None:
+            return 1
+        per = self.dp * self.mbs
+        if self.gbs % per:
+            lo, hi = self.gbs // per * per, (self.gbs // per + 1) * per
+            raise SpecError(
+                f"global batch {self.gbs} is not a multiple of dp·mbs = {self.dp}·{self.mbs} = {per}: "
+                f"use gbs {lo or hi} or {hi}, or change dp or mbs"
+            )
+        return self.gbs // per
+
+    @property
+    def global_batch(self) -> int:
+        return self.microbatches * self.dp * self.mbs
+
+
+# --- presets ---------------------------------------------------------------------------------
+
+
+@cache
+def _table(kind: str) -> dict[str, dict]:
+    text = resources.files(__package__).joinpath("presets", f"{kind}.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def model_names() -> list[str]:
+    return list(_table("models"))
+
+
+def gpu_names() -> list[str]:
+    return list(_table("gpus"))
+
+
+def model(name: str, **overrides) -> Model:
+    """The named model preset with any field overridden (``model("llama3-8b", seq=4096)``)."""
+    return _load(Model, "models", name, overrides)
+
+
+def gpu(name: str, **overrides) -> Gpu:
+    """The named GPU preset with any field overridden (``gpu("b200", nvlink_domain=72)``)."""
+    return _load(Gpu, "gpus", name, overrides)
+
+
+def override(spec, **overrides):
+    """A copy of a Model or Gpu with some fields replaced (unknown fields are refused)."""
+    _check_fields(type(spec), overrides)
+    return dataclasses.replace(spec, **overrides)
+
+
+def _load(cls, kind: str, name: str, overrides: dict):
+    table = _table(kind)
+    if name not in table:
+        what = "model" if kind == "models" else "GPU"
+        raise SpecError(f"unknown {what} preset {name!r}; choose one of: {', '.join(table)}")
+    _check_fields(cls, overrides)
+    return cls(name=name, **{**table[name], **{k: v for k, v in overrides.items() if v is not None}})
+
+
+def _check_fields(cls, overrides: dict) -> None:
+    known = {f.name for f in dataclasses.fields(cls)} - {"name"}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise SpecError(f"{cls.__name__} has no field {', '.join(unknown)}; fields: {', '.join(sorted(known))}")
+
+
+def as_dict(spec) -> dict:
+    return dataclasses.asdict(spec)
+
+
+# --- checks ----------------------------------------------------------------------------------
+
+
+def _check_int(name: str, v: object, low: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise SpecError(f"{name} must be a whole number (got {v!r})")
+    if v < low:
+        raise SpecError(f"{name} must be ≥ {low} (got {v})")
+
+
+def _check_float(name: str, v: object, positive: bool) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise SpecError(f"{name} must be a finite number (got {v!r})")
+    if v < 0 or (positive and v == 0):
+        raise SpecError(f"{name} must be {'> 0' if positive else '≥ 0'} (got {v:g})")
+
+
+__all__ = ["Gpu", "Layout", "Model", "SpecError", "gpu", "gpu_names", "model", "model_names", "override"]
