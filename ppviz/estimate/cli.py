@@ -1,0 +1,184 @@
+"""``ppviz presets`` and ``ppviz estimate``: the real-units commands.
+
+``add_parsers`` registers both on the main parser; ``main`` runs them. Bad input raises
+ValueError, which the main CLI prints as one line on stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..schedules import REGISTRY
+from . import specs
+from .iteration import FLOPS_DEFINITION, Estimate, estimate
+
+GIB = 2**30
+
+# (flag, Model field, type); booleans get --x / --no-x
+MODEL_FLAGS = [
+    ("layers", "layers", int), ("hidden", "hidden", int), ("heads", "heads", int), ("kv-heads", "kv_heads", int),
+    ("ffn", "ffn", int), ("vocab", "vocab", int), ("seq", "seq", int), ("head-dim", "head_dim", int),
+    ("experts", "experts", int), ("top-k", "top_k", int), ("expert-ffn", "expert_ffn", int),
+    ("shared-experts", "shared_experts", int), ("dense-layers", "dense_layers", int),
+]  # fmt: skip
+MODEL_BOOLS = ["gated_mlp", "tied_embeddings", "bias", "dropout", "flash_attention", "learned_positions"]
+# (flag, Gpu field, factor to the field's unit, help)
+GPU_FLAGS = [
+    ("peak-tflops", "bf16_flops", 1e12, "dense BF16 peak, TFLOP/s"),
+    ("fp8-tflops", "fp8_flops", 1e12, "dense FP8 peak, TFLOP/s"),
+    ("vector-tflops", "vector_flops", 1e12, "non-tensor-core peak, TFLOP/s"),
+    ("hbm-gb", "hbm_bytes", 1e9, "HBM capacity, GB (10^9 bytes)"),
+    ("hbm-gbps", "hbm_bytes_per_s", 1e9, "HBM bandwidth, GB/s"),
+    ("nvlink-gbps", "nvlink_bytes_per_s", 1e9, "NVLink bandwidth per direction, GB/s"),
+    ("network-gbps", "network_bytes_per_s", 1e9, "network bandwidth per GPU, GB/s"),
+    ("nvlink-latency-us", "nvlink_latency_s", 1e-6, "NVLink latency, µs"),
+    ("network-latency-us", "network_latency_s", 1e-6, "network latency, µs"),
+    ("matmul-efficiency", "matmul_efficiency", 1.0, "fraction of the peak a GEMM reaches"),
+    ("hbm-efficiency", "hbm_efficiency", 1.0, "fraction of the HBM bandwidth reached"),
+    ("nvlink-efficiency", "nvlink_efficiency", 1.0, "fraction of the NVLink bandwidth reached"),
+    ("network-efficiency", "network_efficiency", 1.0, "fraction of the network bandwidth reached"),
+    ("kernel-overhead-us", "kernel_overhead_s", 1e-6, "launch overhead per kernel, µs"),
+]
+
+
+def _schedule_params() -> dict:
+    out: dict = {}
+    for spec in REGISTRY.values():
+        for p in spec.params:
+            if p.name != "chunks":
+                out.setdefault(p.name, p)
+    return out
+
+
+def _layer_split(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--layer-split wants layers per stage, e.g. 3,4,4,3 (got {text!r})") from None
+
+
+def add_parsers(sub) -> None:
+    """Add ``presets`` and ``estimate`` to the main CLI's subparsers."""
+    pr = sub.add_parser("presets", help="list the model and GPU presets of `ppviz estimate`")
+    pr.add_argument("--json", action="store_true", help="print every preset's fields as JSON")
+    p = sub.add_parser("estimate", help="estimate one training iteration in seconds and bytes")
+    p.add_argument("--model", required=True, help="model preset (see `ppviz presets`)")
+    p.add_argument("--gpu", required=True, help="GPU preset (see `ppviz presets`)")
+    for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
+        p.add_argument(f"--{name}", type=int, default=1, help=f"{name} (default 1)")
+    p.add_argument("--gbs", type=int, help="global batch in sequences (default: one microbatch per DP rank)")
+    p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
+    p.add_argument("--recompute", default="none", choices=specs.RECOMPUTE, help="activation recomputation")
+    p.add_argument("--zero", type=int, default=0, help="0 none, 1 distributed optimizer, 2 + gradients, 3 + weights")
+    p.add_argument("--precision", default="bf16", choices=specs.PRECISIONS)
+    p.add_argument("--schedule", default="1f1b", help="pipeline schedule (see `ppviz list`; default 1f1b)")
+    p.add_argument("--layer-split", type=_layer_split, metavar="N,N,...", help="layers of every stage")
+    p.add_argument("--edge-fewer", type=int, default=0, help="k fewer layers on the first and last stage")
+    p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap the gradient reduction")
+    p.add_argument("--b-frees", type=float, default=0.0, help="fraction of a stage's activation that B frees")
+    for q in _schedule_params().values():
+        flags = [f"--{n.replace('_', '-')}" for n in (q.name, *q.aliases)]
+        p.add_argument(*flags, dest=f"sched_{q.name}", type=q.type, help=q.help)
+    for flag, field, typ in MODEL_FLAGS:
+        p.add_argument(f"--{flag}", dest=f"model_{field}", type=typ, help=f"override the model's {field}")
+    for field in MODEL_BOOLS:
+        p.add_argument(f"--{field.replace('_', '-')}", dest=f"model_{field}", action=argparse.BooleanOptionalAction,
+                       help=f"override the model's {field}")  # fmt: skip
+    for flag, field, _, help_ in GPU_FLAGS:
+        p.add_argument(f"--{flag}", dest=f"gpu_{field}", type=float, help=help_)
+    p.add_argument("--nvlink-domain", dest="gpu_nvlink_domain", type=int, help="GPUs per NVLink domain")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object (seconds, bytes)")
+    p.add_argument("--no-ops", action="store_true", help="with --json, leave the run's ops out")
+
+
+def build(args: argparse.Namespace) -> Estimate:
+    """The estimate an ``ppviz estimate`` command line asks for."""
+    model_over = {f: getattr(args, f"model_{f}") for _, f, _ in MODEL_FLAGS}
+    model_over.update({f: getattr(args, f"model_{f}") for f in MODEL_BOOLS})
+    gpu_over = {f: getattr(args, f"gpu_{f}") * k for _, f, k, _ in GPU_FLAGS if getattr(args, f"gpu_{f}") is not None}
+    if args.gpu_nvlink_domain is not None:
+        gpu_over["nvlink_domain"] = args.gpu_nvlink_domain
+    model = specs.model(args.model, **{k: v for k, v in model_over.items() if v is not None})
+    gpu = specs.gpu(args.gpu, **gpu_over)
+    spec = REGISTRY.get(args.schedule)
+    sched_params = {}
+    for name in _schedule_params():
+        v = getattr(args, f"sched_{name}")
+        if v is None:
+            continue
+        if spec is not None and spec.param(name) is None:
+            raise ValueError(f"{args.schedule} does not take --{name.replace('_', '-')}")
+        sched_params[name] = v
+    layout = specs.Layout(
+        tp=args.tp, pp=args.pp, dp=args.dp, cp=args.cp, ep=args.ep, vpp=args.vpp, mbs=args.mbs, gbs=args.gbs,
+        sequence_parallel=args.sequence_parallel, recompute=args.recompute, zero=args.zero,
+        precision=args.precision, schedule=args.schedule, schedule_params=sched_params,
+        layer_split=args.layer_split, edge_fewer=args.edge_fewer, dp_overlap=not args.no_dp_overlap,
+        b_frees=args.b_frees,
+    )  # fmt: skip
+    return estimate(model, gpu, layout)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.command == "presets":
+        _presets(args.json)
+        return 0
+    est = build(args)
+    if args.json:
+        sys.stdout.write(json.dumps(est.to_dict(ops=not args.no_ops)) + "\n")
+    else:
+        sys.stdout.write(summary(est))
+    return 0
+
+
+def summary(est: Estimate) -> str:
+    """A readable report of one estimate."""
+    d = est.to_dict(ops=False)
+    lay = est.layout
+    lines = [
+        f"{est.model.name} on {lay.gpus} × {est.gpu.name}: tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, cp {lay.cp}, "
+        f"ep {lay.ep}; {lay.schedule}, {d['stages']} stages, {d['microbatches']} microbatches of {lay.mbs}",
+        f"iteration      {d['iteration_s']:.4g} s  (makespan {d['makespan_s']:.4g} s + DP sync {d['dp_sync_s']:.3g} s"
+        f" + optimizer {d['optimizer_s']:.3g} s)",
+        f"throughput     {d['tokens_per_s']:,.0f} tokens/s, {d['samples_per_s']:.4g} samples/s",
+        f"per GPU        {d['tflops_per_gpu']:.1f} TFLOP/s, MFU {d['mfu'] * 100:.1f}%"
+        + (f", HFU {d['hfu'] * 100:.1f}%" if lay.recompute != "none" else ""),
+        f"one layer      F {d['layer_ms']['f']:.3g} ms, B {d['layer_ms']['b']:.3g} ms, W {d['layer_ms']['w']:.3g} ms"
+        f"; p2p {d['p2p_ms']:.3g} ms",
+        "breakdown      " + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.3g} s" for k, v in d["breakdown_s"].items()),
+        f"{'device':>6} {'weights GiB':>12} {'grads GiB':>10} {'optimizer GiB':>14} {'activ. GiB':>11} {'peak GiB':>9}",
+    ]
+    for i in range(len(d["peak_bytes"])):
+        lines.append(
+            f"{i:>6} {d['weight_bytes'][i] / GIB:>12.2f} {d['grad_bytes'][i] / GIB:>10.2f} "
+            f"{d['optimizer_bytes'][i] / GIB:>14.2f} {d['peak_activation_bytes'][i] / GIB:>11.2f} "
+            f"{d['peak_bytes'][i] / GIB:>9.2f}"
+        )
+    cap = d["capacity_bytes"]
+    if d["fits"]:
+        lines.append(f"fits: peak {max(d['peak_bytes']) / 1e9:.1f} GB of {cap / 1e9:.0f} GB")
+    else:
+        lines.append(f"does not fit by {d['over_bytes'] / 1e9:.1f} GB (peak {max(d['peak_bytes']) / 1e9:.1f} GB "
+                     f"of {cap / 1e9:.0f} GB)")  # fmt: skip
+    lines.append(f"FLOPs: {FLOPS_DEFINITION}")
+    return "\n".join(lines) + "\n"
+
+
+def _presets(as_json: bool) -> None:
+    models = {n: specs.as_dict(specs.model(n)) for n in specs.model_names()}
+    gpus = {n: specs.as_dict(specs.gpu(n)) for n in specs.gpu_names()}
+    if as_json:
+        print(json.dumps({"models": models, "gpus": gpus}, indent=1))
+        return
+    print("models:")
+    for n, m in models.items():
+        moe = f", MoE {m['experts']}×top-{m['top_k']}" if m["experts"] else ""
+        print(f"  {n:<14} L {m['layers']}, h {m['hidden']}, heads {m['heads']}/{m['kv_heads']} KV, ffn {m['ffn']}, "
+              f"vocab {m['vocab']}, seq {m['seq']}{moe}")  # fmt: skip
+    print("gpus:")
+    for n, g in gpus.items():
+        print(f"  {n:<14} {g['bf16_flops'] / 1e12:g} TF/s BF16, {g['hbm_bytes'] / 1e9:g} GB at "
+              f"{g['hbm_bytes_per_s'] / 1e9:g} GB/s, NVLink {g['nvlink_bytes_per_s'] / 1e9:g} GB/s × "
+              f"{g['nvlink_domain']}, network {g['network_bytes_per_s'] / 1e9:g} GB/s")  # fmt: skip
