@@ -3,13 +3,39 @@
 import os
 
 from dash import Dash
+from flask import request
 
-from ppviz.web import callbacks  # noqa: F401  (registers the callbacks)
+from ppviz.web import (
+    callbacks,  # noqa: F401  (registers the callbacks)
+    jobs,
+    protocol,
+)
 from ppviz.web.layout import layout
 
-app = Dash(__name__, compress=True, title="ppviz", update_title=None)
+app = Dash(
+    __name__,
+    compress=True,
+    title="ppviz",
+    update_title=None,
+    background_callback_manager=jobs.manager(),
+)
 app.layout = layout
 server = app.server
+celery_app = jobs.celery_app()  # `celery -A app:celery_app worker` when REDIS_URL is set
+
+# Dash sets itself up on the first request, and under a threaded server a second request could
+# arrive while that was half done ("dash is not a registered library", plotly/dash#3971). Doing it
+# here, at import, finishes it before any request (and, with gunicorn's preload_app, once for all workers).
+with server.test_request_context():
+    app._setup_server()
+protocol.guard(app)
+
+
+@server.before_request
+def _record_poll():
+    """A page polling for a background job is still open (see ppviz.web.jobs)."""
+    jobs.on_request(request.path, request.args)
+
 
 if __name__ == "__main__":
     app.run(host=os.environ.get("HOST", "127.0.0.1"), port=int(os.environ.get("PORT", "8050")), debug=False)

@@ -33,5 +33,41 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
       });
       return onTime ? relayout : noUpdate;
     },
+    /* The camera buttons download the chosen format at once, named after the view (zb-v_p8_m32.png):
+       the options are set on the drawn charts now and in their config for the next draws. */
+    imageOptions: function (format, search) {
+      var q = new URLSearchParams(search || "");
+      var name = q.get("mode") === "compare" ? "compare" : q.get("schedule") || "1f1b";
+      var stem = (name + "_p" + (q.get("devices") || "4") + "_m" + (q.get("microbatches") || "8")).replace(
+        /[^A-Za-z0-9_.-]/g,
+        "-"
+      );
+      var fmt = format === "png" ? "png" : "svg";
+      var configs = ["gantt", "memory"].map(function (id) {
+        var options = { format: fmt, filename: id === "gantt" ? stem : stem + "_memory", scale: fmt === "png" ? 2 : 1 };
+        var gd = document.querySelector("#" + id + " .js-plotly-plot");
+        if (gd && gd._context) {
+          gd._context.toImageButtonOptions = options;
+        }
+        return { displaylogo: false, toImageButtonOptions: options };
+      });
+      return configs;
+    },
+    /* An upload past the size limit gets a message here and never travels; the server checks the rest. */
+    checkUpload: function (contents, filename, limit) {
+      var noUpdate = window.dash_clientside.no_update;
+      if (!contents) {
+        return [noUpdate, noUpdate];
+      }
+      var comma = contents.indexOf(",");
+      var bytes = Math.floor(((contents.length - comma - 1) * 3) / 4);
+      if (bytes > limit) {
+        var text = (filename || "the file") + " is " + Math.round(bytes / 1024) + " KB, larger than " +
+          limit / 1024 + " KB: upload a smaller order (or use the CLI: ppviz simulate --order FILE)";
+        return [noUpdate, { type: "Span", namespace: "dash_html_components",
+          props: { children: text, className: "msg-error", role: "alert" } }];
+      }
+      return [{ contents: contents, filename: filename || "", at: Date.now() }, null];
+    },
   },
 });

@@ -1,21 +1,18 @@
 """The page's logic without a browser: URL state, control sync, what is drawn, errors, exports, uploads.
 
-The callbacks are thin wrappers over these plain functions; the last tests call the Dash callbacks
-themselves with a callback context, as the Dash docs describe.
+The callbacks are thin wrappers over these plain functions; tests/test_web_dispatch.py drives the
+callbacks themselves through Dash's real dispatch.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from contextvars import copy_context
 
 import pytest
-from dash._callback_context import context_value
-from dash._utils import AttributeDict
 
 import ppviz
-from ppviz.web import callbacks, sync, views
+from ppviz.web import limits, sync, views
 from ppviz.web.url_state import CUSTOM, ViewState, encode, pack_order, parse, unpack_order
 
 
@@ -217,12 +214,22 @@ def test_an_invalid_combination_shows_the_core_message_next_to_its_control(query
     assert "Nothing to draw" in view.gantt["layout"]["annotations"][0]["text"]
 
 
-def test_a_search_past_the_page_size_is_refused_with_a_message_at_devices():
-    """v-auto at 64 × 256 would search for many seconds: the page says so instead of waiting."""
-    view = views.render(state("?schedule=v-auto&devices=64&microbatches=256"))
+def test_a_search_past_the_background_budget_is_refused_with_the_cli_command_at_devices():
+    """v-auto at 64 × 512: 196,608 actions × 70 is past what the page computes even in the background."""
+    view = views.render(state("?schedule=v-auto&devices=64&microbatches=512"))
     kind, text = view.messages["devices"]
-    assert kind == "error" and "ppviz simulate v-auto -p 64 -m 256" in text
-    assert view.drawn_as == "none"
+    assert kind == "error" and "use the CLI: ppviz simulate v-auto -p 64 -m 512" in text
+    assert f"{64 * 512 * 6 * 70:,}" in text
+    assert view.drawn_as == "none" and view.runs == []
+
+
+def test_work_past_the_synchronous_budget_is_queued_not_done(monkeypatch):
+    """v-auto at 64 × 256 costs 98,304 × 70 units: the synchronous render leaves it to a background job."""
+    monkeypatch.setattr(views, "run_of", lambda *a: pytest.fail("simulated synchronously"))
+    s = state("?schedule=v-auto&devices=64&microbatches=256")
+    assert limits.work(s) == 64 * 256 * 6 * 70 > limits.SYNC_WORK
+    view = views.render(s)
+    assert view.drawn_as == "queued" and "in the background" in view.gantt["layout"]["annotations"][0]["text"]
 
 
 def test_searching_schedules_are_built_under_the_page_op_times():
@@ -247,7 +254,7 @@ def test_a_message_without_a_control_name_goes_to_the_schedule_picker():
 def test_every_export_is_built_from_the_view():
     s = state("?schedule=zb-h1&devices=3&microbatches=6")
     ops = views.export(s, "ops-csv")
-    assert ops["filename"] == "ppviz-zb-h1-p3-m6-ops.csv"
+    assert ops["filename"] == "zb-h1_p3_m6_ops.csv"
     assert ops["content"].count("\n") >= 3 * 3 * 6
     assert len(json.loads(views.export(s, "run-json")["content"])["ops"]) == 3 * 3 * 6
     assert json.loads(views.export(s, "trace")["content"])["traceEvents"]
@@ -275,73 +282,6 @@ def test_an_uploaded_order_is_simulated_under_the_page_costs():
 
 
 # --- the Dash callbacks themselves ---------------------------------------------------------------
-
-
-def _with_context(func, *args, triggered: str, inputs_list=None, outputs_list=None):
-    def run():
-        context_value.set(
-            AttributeDict(
-                triggered_inputs=[{"prop_id": triggered, "value": None}],
-                inputs_list=inputs_list or [],
-                outputs_list=outputs_list or [],
-            )
-        )
-        return func(*args)
-
-    return copy_context().run(run)
-
-
-def test_the_page_callback_writes_the_url_and_draws_in_one_call():
-    values = {**CONTROL_VALUES, "devices": 6}
-    param_group = [{"id": pid, "property": "value"} for pid in PARAM_IDS]
-    msg_group = [{"id": {"type": "control-msg", "name": n}, "property": "children"} for n in ("devices", "b_frees")]
-    out = _with_context(
-        callbacks.update_page,
-        encode(ViewState()),
-        *[values[n] for n in sync.CONTROLS],
-        [None, None],
-        None,
-        0,
-        None,
-        triggered="devices.value",
-        inputs_list=[{}, *[{} for _ in sync.CONTROLS], param_group],
-        outputs_list=[msg_group],
-    )
-    assert parse(out[0]).state.devices == 6
-    figure = out[len(sync.CONTROLS) + 5]
-    assert "6 devices" in figure.layout.title.text
-    messages = out[len(sync.CONTROLS) + 5 + 6]
-    assert messages[0] is None and "fused backward" in messages[1].children
-
-
-def test_the_download_callback_sends_the_chosen_export():
-    args = [1, 0, 0, 0, "?schedule=1f1b&devices=2&microbatches=2"]
-    data, error = _with_context(callbacks.download_export, *args, triggered="export-ops-csv.n_clicks")
-    assert data["filename"].endswith("-ops.csv") and error == ""
-
-
-def test_a_new_memory_limit_sends_only_the_memory_chart():
-    """Only what changed travels: the Gantt chart and the cards stay as they are."""
-    from dash import no_update
-
-    values = {**CONTROL_VALUES, "limit": 3}
-    param_group = [{"id": pid, "property": "value"} for pid in PARAM_IDS]
-    out = _with_context(
-        callbacks.update_page,
-        encode(ViewState()),
-        *[values[n] for n in sync.CONTROLS],
-        [None, None],
-        None,
-        0,
-        None,
-        triggered="limit.value",
-        inputs_list=[{}, *[{} for _ in sync.CONTROLS], param_group],
-        outputs_list=[],
-    )
-    first_view = len(sync.CONTROLS) + 5
-    gantt, memory, cards = out[first_view], out[first_view + 1], out[first_view + 3]
-    assert gantt is no_update and cards is no_update
-    assert any(trace.name == "limit 3" for trace in memory.data)
 
 
 def test_chart_images_come_as_svg_or_png():
@@ -402,31 +342,29 @@ def test_a_zoom_reuses_the_run_the_page_just_drew(monkeypatch):
     assert views.zoomed(s, (10.0, 20.0))[1] == "bars"
 
 
-def test_the_run_cache_keeps_the_most_recent_runs_within_its_budget(monkeypatch):
-    monkeypatch.setattr(views, "RUN_CACHE_ACTIONS", 100)
-    first = views.cached_run(state("?schedule=1f1b&devices=4&microbatches=8"), "1f1b")  # 64 actions
-    assert views.cached_run(state("?schedule=1f1b&devices=4&microbatches=8"), "1f1b") is first
-    views.cached_run(state("?schedule=1f1b&devices=4&microbatches=6"), "1f1b")  # 48 more: over 100
-    assert views.cached_run(state("?schedule=1f1b&devices=4&microbatches=8"), "1f1b") is not first
+def test_the_run_cache_keeps_the_most_recent_runs_within_its_bytes():
+    small = state("?schedule=1f1b&devices=4&microbatches=8")
+    first = views.cached_run(small, "1f1b")  # 64 actions
+    size = views.run_bytes(first, views.run_key(small, "1f1b"))
+    columns = sum(v.nbytes for v in vars(first.result).values() if hasattr(v, "nbytes"))
+    assert size >= columns + 64 * views.ACTION_BYTES and views.run_cache_bytes() == size
+    assert views.cached_run(small, "1f1b") is first
+    views.RUN_CACHE_BYTES, budget = int(size * 1.5), views.RUN_CACHE_BYTES
+    try:
+        views.cached_run(state("?schedule=1f1b&devices=4&microbatches=6"), "1f1b")  # together past 1.5 × size
+        assert views.run_cache_bytes() <= views.RUN_CACHE_BYTES
+        assert views.cached_run(small, "1f1b") is not first
+    finally:
+        views.RUN_CACHE_BYTES = budget
 
 
-def test_the_zoom_callback_redraws_only_overviews_and_only_once_per_window():
-    from dash import no_update
-
-    s = state(BIG)
-    stamp = f"overview:{len(views.render(s).runs[0].result)}"
-    search = encode(s)
-    event = {"xaxis.range[0]": 100.0, "xaxis.range[1]": 130.0}
-    figure, key = _with_context(callbacks.zoom_detail, event, search, stamp, "", triggered="gantt.relayoutData")
-    assert any(t.type == "bar" for t in figure.data) and key.endswith("|bars")
-    again = _with_context(callbacks.zoom_detail, event, search, stamp, key, triggered="gantt.relayoutData")
-    assert again == (no_update, no_update)
-    bars_view = _with_context(callbacks.zoom_detail, event, search, "bars:64", "", triggered="gantt.relayoutData")
-    assert bars_view == (no_update, no_update)
-    reset, cleared = _with_context(
-        callbacks.zoom_detail, {"xaxis.autorange": True}, search, stamp, key, triggered="gantt.relayoutData"
-    )
-    assert reset.data[0].type == "heatmap" and cleared == ""
+def test_an_order_of_idle_ranks_is_refused_before_it_is_parsed():
+    """250,000 blank rows fit in 256 KB and used to cost 133 s: now refused on their count, at once."""
+    order = "0F0,0B0\n" + "\n" * 250_000 + "0F0\n"
+    with pytest.raises(ValueError, match="250,002 rows .* at most 64"):
+        limits.check_order(order)
+    view = views.render(ViewState(schedule=CUSTOM, order=order))
+    assert view.drawn_as == "none" and "at most 64" in view.messages["upload"][1]
 
 
 def test_moving_the_limit_line_or_switching_mode_simulates_nothing_again(monkeypatch):

@@ -5,11 +5,12 @@ Registered with ``dash.callback`` on import, so they never import the app (no im
 
 from __future__ import annotations
 
+import time
+
 from dash import ALL, ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
-from . import controls, sync, views
+from . import controls, jobs, limits, sync, views
 from .layout import EXPORTS
-from .url_state import parse
 
 PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
 MESSAGES = {"type": "control-msg", "name": ALL}
@@ -36,6 +37,7 @@ EXPORT_IDS = [f"export-{key}" for key, _ in EXPORTS]
     *[Output(name, "disabled") for name in TOGGLED],
     Output("schedule-info", "children"),
     Output("render-stamp", "children"),
+    Output("job-request", "data"),
     Input("url", "search"),
     *[Input(name, "value") for name in sync.CONTROLS],
     Input(PARAMS, "value"),
@@ -47,12 +49,14 @@ def update_page(search, *args):
     """One callback for both directions and the charts, so a slider release costs one round trip.
 
     URL → controls when the URL changed (page load, a shared link, back/forward); controls → URL
-    otherwise. Either way the view is drawn from the resulting state.
+    otherwise. Either way the view is drawn from the resulting state, which ``sync`` has bounded.
+    A view past a synchronous request's work budget is handed to ``draw_in_background``.
     """
     n = len(sync.CONTROLS)
     values = dict(zip(sync.CONTROLS, args[:n]))
     param_list, rows, _reset, upload = args[n:]
     ids = _pattern_ids(ctx.inputs_list, "param")
+    param_list = param_list if isinstance(param_list, list) and len(param_list) == len(ids) else [None] * len(ids)
     out = sync.sync(_trigger(), search, values, list(zip(ids, param_list)), rows, upload)
     control_out = [out.controls[name] if out.controls and name in out.controls else no_update for name in sync.CONTROLS]
     synced = (
@@ -63,18 +67,23 @@ def update_page(search, *args):
         out.options if out.options is not None else no_update,
         _notes(out.notes) if out.notes is not None else no_update,
     )
-    view = drawn(out.state, [i["name"] for i in _pattern_ids(ctx.outputs_list, "control-msg")])
+    names = [i.get("name") if isinstance(i, dict) else None for i in _pattern_ids(ctx.outputs_list, "control-msg")]
+    view = drawn(out.state, names)
     trigger = _trigger()
+    if view[-1] == "queued":
+        job = {"search": out.search or search, "at": time.time()}  # `at`: a repeated request is a new job
+        return synced + view[:-1] + (job,)
     if trigger == "limit" and out.state.mode == "single":
-        view = _only_memory(view)  # the limit line is all that changed: send the memory chart alone
+        view = _only_memory(view, len(names))  # the limit line is all that changed: send the memory chart alone
     elif trigger not in LAYOUT_TRIGGERS:
         view = _keep_layout(view, out.state.mode == "compare")  # same schedule and mode: boxes stay
-    return synced + view
+    return synced + view[:-1] + (no_update,)
 
 
-def drawn(state, message_names: list[str]) -> tuple:
-    """The view outputs: charts, cards, ranking, messages next to controls, disabled controls."""
-    view = views.render(state)
+def drawn(state, message_names: list[str], background: bool = False) -> tuple:
+    """The view outputs: charts, cards, ranking, messages next to controls, disabled controls; last,
+    how the Gantt chart is drawn ("queued" when the work is left to a background job)."""
+    view = views.render(state, background=background)
     compare = state.mode == "compare"
     return (
         view.gantt,
@@ -87,33 +96,68 @@ def drawn(state, message_names: list[str]) -> tuple:
         *[view.disabled.get(name, False) for name in TOGGLED],
         controls.schedule_info(state.schedule) if not compare else [],
         f"{view.drawn_as}:{sum(len(r.result) for r in view.runs)}",
+        view.drawn_as,
     )
 
 
 def _keep_layout(view: tuple, compare: bool) -> tuple:
     """Leave alone the outputs that only a change of schedule or mode changes."""
     kept = list(view)
-    for i in (2, 5, len(view) - 2):  # memory-box style, ranking box, schedule info
+    for i in (2, 5, len(view) - 3):  # memory-box style, ranking box, schedule info
         kept[i] = no_update
     if not compare:
         kept[4] = no_update  # the ranking (empty outside compare mode)
     return tuple(kept)
 
 
-def _only_memory(view: tuple) -> tuple:
-    return (no_update, view[1]) + (no_update,) * (len(view) - 2)
+def _only_memory(view: tuple, messages: int) -> tuple:
+    """Only the memory chart; a wildcard output (the messages) takes a list of no_update."""
+    kept = [no_update] * len(view)
+    kept[1] = view[1]
+    kept[6] = [no_update] * messages
+    kept[-1] = view[-1]
+    return tuple(kept)
 
 
 @callback(
-    Output("gantt", "config"),
-    Output("memory", "config"),
-    Input("image-format", "value"),
+    Output("gantt", "figure", allow_duplicate=True),
+    Output("memory", "figure", allow_duplicate=True),
+    Output("cards", "children", allow_duplicate=True),
+    Output("ranking", "data", allow_duplicate=True),
+    Output("render-stamp", "children", allow_duplicate=True),
+    Output("job-error", "children"),
+    Input("job-request", "data"),
+    background=True,
+    manager=jobs.manager(),
+    interval=jobs.POLL_MS,
+    progress=[Output("job-progress", "value"), Output("job-status", "children")],
+    running=[(Output("job-box", "style"), {}, {"display": "none"})],
+    cancel=[Input("job-cancel", "n_clicks"), Input("render-stamp", "children")],
     prevent_initial_call=True,
 )
-def set_image_format(fmt):
-    """The camera button on each chart downloads this format (drawn in the browser, no server)."""
-    config = views.graph_config(fmt)
-    return config, config
+def draw_in_background(set_progress, request):
+    """Draw a view past a synchronous request's budget in a background job, with progress and a stop button.
+
+    A newer view (any new drawing changes ``render-stamp``), the stop button or a closed tab ends it.
+    """
+    jobs.watch()
+    search = request.get("search") if isinstance(request, dict) else None
+    state = sync.read(search).state
+    names = " and ".join(state.shown)
+    set_progress((1, f"{names}: {'searching and ' if limits.in_background(state) else ''}simulating…"))
+    try:
+        for name in state.shown:
+            views.cached_run(state, name)  # the slow part; drawing below reuses it
+        set_progress((2, f"{names}: drawing…"))
+        view = drawn(state, [], background=True)
+    except jobs.JobTimeout:
+        cli = limits.cli_command(state, state.shown[0]) if state.shown else "ppviz simulate"
+        text = f"{names} took longer than {jobs.JOB_MAX_S:g} s: use the CLI: {cli}"
+        return views.message_figure(text), no_update, [], [], "none:0", _message(("error", text))
+    except ValueError as e:  # drawn() shows the core's messages; this is a bound refused on the way
+        return views.message_figure(str(e)), no_update, [], [], "none:0", _message(("error", str(e)))
+    gantt, memory, _, cards, ranking = view[:5]
+    return gantt, memory, cards, ranking, view[-2], None
 
 
 @callback(
@@ -140,31 +184,53 @@ def show_controls(mode, schedule, compare):
     Output("export-error", "children"),
     *[Input(i, "n_clicks") for i in EXPORT_IDS],
     State("url", "search"),
+    background=True,
+    manager=jobs.manager(),
+    interval=jobs.POLL_MS,
+    running=[(Output(i, "disabled"), True, False) for i in EXPORT_IDS],
     prevent_initial_call=True,
 )
 def download_export(*args):
-    """Build the chosen export from the view in the URL."""
+    """Build the chosen export from the view in the URL, in a background job (big traces take seconds).
+
+    Named after the schedule and size (``zb-v_p8_m32_ops.csv``); past ``limits.EXPORT_MAX_OPS`` ops
+    the message gives the CLI command instead.
+    """
+    jobs.watch()
     search = args[-1]
     kind = str(ctx.triggered_id).removeprefix("export-")
     try:
-        return views.export(parse(search).state, kind), ""
-    except Exception as e:  # a bad view or a bug: a message by the buttons, never a 500
+        return views.export(sync.read(search).state, kind), ""
+    except jobs.JobTimeout:
+        return no_update, _message(("error", f"the export took longer than {jobs.JOB_MAX_S:g} s: use the CLI"))
+    except ValueError as e:
         return no_update, _message(("error", f"cannot export: {e}"))
+    except Exception as e:  # a bug: a message by the buttons, never a 500
+        views.log.exception("export %s of %s failed", kind, search)
+        return no_update, _message(("error", f"cannot export ({type(e).__name__}); please report it"))
 
 
 @callback(
     Output("upload-store", "data"),
     Output("upload-error", "children"),
-    Input("upload", "contents"),
-    State("upload", "filename"),
+    Input("upload-checked", "data"),
     prevent_initial_call=True,
 )
-def read_upload(contents, filename):
-    """Check an uploaded order strictly; on success it becomes the custom schedule."""
+def read_upload(checked):
+    """Check an uploaded order strictly; on success it becomes the custom schedule.
+
+    Fed by ``checkUpload`` (assets/sync_axes.js), which refuses a file past the size limit in the
+    browser with a message, so that it never travels.
+    """
+    checked = checked if isinstance(checked, dict) else {}
+    filename = checked.get("filename") if isinstance(checked.get("filename"), str) else "the file"
     try:
-        return views.read_upload(contents, filename), _message(("reason", f"showing {filename}"))
-    except Exception as e:  # strict parsing refuses anything but a valid order; say why, never a 500
+        return views.read_upload(checked.get("contents"), filename), _message(("reason", f"showing {filename}"))
+    except ValueError as e:  # strict parsing refuses anything but a valid order; say why
         return no_update, _message(("error", str(e)))
+    except Exception as e:  # a bug: say so, never a 500
+        views.log.exception("reading the upload %s failed", filename)
+        return no_update, _message(("error", f"cannot read {filename} ({type(e).__name__}); please report it"))
 
 
 @callback(
@@ -189,16 +255,36 @@ def zoom_detail(relayout, search, stamp, last):
     key = f"{stamp}|{search}|{window}"
     if (window == "full" and not last) or str(last or "").rsplit("|", 1)[0] == key:
         return no_update, no_update  # already drawn so
-    state = parse(search).state
+    state = sync.read(search).state
     if state.mode != "single":
         return no_update, no_update
     try:
         figure, drawn_as = views.zoomed(state, window)
+    except (ValueError, LookupError):  # past the budget and not held here, or refused: the overview stays
+        return no_update, no_update
     except Exception:  # the view drew a moment ago; if it cannot now, the overview stays as it is
         views.log.exception("zooming into %s failed", search)
         return no_update, no_update
     return figure, "" if window == "full" else f"{key}|{drawn_as}"
 
+
+clientside_callback(
+    ClientsideFunction(namespace="ppviz", function_name="imageOptions"),
+    Output("gantt", "config"),
+    Output("memory", "config"),
+    Input("image-format", "value"),
+    Input("url", "search"),
+)
+
+clientside_callback(
+    ClientsideFunction(namespace="ppviz", function_name="checkUpload"),
+    Output("upload-checked", "data"),
+    Output("upload-error", "children", allow_duplicate=True),
+    Input("upload", "contents"),
+    State("upload", "filename"),
+    State("upload-limit", "data"),
+    prevent_initial_call=True,
+)
 
 clientside_callback(
     "function(n) { return window.location.href; }",
@@ -226,9 +312,9 @@ clientside_callback(
 def _pattern_ids(groups: list, kind: str) -> list[dict]:
     """The ids matched by the pattern-matching input or output of this type."""
     for group in groups:
-        first = group[0]["id"] if isinstance(group, list) and group else None
+        first = group[0].get("id") if isinstance(group, list) and group and isinstance(group[0], dict) else None
         if isinstance(first, dict) and first.get("type") == kind:
-            return [item["id"] for item in group]
+            return [item.get("id") if isinstance(item, dict) else None for item in group]
     return []
 
 

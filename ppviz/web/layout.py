@@ -11,6 +11,8 @@ from . import controls
 from .url_state import SLIDERS, ViewState
 from .views import GRAPH_CONFIG, IMAGE_FORMATS, UPLOAD_MAX_BYTES
 
+UPLOAD_KB = UPLOAD_MAX_BYTES // 1024
+
 STAGE_COLUMNS = [
     {"name": "stage", "id": "stage", "editable": False},
     *(
@@ -49,6 +51,9 @@ def layout() -> html.Div:
             dcc.Location(id="url", refresh=False),
             dcc.Download(id="download"),
             dcc.Store(id="upload-store"),
+            dcc.Store(id="upload-checked"),
+            dcc.Store(id="upload-limit", data=UPLOAD_MAX_BYTES),
+            dcc.Store(id="job-request"),
             dcc.Store(id="axes-sync"),
             dcc.Store(id="zoom-request"),
             header(),
@@ -185,10 +190,11 @@ def export_panel() -> list:
         html.Div(id="export-error", className="control-msg"),
         dcc.Upload(
             id="upload",
-            children=html.Div(["drop or ", html.A("choose"), " a PyTorch-format order CSV"]),
-            max_size=4 * UPLOAD_MAX_BYTES,  # past this the browser drops the file; up to it the server says why
+            children=html.Div(["drop or ", html.A("choose"), f" a PyTorch-format order CSV (up to {UPLOAD_KB} KB)"]),
+            # No max_size or accept: the browser would drop such files silently. checkUpload (assets)
+            # refuses a file past the limit with a message before it travels; the server checks the rest.
+            max_size=-1,
             multiple=False,
-            accept=".csv,.txt,text/csv,text/plain",
             className="upload",
         ),
         html.Div(id="upload-error", className="control-msg"),
@@ -214,6 +220,7 @@ def views() -> html.Section:
                 id="ranking-box",
                 style={"display": "none"},
             ),
+            job_box(),
             dcc.Loading(
                 dcc.Graph(id="gantt", config=GRAPH_CONFIG, figure=_empty()),
                 custom_spinner=_working(),
@@ -233,6 +240,25 @@ def views() -> html.Section:
             ),
         ],
         className="views",
+    )
+
+
+def job_box() -> html.Div:
+    """Progress of a view drawn in the background (big sizes, searching schedules), with a stop button."""
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Progress(id="job-progress", value=0, max=2),
+                    html.Span("", id="job-status", className="help"),
+                    html.Button("stop", id="job-cancel", n_clicks=0, className="button small"),
+                ],
+                id="job-box",
+                className="job",
+                style={"display": "none"},
+            ),
+            html.Div(id="job-error", className="control-msg"),
+        ]
     )
 
 

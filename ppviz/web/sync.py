@@ -10,12 +10,12 @@ from dataclasses import dataclass, replace
 
 from ppviz import REGISTRY
 
-from . import controls
-from .url_state import CUSTOM, SLIDERS, ViewState, encode, parse
+from . import controls, limits
+from .url_state import CUSTOM, SLIDERS, Parsed, ViewState, encode, parse
 
 CONTROLS = ("mode", "schedule", "compare", *SLIDERS, "limit")
 TABLE_TRIGGERS = {"url", "devices", "f", "b", "w", "stage-reset", None}
-MAX_COMPARE = 4
+MAX_COMPARE = limits.MAX_COMPARE
 
 
 @dataclass
@@ -41,10 +41,25 @@ def param_values(state: ViewState, ids: list[dict]) -> list:
     """Values for the parameter widgets with these ids (defaults where the state sets none)."""
     out = []
     for pid in ids:
-        spec = REGISTRY[pid["schedule"]]
-        param = spec.param(pid["name"])
-        out.append(state.params.get(spec.name, {}).get(pid["name"], param.default if param else None))
+        spec = REGISTRY.get(pid.get("schedule")) if _named(pid) else None
+        param = spec.param(pid["name"]) if spec is not None else None
+        if param is None:
+            out.append(None)  # an id the page does not have (a crafted request): nothing to set
+            continue
+        out.append(state.params.get(spec.name, {}).get(pid["name"], param.default))
     return out
+
+
+def read(search: object) -> Parsed:
+    """A query string as a bounded view state, with notes on what was changed (any input type)."""
+    text = search if isinstance(search, str) else ""
+    notes = [] if isinstance(search, (str, type(None))) else ["the link is not text; showing the default view"]
+    if len(text) > limits.MAX_SEARCH_CHARS:
+        notes.append(f"the link is longer than {limits.MAX_SEARCH_CHARS:,} characters; showing the default view")
+        text = ""
+    parsed = parse(text)
+    state, more = limits.bounded(parsed.state)
+    return Parsed(state, notes + parsed.notes + more)
 
 
 def table_rows(state: ViewState) -> list[dict]:
@@ -64,17 +79,20 @@ def state_from_controls(
     """The view the controls show. ``previous`` (from the current URL) supplies what controls do not hold."""
     chosen: dict[str, dict] = {}
     for pid, value in params:
-        if value is not None:
+        if value is not None and _named(pid):
             chosen.setdefault(pid["schedule"], {})[pid["name"]] = value
+    compare = values.get("compare")
+    schedule = values.get("schedule")
     state = replace(
         previous,
-        mode=values.get("mode") or "single",
-        schedule=values.get("schedule") or previous.schedule,
-        compare=tuple(values.get("compare") or ())[:MAX_COMPARE],
+        mode=values.get("mode") if values.get("mode") in ("single", "compare") else "single",
+        schedule=schedule if isinstance(schedule, str) and schedule else previous.schedule,
+        compare=tuple(compare) if isinstance(compare, (list, tuple)) else (),
         limit=values.get("limit"),
         params=chosen,
         **{name: _number(values.get(name), getattr(previous, name), name) for name in SLIDERS},
     )
+    upload = upload if isinstance(upload, str) else None
     order = upload if state.schedule == CUSTOM and upload else None
     if state.schedule == CUSTOM and order is None:
         order = previous.order
@@ -83,7 +101,7 @@ def state_from_controls(
     state = replace(state, order=order)
     if trigger == "stage-reset":
         return replace(state, stage_times={})
-    if trigger == "stage-table" and rows is not None:
+    if trigger == "stage-table" and isinstance(rows, list):
         return replace(state, stage_times=_overrides(rows, state))
     kept = {s: fbw for s, fbw in previous.stage_times.items() if s < state.devices}
     return replace(state, stage_times=kept)
@@ -97,8 +115,13 @@ def sync(
     rows: list[dict] | None,
     upload: str | None,
 ) -> Synced:
-    """Both directions: a URL change sets the controls; a control change writes the URL."""
-    parsed = parse(search)
+    """Both directions: a URL change sets the controls; a control change writes the URL.
+
+    Either way the state passes ``limits.bounded``: a value past its range is clamped, said so in
+    the notes, and the control is set to what is used.
+    """
+    parsed = read(search)
+    upload = upload if isinstance(upload, str) else None
     if trigger in (None, "url"):
         state = parsed.state
         return Synced(
@@ -111,17 +134,21 @@ def sync(
         )
     if trigger == "upload-store" and upload:
         values = {**values, "mode": "single", "schedule": CUSTOM}
-    state = state_from_controls(values, params, rows, parsed.state, trigger, upload)
-    out = Synced(state, search=encode(state), notes=[])
+    raw = state_from_controls(values, params, rows, parsed.state, trigger, upload)
+    state, notes = limits.bounded(raw)
+    out = Synced(state, search=encode(state), notes=notes)
+    if notes:  # show what is used instead of what was sent
+        out.controls = {name: value for name, value in control_values(state).items() if name != "compare"}
+        out.params = param_values(state, [pid for pid, _ in params])
     if trigger == "upload-store" and upload:
-        out.controls = {"mode": "single", "schedule": CUSTOM}
+        out.controls = {**(out.controls or {}), "mode": "single", "schedule": CUSTOM}
         out.options = controls.schedule_options(with_custom=True)
-    if len(values.get("compare") or ()) > MAX_COMPARE:
+    sent = values.get("compare")
+    if not isinstance(sent, (list, tuple)) or list(sent) != list(state.compare):
         out.controls = {**(out.controls or {}), "compare": list(state.compare)}
-        out.notes = [f"compare takes at most {MAX_COMPARE} schedules; kept the first {MAX_COMPARE}"]
     if trigger in TABLE_TRIGGERS:
         out.rows = table_rows(state)
-    if out.search.lstrip("?") == (search or "").lstrip("?"):
+    if out.search.lstrip("?") == (search if isinstance(search, str) else "").lstrip("?"):
         out.search = None
     return out
 
@@ -130,10 +157,11 @@ def _overrides(rows: list[dict], state: ViewState) -> dict[int, tuple[float, flo
     """Rows whose times differ from the sliders' (a cell left unreadable keeps the slider's value)."""
     uniform = (state.f, state.b, state.w)
     out = {}
-    for row in rows:
-        try:
-            stage = int(row["stage"])
-        except (KeyError, TypeError, ValueError):
+    for row in rows[: state.devices]:
+        if not isinstance(row, dict):
+            continue
+        stage = row.get("stage")
+        if isinstance(stage, bool) or not isinstance(stage, int) or not 0 <= stage < state.devices:
             continue
         fbw = tuple(_number(row.get(k), u, k) for k, u in zip("fbw", uniform))
         if fbw != uniform and stage < state.devices:
@@ -147,8 +175,13 @@ def _number(value: object, default: float, name: str) -> float:
         return default
     try:
         v = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
     if name in ("devices", "microbatches"):
         return int(v) if v.is_integer() else default
     return v
+
+
+def _named(pid: object) -> bool:
+    """A parameter id as the page makes them: a dict naming a schedule and a parameter by strings."""
+    return isinstance(pid, dict) and isinstance(pid.get("schedule"), str) and isinstance(pid.get("name"), str)

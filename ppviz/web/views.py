@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import ppviz
 from ppviz import REGISTRY, figures, formats
 from ppviz.ir import KIND_INDEX, Kind
 
+from . import limits
 from .url_state import CUSTOM, MAX_ORDER_CHARS, ViewState
 
 log = logging.getLogger(__name__)
@@ -26,24 +28,30 @@ log = logging.getLogger(__name__)
 # Measured slider-release-to-chart in headless Chromium (bench/bench_page.py --sweep): bars 1.1 s
 # at 5k ops, 1.45 s at 10k, 4.8 s at 15k; the overview 0.3-0.7 s up to 20k and 1.1 s at 50k.
 BARS_MAX_OPS = 8_000
-# Schedules that search for their order (Spec.uses_costs) stop at this devices × microbatches on
-# the page: measured here, v-auto (the slowest) takes about 5.5 s at 32×256 and 30 s at 64×512.
-SEARCH_MAX_SIZE = 8_192
-UPLOAD_MAX_BYTES = 256 * 1024
-# Runs kept per worker (counted in actions) so that a zoom or a limit-line move simulates nothing again.
-RUN_CACHE_ACTIONS = 3_000_000
+UPLOAD_MAX_BYTES = limits.MAX_ORDER_BYTES
+# Runs kept per worker, by the bytes they hold, so that a zoom or a limit-line move simulates nothing again.
+RUN_CACHE_BYTES = int(float(os.environ.get("PPVIZ_RUN_CACHE_MB", "48")) * 2**20)
+# Bytes of a run's Python objects besides its numpy columns (measured with tracemalloc: ~57 per action).
+ACTION_BYTES = 64
+DEVICE_BYTES = 512
 OVERVIEW_NOTE = " · zoom in for bars"
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
 IMAGE_FORMATS = ("svg", "png")
 
 
-def graph_config(image_format: str = "svg") -> dict:
+def graph_config(image_format: str = "svg", filename: str = "ppviz") -> dict:
     """Chart options: the modebar's camera button saves the chart as SVG or PNG (at 2× for PNG)."""
     fmt = image_format if image_format in IMAGE_FORMATS else "svg"
     return {
         "displaylogo": False,
-        "toImageButtonOptions": {"format": fmt, "filename": "ppviz", "scale": 2 if fmt == "png" else 1},
+        "toImageButtonOptions": {"format": fmt, "filename": filename, "scale": 2 if fmt == "png" else 1},
     }
+
+
+def file_stem(state: ViewState) -> str:
+    """Downloads are named after what is shown: ``zb-v_p8_m32`` (``compare_…`` in compare mode)."""
+    name = state.schedule if state.mode == "single" else "compare"
+    return f"{name}_p{state.devices}_m{state.microbatches}"
 
 
 GRAPH_CONFIG = graph_config()
@@ -72,15 +80,10 @@ def schedule_of(state: ViewState, name: str, costs: ppviz.Costs | None = None) -
     if name == CUSTOM:
         if state.order is None:
             raise ValueError("no order uploaded: upload a PyTorch-format order CSV")
-        return formats.read_torch_csv(state.order, max_bytes=UPLOAD_MAX_BYTES)
-    spec = REGISTRY.get(name)
-    size = state.devices * state.microbatches
-    if spec is not None and spec.uses_costs and size > SEARCH_MAX_SIZE:
-        raise ValueError(
-            f"{name} searches for its order, which takes seconds; the page stops at devices × microbatches = "
-            f"{SEARCH_MAX_SIZE:,} (got {state.devices} × {state.microbatches} = {size:,}): lower them, or run "
-            f"`ppviz simulate {name} -p {state.devices} -m {state.microbatches}` from the command line"
-        )
+        limits.check_order(state.order)
+        schedule = formats.read_torch_csv(state.order, max_bytes=UPLOAD_MAX_BYTES)
+        limits.check_order_size(schedule.devices, schedule.microbatches)
+        return schedule
     return ppviz.build(name, state.devices, state.microbatches, costs=costs, **state.params_of(name))
 
 
@@ -94,7 +97,7 @@ def run_of(state: ViewState, name: str) -> ppviz.Run:
     return ppviz.evaluate(schedule_of(state, name, costs), costs)
 
 
-_RUN_CACHE: OrderedDict[tuple, ppviz.Run] = OrderedDict()
+_RUN_CACHE: OrderedDict[tuple, tuple[ppviz.Run, int]] = OrderedDict()
 _RUN_CACHE_LOCK = threading.Lock()
 
 
@@ -106,18 +109,38 @@ def cached_run(state: ViewState, name: str) -> ppviz.Run:
     """
     key = run_key(state, name)
     with _RUN_CACHE_LOCK:
-        run = _RUN_CACHE.get(key)
-        if run is not None:
+        hit = _RUN_CACHE.get(key)
+        if hit is not None:
             _RUN_CACHE.move_to_end(key)
-            return run
+            return hit[0]
     run = run_of(state, name)
+    size = run_bytes(run, key)
+    if size > RUN_CACHE_BYTES:
+        return run  # bigger than the whole cache: kept only while it is drawn
     with _RUN_CACHE_LOCK:
-        _RUN_CACHE[key] = run
-        held = sum(len(r.result) for r in _RUN_CACHE.values())
-        while len(_RUN_CACHE) > 1 and held > RUN_CACHE_ACTIONS:
-            _, dropped = _RUN_CACHE.popitem(last=False)
-            held -= len(dropped.result)
+        _RUN_CACHE[key] = (run, size)
+        held = sum(b for _, b in _RUN_CACHE.values())
+        while held > RUN_CACHE_BYTES:
+            _, (_, dropped) = _RUN_CACHE.popitem(last=False)
+            held -= dropped
     return run
+
+
+def is_cached(state: ViewState, name: str) -> bool:
+    with _RUN_CACHE_LOCK:
+        return run_key(state, name) in _RUN_CACHE
+
+
+def run_bytes(run: ppviz.Run, key: tuple = ()) -> int:
+    """The memory a cached run holds: its numpy columns, its schedule's actions and any order text."""
+    columns = sum(v.nbytes for v in vars(run.result).values() if hasattr(v, "nbytes"))
+    order = sum(len(k) for k in key if isinstance(k, str))
+    return columns + ACTION_BYTES * len(run.result) + DEVICE_BYTES * run.schedule.devices + order
+
+
+def run_cache_bytes() -> int:
+    with _RUN_CACHE_LOCK:
+        return sum(b for _, b in _RUN_CACHE.values())
 
 
 def run_key(state: ViewState, name: str) -> tuple:
@@ -180,16 +203,40 @@ def zoom_window(relayout: dict | None) -> tuple[float, float] | str | None:
 
 
 def zoomed(state: ViewState, window: tuple[float, float] | str) -> tuple[object, str]:
-    """The single view's Gantt chart for a time window ("full": the whole run), and how it is drawn."""
+    """The single view's Gantt chart for a time window ("full": the whole run), and how it is drawn.
+
+    Within a synchronous request's budget only: a run past it that this worker does not hold
+    (it was drawn by a background job) is not computed again here; the overview stays.
+    """
+    limits.check(state)
+    if limits.in_background(state) and not is_cached(state, state.schedule):
+        raise LookupError("the run is not held by this worker")
     run = cached_run(state, state.schedule)
     return gantt_figure(run, window=None if window == "full" else window)
 
 
-def render(state: ViewState) -> View:
-    """Simulate the schedules on screen and build what the page shows."""
+def render(state: ViewState, background: bool = False) -> View:
+    """Simulate the schedules on screen and build what the page shows.
+
+    Work past a synchronous request's budget is done only when ``background`` (in a background
+    job); otherwise the view comes back "queued", with a placeholder saying what is being drawn.
+    """
     names = state.shown
     runs, errors = [], {}
-    for name in names:
+    if not names:
+        text = f"pick 2–{limits.MAX_COMPARE} schedules to compare"
+        return View(message_figure(text), None, [], [], {"compare": ("error", text)}, _disabled(state, [])[0])
+    try:
+        limits.check(state)
+    except ValueError as e:
+        errors[names[0]] = str(e)
+        names = names[:1]
+    if not errors and not background and limits.in_background(state):
+        text = f"Drawing {' and '.join(names)} at {state.devices} × {state.microbatches} in the background…"
+        placeholder = message_figure(text)
+        memory = None if state.mode == "compare" else placeholder
+        return View(placeholder, memory, [], [], {}, _disabled(state, [])[0], [], "queued")
+    for name in names if not errors else ():
         try:
             runs.append(cached_run(state, name))
         except ValueError as e:
@@ -206,7 +253,7 @@ def render(state: ViewState) -> View:
         memory = None if state.mode == "compare" else placeholder
         return View(placeholder, memory, [], [], messages, disabled, runs, "none")
     if state.mode == "compare":
-        fig = figures.compare(runs, titles=[_title(r) for r in runs], max_bars=BARS_MAX_OPS // len(runs))
+        fig = figures.compare(runs, titles=[_title(r) for r in runs], max_bars=BARS_MAX_OPS // max(len(runs), 1))
         return View(fig, None, [], ranking(runs), messages, disabled, runs, "bars")
     run = runs[0]
     gantt, drawn_as = gantt_figure(run)
@@ -249,11 +296,11 @@ def ranking(runs: list[ppviz.Run]) -> list[dict]:
     rows = [
         {
             "schedule": _title(r),
-            "makespan": r.metrics.makespan,
+            "makespan": _shown(r.metrics.makespan),
             "bubble": round(r.metrics.bubble_fraction, 4),
-            "span": max(r.metrics.span),
-            "peak activation": max(r.metrics.peak_activation),
-            "parameters": max(r.metrics.parameters),
+            "span": _shown(max(r.metrics.span)),
+            "peak activation": _shown(max(r.metrics.peak_activation)),
+            "parameters": _shown(max(r.metrics.parameters)),
         }
         for r in runs
     ]
@@ -299,17 +346,27 @@ def control_for(message: str, state: ViewState, schedule: str) -> str:
 
 def export(state: ViewState, kind: str) -> dict:
     """A download of the first schedule on screen: {content, filename, type}."""
+    if not state.shown:
+        raise ValueError("nothing on screen to export: pick a schedule")
     name = state.shown[0]
-    run = run_of(state, name)
-    stem = f"ppviz-{name}-p{run.schedule.devices}-m{run.schedule.microbatches}"
+    one = replace(state, mode="single", schedule=name)
+    limits.check(one)
+    size = limits.actions(one, name)
+    if size > limits.EXPORT_MAX_OPS:
+        raise ValueError(
+            f"{name} has about {size:,} ops, more than the page exports ({limits.EXPORT_MAX_OPS:,}): "
+            f"use the CLI: {limits.cli_command(one, name, ' --json > run.json')}"
+        )
+    run = cached_run(one, name)
+    stem = f"{name}_p{run.schedule.devices}_m{run.schedule.microbatches}"
     if kind == "ops-csv":
-        return {"content": formats.ops_csv(run), "filename": f"{stem}-ops.csv", "type": "text/csv"}
+        return {"content": formats.ops_csv(run), "filename": f"{stem}_ops.csv", "type": "text/csv"}
     if kind == "run-json":
         return {"content": formats.run_json(run), "filename": f"{stem}.json", "type": "application/json"}
     if kind == "torch-csv":
-        return {"content": formats.torch_csv(run), "filename": f"{stem}-order.csv", "type": "text/csv"}
+        return {"content": formats.torch_csv(run), "filename": f"{stem}_order.csv", "type": "text/csv"}
     if kind == "trace":
-        return {"content": formats.chrome_trace(run), "filename": f"{stem}-trace.json", "type": "application/json"}
+        return {"content": formats.chrome_trace(run), "filename": f"{stem}_trace.json", "type": "application/json"}
     raise ValueError(f"unknown export {kind!r}")
 
 
@@ -318,21 +375,24 @@ def read_upload(contents: str, filename: str | None) -> str:
     import base64
     import binascii
 
-    header, _, data = (contents or "").partition(",")
+    name = filename if isinstance(filename, str) and filename else "the file"
+    header, _, data = (contents if isinstance(contents, str) else "").partition(",")
     if not data or ";base64" not in header:
         raise ValueError("the upload is empty: choose a PyTorch-format order CSV")
     if len(data) * 3 // 4 > UPLOAD_MAX_BYTES:
-        raise ValueError(f"the file is larger than {UPLOAD_MAX_BYTES // 1024} KB: upload a smaller order")
+        raise ValueError(f"{name} is larger than {UPLOAD_MAX_BYTES // 1024} KB: upload a smaller order")
     try:
-        text = base64.b64decode(data, validate=True).decode("utf-8")
+        text = base64.b64decode(data, validate=True).decode("utf-8-sig")
     except (binascii.Error, UnicodeDecodeError):
-        raise ValueError(f"{filename or 'the file'} is not UTF-8 text: upload a CSV") from None
-    formats.read_torch_csv(text, max_bytes=UPLOAD_MAX_BYTES)  # raises ValueError on anything but a valid order
+        raise ValueError(f"{name} is not UTF-8 text: upload a CSV") from None
+    limits.check_order(text)
+    schedule = formats.read_torch_csv(text, max_bytes=UPLOAD_MAX_BYTES)  # ValueError on anything but a valid order
+    limits.check_order_size(schedule.devices, schedule.microbatches)
     from .url_state import pack_order
 
     if len(pack_order(text)) > MAX_ORDER_CHARS:
         raise ValueError(
-            f"{filename or 'the order'} is too large to keep in a shareable link "
+            f"{name} is too large to keep in a shareable link "
             f"(more than {MAX_ORDER_CHARS:,} characters compressed): upload a smaller order"
         )
     return text
@@ -373,6 +433,11 @@ def _limit(state: ViewState) -> float | None:
 def _share_time_axis(gantt, memory) -> None:
     """Both charts on exactly the Gantt chart's time range."""
     memory.update_xaxes(range=list(gantt.layout.xaxis.range))
+
+
+def _shown(value: float) -> float:
+    """A number as the cards print it (``:g``, 6 significant digits): 58.10000000000002 → 58.1."""
+    return float(f"{value:g}")
 
 
 def _title(run: ppviz.Run) -> str:

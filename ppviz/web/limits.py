@@ -1,0 +1,240 @@
+"""One set of bounds for everything that enters the server, and the price of the work a view asks for.
+
+Every view reaches the page's work through ``bounded`` (values into their ranges, with a note for
+each change) and ``check`` (sizes and work past the page's bounds refused with a message saying
+what to change), whether it came from a link, a control, an upload or a crafted request.
+
+Work is priced in plain-action units: a schedule's estimated actions times its search factor.
+The factors are CPU time per action relative to a plain generate + simulate, measured by
+``python bench/bench_load.py --factors`` (2026-11-23, 8×32 to 32×128; plain ≈ 2.5 µs/action).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+
+from ppviz import REGISTRY
+from ppviz.schedules.registry import resolve
+
+from .url_state import CUSTOM, SLIDERS, ViewState
+
+MAX_DEVICES = int(SLIDERS["devices"].high)  # 64, as the slider says
+MAX_MICROBATCHES = int(SLIDERS["microbatches"].high)  # 512
+MAX_ORDER_RANKS = MAX_DEVICES  # rows of an imported order, blank (idle) rows included
+MAX_ORDER_BYTES = 256 * 1024
+MAX_COMPARE = 4
+MAX_STAGE_TIME = 1_000.0  # a per-stage time in the table (the sliders stop at 4)
+MAX_LIMIT = 1e6  # the memory-limit line
+MAX_PARAM = {int: MAX_MICROBATCHES, float: 1e6}  # for parameters the registry leaves unbounded
+MAX_SEARCH_CHARS = 16_384  # a query string arriving in a callback (a link carries at most ~6,000)
+
+# CPU per action relative to a plain schedule (v-auto 165-180 µs/action, zb-auto 71-77, v-min /
+# v-half / v-zb 41-60, plain 1.4-4 µs; measured with bench/bench_load.py --factors).
+SEARCH_FACTOR = {"v-min": 20, "v-half": 20, "v-zb": 20, "zb-auto": 30, "v-auto": 70}
+DEFAULT_SEARCH_FACTOR = max(SEARCH_FACTOR.values())  # a searching schedule not measured yet
+# A synchronous request does at most this much work (about 0.5 s of CPU here); more runs in the background.
+SYNC_WORK = 200_000
+# A background job does at most this much (about 30 s here: v-auto up to 64 × 256); past it, the CLI.
+BACKGROUND_WORK = 10_000_000
+# Exports of more ops than this would be tens of MB: the CLI writes them instead.
+EXPORT_MAX_OPS = 100_000
+
+
+def factor(name: str) -> int:
+    spec = REGISTRY.get(name)
+    if spec is None or not spec.uses_costs:
+        return 1
+    return SEARCH_FACTOR.get(name, DEFAULT_SEARCH_FACTOR)
+
+
+def actions(state: ViewState, name: str) -> int:
+    """The number of actions the schedule will have, from its sizes (0 if the core will refuse it)."""
+    if name == CUSTOM:
+        return _order_tokens(state.order or "")
+    spec = REGISTRY.get(name)
+    if spec is None:
+        return 0
+    try:
+        _, _, params = resolve(spec, state.devices, state.microbatches, dict(state.params_of(name)))
+    except ValueError:
+        return 0  # the core says why when it is asked
+    chunks = params.get("chunks") or spec.chunks or 1
+    iterations = params.get("iterations") or 1
+    return state.devices * state.microbatches * chunks * iterations * (3 if spec.split_backward else 2)
+
+
+def work(state: ViewState) -> int:
+    """The price of drawing the view: each schedule on screen, actions × search factor."""
+    return sum(actions(state, name) * factor(name) for name in state.shown)
+
+
+def in_background(state: ViewState) -> bool:
+    """Whether drawing this view may take more than a synchronous request's budget."""
+    return work(state) > SYNC_WORK
+
+
+def check(state: ViewState) -> None:
+    """Refuse a view the page will not compute, saying what to change. Cheap: nothing is built."""
+    if state.schedule == CUSTOM and state.mode == "single":
+        check_order(state.order or "")
+    for name in state.shown:
+        cost = actions(state, name) * factor(name)
+        if cost > BACKGROUND_WORK:
+            raise ValueError(too_big(state, name, cost))
+
+
+def too_big(state: ViewState, name: str, cost: int) -> str:
+    verb = "searches for its order" if factor(name) > 1 else "has"
+    what = f"about {actions(state, name):,} actions" + (f" (× {factor(name)} to search)" if factor(name) > 1 else "")
+    return (
+        f"{name} at {state.devices} devices × {state.microbatches} microbatches {verb}: {what}, past what the "
+        f"page computes ({BACKGROUND_WORK:,} action-units; this is {cost:,}): lower devices or microbatches, or "
+        f"use the CLI: {cli_command(state, name)}"
+    )
+
+
+def cli_command(state: ViewState, name: str, extra: str = "") -> str:
+    if name == CUSTOM:
+        return f"ppviz simulate --order order.csv{extra}"
+    params = "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in state.params_of(name).items())
+    return f"ppviz simulate {name} -p {state.devices} -m {state.microbatches}{params}{extra}"
+
+
+def check_order(text: str) -> None:
+    """An imported order's bounds, checked on its text before it is parsed."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_ORDER_BYTES:
+        raise ValueError(f"the order is {size:,} bytes; the page takes up to {MAX_ORDER_BYTES // 1024} KB")
+    ranks = len(text.replace("\r\n", "\n").replace("\r", "\n").rstrip().split("\n"))
+    if ranks > MAX_ORDER_RANKS:
+        raise ValueError(
+            f"the order has {ranks:,} rows (ranks, blank rows included); the page takes at most {MAX_ORDER_RANKS}: "
+            f"remove the blank rows, or use the CLI: ppviz simulate --order order.csv"
+        )
+
+
+def check_order_size(devices: int, microbatches: int) -> None:
+    """A parsed order's sizes, bounded like the sliders."""
+    if microbatches > MAX_MICROBATCHES:
+        raise ValueError(
+            f"the order has {microbatches:,} microbatches; the page takes at most {MAX_MICROBATCHES}: "
+            "use the CLI: ppviz simulate --order order.csv"
+        )
+    if devices > MAX_ORDER_RANKS:
+        raise ValueError(f"the order has {devices} devices; the page takes at most {MAX_ORDER_RANKS}")
+
+
+def bounded(state: ViewState) -> tuple[ViewState, list[str]]:
+    """``state`` with every field of a known type and within its range; a note for each change."""
+    notes: list[str] = []
+    default = ViewState()
+    values: dict = {}
+    if state.mode not in ("single", "compare"):
+        values["mode"] = "single"
+    if not isinstance(state.schedule, str) or (state.schedule not in REGISTRY and state.schedule != CUSTOM):
+        notes.append(f"unknown schedule {_show(state.schedule)}; showing {default.schedule}")
+        values["schedule"] = default.schedule
+    compare = state.compare if isinstance(state.compare, (list, tuple)) else ()
+    known = [n for n in compare if isinstance(n, str) and n in REGISTRY]
+    if len(known) != len(compare):
+        notes.append("unknown schedules left out of the comparison")
+    known = list(dict.fromkeys(known))
+    if len(known) > MAX_COMPARE:
+        notes.append(f"compare takes at most {MAX_COMPARE} schedules; kept the first {MAX_COMPARE}")
+    if tuple(known[:MAX_COMPARE]) != tuple(compare):
+        values["compare"] = tuple(known[:MAX_COMPARE])
+    for name, spec in SLIDERS.items():
+        value = getattr(state, name)
+        clean = _in_range(name, value, spec.low, spec.high, name in ("devices", "microbatches"), notes)
+        if clean is None:
+            clean = getattr(default, name)
+        if clean != value or type(clean) is not type(value):
+            values[name] = clean
+    if state.limit is not None:
+        limit = _in_range("memory limit", state.limit, 0, MAX_LIMIT, False, notes)
+        if limit != state.limit:
+            values["limit"] = limit
+    params = _bounded_params(state.params, notes)
+    if params != state.params:
+        values["params"] = params
+    devices = values.get("devices", state.devices)
+    stage_times = _bounded_stage_times(state.stage_times, devices, notes)
+    if stage_times != state.stage_times:
+        values["stage_times"] = stage_times
+    if state.order is not None and not isinstance(state.order, str):
+        values["order"] = None
+    state = replace(state, **values) if values else state
+    if state.schedule == CUSTOM and state.order is None:
+        state = replace(state, schedule=default.schedule)
+    return state, notes
+
+
+def _bounded_params(params: object, notes: list[str]) -> dict:
+    out: dict[str, dict] = {}
+    if not isinstance(params, dict):
+        return out
+    for sched, chosen in params.items():
+        spec = REGISTRY.get(sched) if isinstance(sched, str) else None
+        if spec is None or not isinstance(chosen, dict):
+            continue
+        for pname, value in chosen.items():
+            param = spec.param(pname) if isinstance(pname, str) else None
+            if param is None or value is None:
+                continue
+            high = param.high if param.high is not None else MAX_PARAM[param.type]
+            clean = _in_range(f"{sched} {pname}", value, param.low, high, param.type is int, notes)
+            if clean is not None:
+                out.setdefault(sched, {})[pname] = clean
+    return out
+
+
+def _bounded_stage_times(stage_times: object, devices: int, notes: list[str]) -> dict:
+    out: dict[int, tuple[float, float, float]] = {}
+    if not isinstance(stage_times, dict):
+        return out
+    for share, fbw in stage_times.items():
+        if isinstance(share, bool) or not isinstance(share, int) or not 0 <= share < devices:
+            continue
+        if not isinstance(fbw, (list, tuple)) or len(fbw) != 3:
+            continue
+        times = [_finite(t) for t in fbw]
+        if None in times:
+            notes.append(f"per-stage times of share {share} are not numbers; left out")
+            continue
+        if any(abs(t) > MAX_STAGE_TIME for t in times):
+            notes.append(f"per-stage times of share {share} are past ±{MAX_STAGE_TIME:g}; left out")
+            continue
+        out[share] = tuple(times)
+    return out
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _in_range(name: str, value: object, low: float, high: float, integer: bool, notes: list[str]):
+    """``value`` as a number in [low, high] (clamped, with a note), or None when it is not a number."""
+    v = _finite(value)
+    if v is None or (integer and not v.is_integer()):
+        notes.append(f"{name} {_show(value)} is not a {'whole number' if integer else 'number'}; using its default")
+        return None
+    if not low <= v <= high:
+        clamped = min(max(v, low), high)
+        notes.append(f"{name} {v:g} is outside {low:g}–{high:g}; using {clamped:g}")
+        v = clamped
+    return int(v) if integer else v
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _order_tokens(text: str) -> int:
+    """Actions in an order's text, counted without parsing it (an overlapped pair counts twice)."""
+    return sum(1 for cell in re.split(r"[,;\r\n]", text) if cell.strip())
