@@ -90,11 +90,17 @@ def schedule_for(layout: Layout, uniform: Costs | None = None) -> Schedule:
         raise SpecError(
             f"{spec.name} has {spec.chunks} chunk(s) per device; drop vpp {layout.vpp} or pick an interleaved schedule"
         )
-    return _build(layout.schedule, layout.pp, layout.microbatches, tuple(sorted(params.items())), uniform)
+    key = None if uniform is None else (uniform.f, uniform.b, uniform.w, uniform.p2p, uniform.b_frees)
+    return _build(layout.schedule, layout.pp, layout.microbatches, tuple(sorted(params.items())), key)
 
 
 @lru_cache(maxsize=256)
-def _build(name: str, pp: int, m: int, params: tuple, costs: Costs | None) -> Schedule:
+def _build(name: str, pp: int, m: int, params: tuple, costs_key: tuple | None) -> Schedule:
+    """Schedules are plain data, so one built for a (name, pp, m, params) serves every estimate."""
+    costs = None
+    if costs_key is not None:
+        f, b, w, p2p, b_frees = costs_key
+        costs = Costs(f, b, w, p2p=p2p, b_frees=b_frees)
     return schedules.build(name, pp, m, costs=costs, **dict(params))
 
 
