@@ -1,0 +1,270 @@
+"""Every server callback of the page, for every trigger, through Dash's real dispatch.
+
+Requests are built from the app's own callback map (``/_dash-dependencies``) and the page's props
+(``/_dash-layout``, then each answer), posted to ``/_dash-update-component`` as the renderer does,
+so Dash validates every return shape (a bare ``no_update`` for a wildcard output is a 500 here).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+
+import psutil
+import pytest
+from web_dispatch import Page, id_key, text_of
+
+import app as page_app
+import ppviz
+from ppviz.web import jobs, limits, views
+from ppviz.web.url_state import parse
+
+SERVER = page_app.server
+PAGE = "gantt.figure...memory.figure"
+
+
+@pytest.fixture
+def page() -> Page:
+    views.clear_run_cache()
+    p = Page.open(SERVER)
+    p.load()
+    return p
+
+
+def answer(response) -> dict:
+    assert response.status_code == 200, response.get_data(as_text=True)[:3000]
+    return response.get_json()["response"]
+
+
+def notes(page: Page) -> str:
+    return text_of(page.value("link-notes", "children"))
+
+
+def message(page: Page, name: str) -> str:
+    return text_of(page.value({"type": "control-msg", "name": name}, "children"))
+
+
+def test_page_load_draws_the_default_view(page):
+    assert parse(page.value("url", "search") or "").state.schedule == "1f1b"
+    figure = page.value("gantt", "figure")
+    assert figure["layout"]["title"]["text"].startswith("1f1b · 4 devices · 8 microbatches")
+    cards = text_of(page.value("cards", "children"))
+    assert "makespan 33 closed form 33" in cards  # (m + p − 1)(f + b + w) = 11 · 3
+
+
+@pytest.mark.parametrize(
+    "trigger",
+    ["mode", "schedule", "compare", "devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees", "limit"],
+)
+def test_every_control_of_the_page_callback_answers_with_valid_outputs(page, trigger):
+    """Each trigger with an ordinary new value, then emptied: 200 both times (Dash checked the shapes)."""
+    dep = page.callback(PAGE)
+    new = {
+        "mode": "compare",
+        "schedule": "zb-h1",
+        "compare": ["1f1b", "zb-h1"],
+        "devices": 6,
+        "microbatches": 12,
+        "f": 2,
+        "b": 1.5,
+        "w": 0.5,
+        "p2p": 0.2,
+        "overlap": 0.8,
+        "b_frees": 0.5,
+        "limit": 3,
+    }[trigger]
+    answer(page.fire(dep, [(trigger, "value")], {(trigger, "value"): new}))
+    answer(page.fire(dep, [(trigger, "value")], {(trigger, "value"): None}))
+
+
+def test_a_slider_release_writes_the_url_and_redraws(page):
+    out = answer(page.fire(page.callback(PAGE), [("devices", "value")], {("devices", "value"): 6}))
+    assert parse(out["url"]["search"]).state.devices == 6
+    assert "6 devices" in out["gantt"]["figure"]["layout"]["title"]["text"]
+    assert "makespan 39 closed form 39" in text_of(out["cards"]["children"])  # (m + p − 1)(f + b + w) = 13 · 3
+
+
+def test_the_limit_box_in_single_mode_sends_only_the_memory_chart(page):
+    out = answer(page.fire(page.callback(PAGE), [("limit", "value")], {("limit", "value"): 3}))
+    assert "gantt" not in out and "cards" not in out
+    assert any(t.get("name") == "limit 3" for t in out["memory"]["figure"]["data"])
+
+
+def test_clearing_the_compare_picker_says_what_to_do(page):
+    dep = page.callback(PAGE)
+    answer(page.fire(dep, [("mode", "value")], {("mode", "value"): "compare"}))
+    answer(page.fire(dep, [("compare", "value")], {("compare", "value"): []}))
+    assert "pick 2–4 schedules" in message(page, "compare")
+    assert "pick 2–4" in page.value("gantt", "figure")["layout"]["annotations"][0]["text"]
+
+
+def test_the_compare_ranking_is_rounded_like_the_cards(page):
+    dep = page.callback(PAGE)
+    answer(page.fire(dep, [("mode", "value")], {("mode", "value"): "compare"}))
+    values = {("compare", "value"): ["1f1b", "zb-h1"], ("f", "value"): 1.1, ("b", "value"): 0.7, ("w", "value"): 1.3}
+    answer(page.fire(dep, [("compare", "value")], values))
+    rows = page.value("ranking", "data")
+    assert len(rows) == 2
+    for row in rows:
+        for key in ("makespan", "span", "peak activation"):
+            assert row[key] == float(f"{row[key]:g}")
+
+
+@pytest.mark.parametrize(
+    ("sent", "used", "note"),
+    [(1e308, 64, "devices 1e+308 is outside 1–64; using 64"), (100_000, 64, "outside 1–64"), (-3, 1, "using 1")],
+)
+def test_devices_past_the_slider_are_clamped_with_a_note_before_any_work(page, sent, used, note):
+    out = answer(page.fire(page.callback(PAGE), [("devices", "value")], {("devices", "value"): sent}))
+    assert parse(out["url"]["search"]).state.devices == used
+    assert out["devices"]["value"] == used  # the slider shows what is used
+    assert note in notes(page)
+
+
+def test_a_search_at_8192_by_1_is_clamped_then_queued_not_run_for_minutes(page):
+    dep = page.callback(PAGE)
+    values = {("schedule", "value"): "v-auto", ("devices", "value"): 8192, ("microbatches", "value"): 1}
+    started = time.process_time()
+    out = answer(page.fire(dep, [("devices", "value")], values))
+    assert time.process_time() - started < 1.0
+    state = parse(out["url"]["search"]).state
+    assert (state.devices, state.microbatches) == (64, 1)
+    assert "outside 1–64" in notes(page)
+
+
+def test_a_heavy_view_is_drawn_by_a_background_job_with_progress(page):
+    """v-auto at 16 × 64 costs 6,144 × 70 units, past the synchronous budget."""
+    search = "?schedule=v-auto&devices=16&microbatches=64"
+    assert limits.in_background(parse(search).state)
+    out = answer(page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search}))
+    assert "in the background" in out["gantt"]["figure"]["layout"]["annotations"][0]["text"]
+    assert out["job-request"]["data"]["search"] == search
+    first, final, _ = page.run_background(page.callback("job-error.children"), [("job-request", "data")])
+    assert set(first.get_json()) >= {"cacheKey", "job"}
+    done = final.get_json()
+    assert done["progress"]["job-progress.value"] == 2
+    expected = ppviz.simulate("v-auto", 16, 64).metrics.makespan
+    assert f"makespan {expected:g}" in text_of(page.value("cards", "children"))
+    assert page.value("render-stamp", "children") == f"bars:{16 * 64 * 6}"
+
+
+def test_an_abandoned_background_job_stops_within_a_bounded_time(page):
+    """Nobody polls (the tab closed): the job process ends within ABANDONED_S plus a poll or two."""
+    search = "?schedule=v-auto&devices=64&microbatches=128"  # about 15 s of searching here
+    page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search})
+    first = page.post(page.body(page.callback("job-error.children"), [("job-request", "data")])).get_json()
+    pid = int(first["job"].split("~")[0])
+    started = time.monotonic()
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() - started < jobs.ABANDONED_S + 3, "the abandoned job is still running"
+        time.sleep(0.2)
+    assert time.monotonic() - started >= jobs.ABANDONED_S - 1  # it ran until the page was known to be gone
+
+
+def test_each_export_is_a_background_job_named_after_the_view(page):
+    dep = page.callback(PAGE)
+    answer(page.fire(dep, [("url", "search")], {("url", "search"): "?schedule=zb-v&devices=8&microbatches=32"}))
+    export = page.callback("download.data")
+    for key, name in [("ops-csv", "zb-v_p8_m32_ops.csv"), ("trace", "zb-v_p8_m32_trace.json")]:
+        _, final, _ = page.run_background(export, [(f"export-{key}", "n_clicks")], {(f"export-{key}", "n_clicks"): 1})
+        assert page.value("download", "data")["filename"] == name, final.get_data(as_text=True)[:500]
+    ops = page.value("download", "data")["content"]
+    assert ops.count('"ph": "X"') == 8 * 32 * 6  # one complete event per op
+
+
+def test_an_export_past_its_op_bound_gives_the_cli_command(page):
+    search = "?schedule=interleaved-1f1b&devices=64&microbatches=512&interleaved-1f1b.chunks=4"
+    answer(page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search}))
+    export = page.callback("download.data")
+    page.run_background(export, [("export-trace", "n_clicks")], {("export-trace", "n_clicks"): 1})
+    text = text_of(page.value("export-error", "children"))
+    assert "262,144 ops" in text and "use the CLI: ppviz simulate interleaved-1f1b -p 64 -m 512" in text
+
+
+def upload_data(text: str | bytes) -> dict:
+    raw = text if isinstance(text, bytes) else text.encode()
+    return {"contents": "data:text/csv;base64," + base64.b64encode(raw).decode(), "filename": "o.csv", "at": 1}
+
+
+def test_an_upload_becomes_the_custom_schedule_and_bad_ones_say_why(page):
+    dep = page.callback("upload-store.data")
+    order = ppviz.to_torch_csv(ppviz.build("1f1b", 3, 4))
+    out = answer(page.fire(dep, [("upload-checked", "data")], {("upload-checked", "data"): upload_data(order)}))
+    assert out["upload-store"]["data"] == order
+    answer(page.fire(page.callback(PAGE), [("upload-store", "data")]))
+    assert "3 devices" in page.value("gantt", "figure")["layout"]["title"]["text"]
+    for bad, why in [
+        (b"\x89PNG\r\n\x1a\n\x00", "not UTF-8 text"),
+        ("0F0,0B0\n" + "\n" * 200 + "0F0", "at most 64"),
+        ("0F0," * 100_000, "larger than 256 KB"),
+        ("", "empty"),
+    ]:
+        out = answer(page.fire(dep, [("upload-checked", "data")], {("upload-checked", "data"): upload_data(bad)}))
+        assert why in text_of(out["upload-error"]["children"])
+    answer(page.fire(dep, [("upload-checked", "data")], {("upload-checked", "data"): "junk"}))
+
+
+def test_the_stage_table_and_its_reset(page):
+    dep = page.callback(PAGE)
+    rows = page.value("stage-table", "data")
+    rows[2]["f"] = 3.0
+    out = answer(page.fire(dep, [("stage-table", "data")], {("stage-table", "data"): rows}))
+    assert parse(out["url"]["search"]).state.stage_times == {2: (3.0, 1.0, 1.0)}
+    junk = [{"stage": 10**400, "f": "x"}, "x", None, {"stage": 1, "f": 1e308}]
+    out = answer(page.fire(dep, [("stage-table", "data")], {("stage-table", "data"): junk}))
+    assert parse(out["url"]["search"]).state.stage_times == {}
+    assert "past ±1000" in notes(page)
+    answer(page.fire(dep, [("stage-table", "data")], {("stage-table", "data"): rows}))
+    out = answer(page.fire(dep, [("stage-reset", "n_clicks")], {("stage-reset", "n_clicks"): 1}))
+    assert parse(out["url"]["search"]).state.stage_times == {}
+
+
+def test_schedule_parameters_and_their_blocks(page):
+    dep = page.callback(PAGE)
+    answer(page.fire(dep, [("schedule", "value")], {("schedule", "value"): "interleaved-1f1b"}))
+    pid = id_key({"name": "chunks", "schedule": "interleaved-1f1b", "type": "param"})
+    out = answer(page.fire(dep, [(pid, "value")], {(pid, "value"): 4}))
+    assert parse(out["url"]["search"]).state.params_of("interleaved-1f1b")["chunks"] == 4
+    blocks = answer(page.fire(page.callback("row-compare.style"), [("schedule", "value")]))
+    assert blocks['{"schedule":"interleaved-1f1b","type":"param-block"}']["style"] == {}
+    assert blocks['{"schedule":"zb-auto","type":"param-block"}']["style"] == {"display": "none"}
+    assert blocks["row-compare"]["style"] == {"display": "none"}
+
+
+def test_zooming_into_an_overview_draws_bars_once(page):
+    dep = page.callback(PAGE)
+    big = "?schedule=1f1b&devices=16&microbatches=512"
+    answer(page.fire(dep, [("url", "search")], {("url", "search"): big}))
+    assert page.value("render-stamp", "children") == "overview:16384"
+    zoom = page.callback("zoom-stamp.children")
+    event = {"xaxis.range[0]": 100.0, "xaxis.range[1]": 130.0}
+    out = answer(page.fire(zoom, [("zoom-request", "data")], {("zoom-request", "data"): event}))
+    assert any(t["type"] == "bar" for t in out["gantt"]["figure"]["data"])
+    again = page.fire(zoom, [("zoom-request", "data")], {("zoom-request", "data"): event})
+    assert again.status_code == 204 or "gantt" not in again.get_json()["response"]  # already drawn so
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[]",
+        b'{"output": "nope"}',
+        b'{"output": "download.data...export-error.children"}',
+    ],
+)
+def test_malformed_protocol_requests_get_400_without_a_traceback(page, body, caplog):
+    with caplog.at_level(logging.WARNING):
+        response = page.client.post("/_dash-update-component", data=body, content_type="application/json")
+    assert response.status_code == 400 and "error" in response.get_json()
+    assert not any(r.exc_info for r in caplog.records)
+
+
+def test_every_server_callback_is_covered_here(page):
+    """A new server callback must get its triggers tested above."""
+    covered = {"url.search", "row-compare.style", "download.data", "upload-store.data", "zoom-stamp", "job-error"}
+    for dep in page.server_callbacks():
+        if dep["output"].endswith(".id"):  # Dash's own cancel callbacks for background jobs
+            continue
+        assert any(c in dep["output"] for c in covered), dep["output"]
