@@ -33,9 +33,20 @@ def problem(body: object, callback_map: dict) -> str | None:
                     return f"{key}: a pattern-matching item must be a list of {{id, property}}"
             elif not _item(item):
                 return f"{key}: each item needs an id and a property"
+    parts = output[2:-2].split("...") if output.startswith("..") else None
     outputs = body.get("outputs")
-    if not isinstance(outputs, (list, dict)):
-        return "outputs missing"
+    if parts is None:
+        if not _item(outputs):
+            return "outputs must be one {id, property}"
+    elif not isinstance(outputs, list) or len(outputs) != len(parts):
+        return f"outputs must be a list of {len(parts)} items"
+    else:
+        for item, part in zip(outputs, parts):
+            wildcard = part.startswith("{")
+            if wildcard and not (isinstance(item, list) and all(_item(i) for i in item)):
+                return "outputs: a pattern-matching item must be a list of {id, property}"
+            if not wildcard and not _item(item):
+                return "outputs: each item needs an id and a property"
     changed = body.get("changedPropIds", [])
     if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
         return "changedPropIds must be a list of strings"
