@@ -68,16 +68,16 @@ def shades(color: str, n: int) -> list[str]:
 # --- compact arrays --------------------------------------------------------------------------
 
 
-def _time_dtype(run: Run) -> type:
+def _time_dtype(run: Run, scale: float = 1.0) -> type:
     """float32 when it places every bar edge within 0.1% of the shortest bar, else float64.
 
     Hover prints 7 significant digits, which float32 holds, so the saving costs no precision a
     reader can see; exports (CSV, JSON, trace) always carry the exact float64 times.
     """
     r = run.result
-    times = np.concatenate([r.slot_start, r.slot_end])
+    times = np.concatenate([r.slot_start, r.slot_end]) * scale
     err = np.abs(times.astype(np.float32).astype(np.float64) - times).max()
-    widths = r.slot_end - r.slot_start
+    widths = (r.slot_end - r.slot_start) * scale
     shortest = widths[widths > 0].min() if (widths > 0).any() else 1.0
     return np.float32 if err <= 1e-3 * shortest else np.float64
 
@@ -119,12 +119,12 @@ def _top_halves(result) -> np.ndarray:
     return top
 
 
-def _hover(kind: Kind, paired: bool, chunk: int | None) -> str:
+def _hover(kind: Kind, paired: bool, chunk: int | None, unit: str = "") -> str:
     what = f"<b>{kind.value}</b>" + (" (overlapped)" if paired else "")
     where = "stage %{customdata[0]}" + (f" (chunk {chunk})" if chunk is not None else "")
     return (
         f"{what} · device %{{y}}<br>{where} · mb %{{customdata[1]}}"
-        "<br>%{customdata[2]:.7~g} → %{customdata[3]:.7~g}<extra></extra>"
+        f"<br>%{{customdata[2]:.7~g}} → %{{customdata[3]:.7~g}}{_suffix(unit)}<extra></extra>"
     )
 
 
@@ -145,13 +145,16 @@ def _bar_traces(
     seen: set | None = None,
     span: float | None = None,
     keep: np.ndarray | None = None,
+    scale: float = 1.0,
+    unit: str = "",
 ) -> list[dict]:
     """One bar trace per kind and chunk present, and the same for each half of overlapped pairs.
 
     Each trace has one colour: per-bar colour arrays measured 3-5x slower to draw in Chromium
     (10k bars: 5.4 s against 1.5 s). ``seen`` collects legend groups already shown, so one
     legend entry serves each kind, across chunks and across stacked charts. ``keep`` limits the
-    bars to some actions (those of a zoomed-in window).
+    bars to some actions (those of a zoomed-in window). ``scale`` multiplies every time shown
+    (seconds to ms: 1e3), named ``unit`` in hover; ``span`` stays in the run's own time.
     """
     r = run.result
     seen = set() if seen is None else seen
@@ -160,12 +163,12 @@ def _bar_traces(
     labelled = int(keep.sum()) <= TEXT_LIMIT
     label_color = np.empty(len(r), dtype=object) if labelled else None
     label_y = np.zeros(len(r))
-    tdt = _time_dtype(run)
-    base = r.start.astype(tdt)
-    width = (r.end - r.start).astype(tdt)
+    tdt = _time_dtype(run, scale)
+    base = (r.start * scale).astype(tdt)
+    width = ((r.end - r.start) * scale).astype(tdt)
     device = r.device.astype(_int_dtype(run.schedule.devices))
     # Hover only: 7 significant digits are shown, so float32 always suffices (stage, mb < 2**24).
-    custom = np.column_stack([r.stage, r.microbatch, r.start, r.end]).astype(np.float32)
+    custom = np.column_stack([r.stage, r.microbatch, r.start * scale, r.end * scale]).astype(np.float32)
     chunks = max(run.schedule.placement.chunks, 1)
     paired = r.paired
     top = _top_halves(r) if paired.any() else paired
@@ -197,7 +200,7 @@ def _bar_traces(
                     offset=offset,
                     marker=dict(color=palette[c], line=dict(width=0)),
                     customdata=custom[sel],
-                    hovertemplate=_hover(kind, is_pair, c if chunks > 1 else None),
+                    hovertemplate=_hover(kind, is_pair, c if chunks > 1 else None, unit),
                     xaxis=xaxis,
                     yaxis=yaxis,
                 )
@@ -208,7 +211,7 @@ def _bar_traces(
                     label_y[sel] = r.device[sel] + offset + bar_width / 2
     if label_color is not None:
         lo, hi = _time_range([run]) if span is None else (0.0, span)
-        label = _label_trace(run, label_color, label_y, hi - lo, keep, xaxis=xaxis, yaxis=yaxis)
+        label = _label_trace(run, label_color, label_y, hi - lo, keep, scale, xaxis=xaxis, yaxis=yaxis)
         if label is not None:
             traces.append(label)
     return traces
@@ -220,7 +223,9 @@ def _ink(background: str) -> str:
     return "#1A1A1A" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.55 else "#FFFFFF"
 
 
-def _label_trace(run: Run, colors: np.ndarray, y: np.ndarray, span: float, keep: np.ndarray, **axes) -> dict | None:
+def _label_trace(
+    run: Run, colors: np.ndarray, y: np.ndarray, span: float, keep: np.ndarray, scale: float = 1.0, **axes
+) -> dict | None:
     """Microbatch numbers as one text trace, only on bars wide enough to hold them.
 
     Text inside bar traces makes Plotly measure every label at each redraw (150-400 ms at 512
@@ -238,7 +243,7 @@ def _label_trace(run: Run, colors: np.ndarray, y: np.ndarray, span: float, keep:
     return dict(
         type="scatter",
         mode="text",
-        x=((r.start + r.end) / 2)[fits].astype(np.float32),
+        x=((r.start + r.end) * (scale / 2))[fits].astype(np.float32),
         y=y[fits].astype(np.float32),
         text=text[fits].tolist(),
         textfont=dict(size=9, color=colors[fits].tolist()),
@@ -253,6 +258,19 @@ def _time_range(runs: Sequence[Run]) -> list[float]:
     lo = min(float(run.result.slot_start.min()) for run in runs)
     hi = max(float(run.result.slot_end.max()) for run in runs)
     return [lo, hi if hi > lo else lo + 1.0]
+
+
+def _suffix(unit: str) -> str:
+    return f" {unit}" if unit else ""
+
+
+def _time_title(unit: str) -> dict:
+    """The time axis's title, with its unit when the run's times have one (e.g. "time (ms)")."""
+    return dict(text=f"time ({unit})" if unit else "time")
+
+
+def _scaled(pair: Sequence[float], scale: float) -> list[float]:
+    return [float(t) * scale for t in pair]
 
 
 def _device_axis(devices: int, **extra) -> dict:
@@ -300,12 +318,19 @@ _NO_TEMPLATE = {"data": {"scatter": [{"type": "scatter"}]}}
 
 
 def gantt(
-    run: Run, *, title: str | None = None, height: int | None = None, window: tuple[float, float] | None = None
+    run: Run,
+    *,
+    title: str | None = None,
+    height: int | None = None,
+    window: tuple[float, float] | None = None,
+    time_scale: float = 1.0,
+    time_unit: str = "",
 ) -> go.Figure:
     """Devices on y (device 0 on top), time on x; a few bar traces, however many ops.
 
     With ``window`` (t0, t1), only the ops overlapping it are drawn, on that time range: the
-    page's detail view of a zoomed-in overview.
+    page's detail view of a zoomed-in overview. A run timed in seconds is drawn in ms with
+    ``time_scale=1e3, time_unit="ms"`` (``window`` stays in the run's own time).
     """
     p = run.schedule.devices
     time_range = _window_range(run, window)
@@ -319,12 +344,15 @@ def gantt(
         barmode="overlay",
         margin=_MARGIN,
         legend=_LEGEND,
-        xaxis=dict(title=dict(text="time"), range=time_range, zeroline=False, gridcolor=_GRID),
+        xaxis=dict(
+            title=_time_title(time_unit), range=_scaled(time_range, time_scale), zeroline=False, gridcolor=_GRID
+        ),
         yaxis=_device_axis(p),
         plot_bgcolor="white",
         hovermode="closest",
     )
-    return _figure(_bar_traces(run, keep=keep, span=time_range[1] - time_range[0]), layout)
+    traces = _bar_traces(run, keep=keep, span=time_range[1] - time_range[0], scale=time_scale, unit=time_unit)
+    return _figure(traces, layout)
 
 
 def _window_range(run: Run, window: tuple[float, float] | None) -> list[float]:
@@ -346,13 +374,36 @@ def device_colors(devices: int) -> list[str]:
     return sample_colorscale("Viridis", [0.9 * i / (devices - 1) for i in range(devices)])
 
 
-def memory(run: Run, *, limit: float | None = None, title: str | None = None, height: int | None = None) -> go.Figure:
-    """Activation per device over time as step lines, each device's peak marked."""
-    curves = _memory.activation(run.result)
+def memory(
+    run: Run,
+    *,
+    limit: float | None = None,
+    title: str | None = None,
+    height: int | None = None,
+    time_scale: float = 1.0,
+    time_unit: str = "",
+    stage_sizes: Sequence[float] | None = None,
+    base: Sequence[float] | None = None,
+    scale: float = 1.0,
+    unit: str = "units",
+    capacity: float | None = None,
+) -> go.Figure:
+    """Activation per device over time as step lines, each device's peak marked.
+
+    Real units: ``stage_sizes`` (one microbatch's activation per stage, e.g. bytes), ``base`` (each
+    device's static memory, drawn under its curve), ``scale`` and ``unit`` (bytes to GB: 1e-9,
+    "GB"), ``capacity`` (a line, e.g. the GPU's HBM) and ``time_scale``/``time_unit`` as in gantt.
+    ``limit`` and ``capacity`` are in the unscaled unit of the curves.
+    """
+    curves = _memory.activation(run.result, None if stage_sizes is None else np.asarray(stage_sizes, dtype=float))
     p = run.schedule.devices
+    static = np.zeros(p) if base is None else np.asarray(base, dtype=float)
+    if static.shape != (p,):
+        raise ValueError(f"base needs one static size per device ({p}), got shape {static.shape}")
     span = _time_range([run])
-    tdt = _time_dtype(run)
+    tdt = _time_dtype(run, time_scale)
     colors = device_colors(p)
+    tu, what = _suffix(time_unit), "memory" if base is not None else "activation"
     data = []
     for d, (t, v) in enumerate(zip(curves.times, curves.values)):
         t, v = np.append(t, span[1]), np.append(v, v[-1])  # hold the last level to the end
@@ -362,10 +413,10 @@ def memory(run: Run, *, limit: float | None = None, title: str | None = None, he
                 mode="lines",
                 name=f"device {d}",
                 showlegend=p <= 8,  # past 8 a legend would crowd the title; hover names the device
-                x=t.astype(tdt),
-                y=v.astype(np.float32),
+                x=(t * time_scale).astype(tdt),
+                y=((v + static[d]) * scale).astype(np.float32),
                 line=dict(shape="hv", width=1.5, color=colors[d]),
-                hovertemplate=f"device {d}<br>t %{{x:.7~g}}: %{{y:.4~g}} units<extra></extra>",
+                hovertemplate=f"device {d}<br>t %{{x:.7~g}}{tu}: %{{y:.4~g}} {unit}<extra></extra>",
             )
         )
     data.append(
@@ -373,32 +424,36 @@ def memory(run: Run, *, limit: float | None = None, title: str | None = None, he
             type="scatter",
             mode="markers",
             name="peak",
-            x=curves.peak_time.astype(tdt),
-            y=curves.peak.astype(np.float64),
+            x=(curves.peak_time * time_scale).astype(tdt),
+            y=((curves.peak + static) * scale).astype(np.float64),
             customdata=np.arange(p, dtype=_int_dtype(p)),
             marker=dict(symbol="diamond", size=9, color=colors, line=dict(width=1, color="#333333")),
-            hovertemplate="device %{customdata} peak %{y:.4~g} units at t %{x:.7~g}<extra></extra>",
+            hovertemplate=f"device %{{customdata}} peak %{{y:.4~g}} {unit} at t %{{x:.7~g}}{tu}<extra></extra>",
         )
     )
-    if limit is not None:
+    for label, level, color in (("limit", limit, "#C00000"), ("capacity", capacity, "#7A0000")):
+        if level is None:
+            continue
+        shown = level * scale
         data.append(
             dict(
                 type="scatter",
                 mode="lines",
-                name=f"limit {limit:g}",
-                x=span,
-                y=[limit, limit],
-                line=dict(color="#C00000", dash="dash", width=2),
-                hovertemplate=f"memory limit {limit:g} units<extra></extra>",
+                name=f"{label} {shown:g}" + ("" if unit == "units" else f" {unit}"),
+                x=_scaled(span, time_scale),
+                y=[shown, shown],
+                line=dict(color=color, dash="dash" if label == "limit" else "dot", width=2),
+                hovertemplate=f"memory {label} {shown:g} {unit}<extra></extra>",
             )
         )
+    default_title = "memory per device: static + activation" if base is not None else "activation memory per device"
     layout = dict(
-        title=dict(text=title or "activation memory per device", x=0, xanchor="left", font=dict(size=14)),
+        title=dict(text=title or default_title, x=0, xanchor="left", font=dict(size=14)),
         height=height or 320,
         margin=_MARGIN,
         legend=_LEGEND,
-        xaxis=dict(title=dict(text="time"), range=span, zeroline=False, gridcolor=_GRID),
-        yaxis=dict(title=dict(text="activation (units)"), rangemode="tozero", gridcolor=_GRID),
+        xaxis=dict(title=_time_title(time_unit), range=_scaled(span, time_scale), zeroline=False, gridcolor=_GRID),
+        yaxis=dict(title=dict(text=f"{what} ({unit})"), rangemode="tozero", gridcolor=_GRID),
         plot_bgcolor="white",
         hovermode="closest",
     )
@@ -454,8 +509,11 @@ def _heat_trace(
     yaxis: str = "y",
     showscale: bool = True,
     window: tuple[float, float] | None = None,
+    scale: float = 1.0,
+    unit: str = "",
 ) -> dict:
     occ, t0, width = occupancy(run, bins, window)
+    t0, width = t0 * scale, width * scale
     n_cls = len(OVERVIEW_CLASSES)
     scale = []
     for i, c in enumerate(OVERVIEW_COLORS):
@@ -473,13 +531,21 @@ def _heat_trace(
         customdata=np.rint(100 * (1.0 - occ[:, 0, :])).astype(np.uint8),
         showscale=showscale,
         colorbar=dict(tickmode="array", tickvals=list(range(n_cls)), ticktext=list(OVERVIEW_CLASSES), thickness=12),
-        hovertemplate="device %{y} · t %{x:.6~g}<br>busy %{customdata}%<extra></extra>",
+        hovertemplate=f"device %{{y}} · t %{{x:.6~g}}{_suffix(unit)}<br>busy %{{customdata}}%<extra></extra>",
         xaxis=xaxis,
         yaxis=yaxis,
     )
 
 
-def overview(run: Run, *, bins: int = 1500, window: tuple[float, float] | None = None, note: str = "") -> go.Figure:
+def overview(
+    run: Run,
+    *,
+    bins: int = 1500,
+    window: tuple[float, float] | None = None,
+    note: str = "",
+    time_scale: float = 1.0,
+    time_unit: str = "",
+) -> go.Figure:
     """Raster of devices × time bins, each cell the class (kind, overlapped or idle) filling most of it.
 
     Its size depends on devices × bins only, so it draws in a moment at any number of ops. With
@@ -491,20 +557,33 @@ def overview(run: Run, *, bins: int = 1500, window: tuple[float, float] | None =
         title=dict(text=_title(run, None) + " · overview" + note, x=0, xanchor="left", font=dict(size=14)),
         height=gantt_height(p),
         margin=_MARGIN,
-        xaxis=dict(title=dict(text="time"), range=_window_range(run, window), zeroline=False, gridcolor=_GRID),
+        xaxis=dict(
+            title=_time_title(time_unit),
+            range=_scaled(_window_range(run, window), time_scale),
+            zeroline=False,
+            gridcolor=_GRID,
+        ),
         yaxis=_device_axis(p),
         plot_bgcolor="white",
     )
-    return _figure([_heat_trace(run, bins, window=window)], layout)
+    return _figure([_heat_trace(run, bins, window=window, scale=time_scale, unit=time_unit)], layout)
 
 
 # --- comparison ------------------------------------------------------------------------------
 
 
-def compare(runs: Sequence[Run], *, titles: Sequence[str] | None = None, max_bars: int | None = None) -> go.Figure:
+def compare(
+    runs: Sequence[Run],
+    *,
+    titles: Sequence[str] | None = None,
+    max_bars: int | None = None,
+    time_scale: float = 1.0,
+    time_unit: str = "",
+) -> go.Figure:
     """2–4 Gantt charts stacked on one shared time axis, row heights in proportion to devices.
 
     A run with more than ``max_bars`` ops (no limit by default) is drawn as its raster overview.
+    ``time_scale``/``time_unit`` as in gantt.
     """
     runs = list(runs)
     if not 1 <= len(runs) <= 4:
@@ -530,16 +609,16 @@ def compare(runs: Sequence[Run], *, titles: Sequence[str] | None = None, max_bar
         axes = dict(xaxis=f"x{'' if i == 0 else i + 1}", yaxis=f"y{'' if i == 0 else i + 1}")
         if max_bars is not None and len(run.result) > max_bars:
             first_heat = not any(t["type"] == "heatmap" for t in data)
-            data.append(_heat_trace(run, 1500, showscale=first_heat, **axes))
+            data.append(_heat_trace(run, 1500, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
         else:
-            data += _bar_traces(run, seen=seen, span=hi - lo, **axes)
+            data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
     layout = fig.layout.to_plotly_json()
     for i, p in enumerate(devices):
         layout[f"yaxis{'' if i == 0 else i + 1}"].update(_device_axis(p))
-    span = _time_range(runs)
+    span = _scaled(_time_range(runs), time_scale)
     for i in range(rows):
         layout[f"xaxis{'' if i == 0 else i + 1}"].update(range=span, zeroline=False, gridcolor=_GRID)
-    layout[f"xaxis{'' if rows == 1 else rows}"]["title"] = dict(text="time")
+    layout[f"xaxis{'' if rows == 1 else rows}"]["title"] = _time_title(time_unit)
     for annotation in layout["annotations"]:
         annotation.update(x=0, xanchor="left", font=dict(size=13))
     layout.update(
