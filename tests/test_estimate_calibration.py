@@ -149,3 +149,14 @@ def test_table5_iteration_within_10_percent(name, tp, pp, vpp, mbs, gbs, full_s,
         if rec == "selective":
             extra = 4 * gbs * m.seq**2 * m.hidden * m.layers
             assert e.hfu / e.mfu == pytest.approx(1 + extra / eq7, rel=1e-12)
+
+
+def test_readme_error_tables_are_the_codes_output():
+    from pathlib import Path
+
+    from ppviz.estimate.calibration import readme_tables
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("<!-- estimate-calibration:start -->\n") + len("<!-- estimate-calibration:start -->\n")
+    end = readme.index("<!-- estimate-calibration:end -->")
+    assert readme[start:end] == readme_tables(), "run: python -m ppviz.estimate.calibration"

@@ -315,7 +315,7 @@ class Estimate:
         """Adam over each device's share of the optimizer state, at HBM bandwidth (the slowest device)."""
         shard = self.layout.dp if self.layout.zero >= 1 else 1
         updated = self.params_per_device.max() / shard
-        return ADAM_BYTES_PER_PARAM * updated / (self.gpu.hbm_bytes_per_s * self.gpu.hbm_efficiency)
+        return float(ADAM_BYTES_PER_PARAM * updated / (self.gpu.hbm_bytes_per_s * self.gpu.hbm_efficiency))
 
     @cached_property
     def iteration_s(self) -> float:
