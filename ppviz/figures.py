@@ -681,3 +681,114 @@ h1 {{ font-size: 1.3rem; margin: 0 0 .8rem; }}
 {second}
 </body></html>
 """
+
+
+# --- real units: iteration breakdown and the layout search --------------------------------
+
+BREAKDOWN_COLORS = ("#0072B2", "#56B4E9", "#CC79A7", "#BBBBBB", "#E69F00", "#009E73", "#D55E00", "#F0E442")
+
+
+def breakdown(
+    rows: dict[str, dict[str, float]], *, scale: float = 1.0, unit: str = "", title: str | None = None
+) -> go.Figure:
+    """A small stacked bar per row (e.g. per schedule): the parts of an iteration, in order.
+
+    ``rows`` maps a row label to {part: seconds}; every row has the same parts. ``scale``/``unit``
+    as the time axis's (seconds to ms: 1e3, "ms").
+    """
+    labels = list(rows)
+    parts = list(next(iter(rows.values()))) if rows else []
+    data = []
+    for i, part in enumerate(parts):
+        name = part.removesuffix("_s").replace("_", " ")
+        data.append(
+            dict(
+                type="bar",
+                orientation="h",
+                name=name,
+                y=labels,
+                x=[rows[r][part] * scale for r in labels],
+                marker=dict(color=BREAKDOWN_COLORS[i % len(BREAKDOWN_COLORS)]),
+                hovertemplate=f"%{{y}}<br>{html.escape(name)}: %{{x:.5~g}}{_suffix(unit)}<extra></extra>",
+            )
+        )
+    layout = dict(
+        title=dict(text=title or "iteration breakdown (busiest device)", x=0, xanchor="left", font=dict(size=13)),
+        barmode="stack",
+        height=110 + 28 * max(len(labels), 1),
+        margin=dict(l=130, r=20, t=60, b=40),
+        legend=dict(_LEGEND, y=1.05),
+        xaxis=dict(title=_time_title(unit), gridcolor=_GRID, rangemode="tozero"),
+        yaxis=dict(autorange="reversed"),
+        plot_bgcolor="white",
+    )
+    return _figure(data, layout)
+
+
+def tradeoff(
+    x: Sequence[float],
+    y: Sequence[float],
+    *,
+    labels: Sequence[str],
+    front: Sequence[bool],
+    capacity: float | None = None,
+    x_unit: str = "s",
+    y_unit: str = "GB",
+    title: str | None = None,
+) -> go.Figure:
+    """Iteration time (x) against peak memory (y), one point per layout, the Pareto front joined
+    and marked, and the capacity as a line. Values are drawn as given (already in their units)."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    on = np.asarray(front, dtype=bool)
+    tip = "%{text}<br>iteration %{x:.4~g} " + x_unit + "<br>peak %{y:.4~g} " + y_unit + "<extra></extra>"
+    data = [
+        dict(
+            type="scatter",
+            mode="markers",
+            name="layouts",
+            x=xs[~on],
+            y=ys[~on],
+            text=[labels[i] for i in np.flatnonzero(~on)],
+            marker=dict(color="#56B4E9", size=7, opacity=0.7),
+            hovertemplate=tip,
+        )
+    ]
+    order = np.flatnonzero(on)[np.argsort(xs[on], kind="stable")]
+    data.append(
+        dict(
+            type="scatter",
+            mode="lines+markers",
+            name="Pareto front",
+            x=xs[order],
+            y=ys[order],
+            text=[labels[i] for i in order],
+            line=dict(shape="hv", color="#D55E00", width=1.5),
+            marker=dict(color="#D55E00", size=10, symbol="diamond", line=dict(width=1, color="#333333")),
+            hovertemplate=tip,
+        )
+    )
+    if capacity is not None:
+        lo = float(xs.min()) if len(xs) else 0.0
+        hi = float(xs.max()) if len(xs) else 1.0
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines",
+                name=f"capacity {capacity:.4g} {y_unit}",
+                x=[lo, hi if hi > lo else lo + 1.0],
+                y=[capacity, capacity],
+                line=dict(color="#7A0000", dash="dot", width=2),
+                hovertemplate=f"capacity {capacity:.4g} {y_unit}<extra></extra>",
+            )
+        )
+    layout = dict(
+        title=dict(text=title or "iteration time against peak memory", x=0, xanchor="left", font=dict(size=14)),
+        height=360,
+        margin=_MARGIN,
+        legend=_LEGEND,
+        xaxis=dict(title=dict(text=f"iteration time ({x_unit})"), gridcolor=_GRID),
+        yaxis=dict(title=dict(text=f"peak memory ({y_unit})"), gridcolor=_GRID, rangemode="tozero"),
+        plot_bgcolor="white",
+        hovermode="closest",
+    )
+    return _figure(data, layout)
