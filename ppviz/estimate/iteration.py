@@ -183,10 +183,14 @@ def p2p_seconds(model: Model, gpu: Gpu, layout: Layout, schedule: Schedule) -> f
     return worst
 
 
-def estimate(model: Model | str, gpu: Gpu | str, layout: Layout, *, schedule: Schedule | None = None) -> Estimate:
+def estimate(
+    model: Model | str, gpu: Gpu | str, layout: Layout, *, schedule: Schedule | None = None, run: api.Run | None = None
+) -> Estimate:
     """Estimate one training iteration of ``model`` on ``gpu`` GPUs laid out as ``layout``.
 
-    Pass ``schedule`` (built for this layout's pp and microbatches) to reuse it. Raises ValueError
+    Pass ``schedule`` (built for this layout's pp and microbatches) to reuse it, and ``run`` (that
+    schedule already simulated) to reuse the simulation: it is used only when its costs equal this
+    layout's, e.g. for layouts that differ only in ZeRO stage (the search). Raises ValueError
     with a message saying what to change when the inputs do not fit together.
     """
     model, gpu = resolve(model, gpu)
@@ -210,7 +214,8 @@ def estimate(model: Model | str, gpu: Gpu | str, layout: Layout, *, schedule: Sc
     plan = stage_plan(model, gpu, layout, S, tied_shared)
     p2p = p2p_seconds(model, gpu, layout, schedule)
     costs = Costs(p2p=p2p, b_frees=layout.b_frees, exact_stage_times=tuple(zip(plan.f, plan.b, plan.w)))
-    run = api.evaluate(schedule, costs)
+    if run is None or run.schedule is not schedule or run.costs != costs:
+        run = api.evaluate(schedule, costs)
     return Estimate(model, gpu, layout, run, costs, plan, p2p)
 
 
