@@ -355,3 +355,16 @@ def test_schedule_speedups_show_in_seconds():
     t = {s: estimate("llama3-70b", "h100-sxm", dataclasses.replace(lay, schedule=s)).makespan_s
          for s in ("1f1b", "zb-h1", "zb-v")}  # fmt: skip
     assert t["zb-v"] < t["zb-h1"] < t["1f1b"]
+
+
+def test_routed_experts_shard_over_dp_cp_over_ep():
+    m = model("mixtral-8x7b", seq=4096)
+    e = estimate(m, "h100-sxm", Layout(tp=2, dp=8, ep=4, gbs=8, zero=1))
+    expert = e.expert_params_per_device[0]
+    dense = e.params_per_device[0] - expert
+    assert expert == pytest.approx(32 * 8 / 4 * 3 * m.hidden * m.expert_ffn / 2)
+    d = e.to_dict(ops=False)
+    assert d["optimizer_bytes"][0] == pytest.approx(12 * (dense / 8 + expert / 2), rel=1e-12)
+    assert d["grad_bytes"][0] == pytest.approx(4 * (dense + expert), rel=1e-12)
+    cp = estimate(m, "h100-sxm", Layout(tp=2, dp=4, cp=2, ep=4, gbs=4, zero=1))  # Megatron shards over dp·cp
+    assert cp.to_dict(ops=False)["optimizer_bytes"][0] == pytest.approx(12 * (dense / 8 + expert / 2), rel=1e-12)

@@ -10,14 +10,15 @@ exactly → + the exposed DP gradient synchronisation + the optimizer step → a
 - Memory: static bytes per parameter as Megatron keeps them (2 bf16 weight + 4 fp32 main gradient
   + 12 fp32 master weight and Adam moments = 18; Megatron's theoretical_memory_usage.py), ZeRO
   dividing the optimizer state (1, Megatron's distributed optimizer), then the gradients (2), then
-  the weights (3) by dp; weights × the schedule's weight versions (PipeDream-2BW), and every model
-  chunk a device holds (DualPipe holds two). Activation: the simulated curve with each stage's
-  real bytes, so the schedule's true in-flight count is used.
+  the weights (3) over the data-parallel group: dp·cp ranks, dp·cp/ep for routed experts. Weights
+  count once per weight version (PipeDream-2BW) and per model chunk a device holds (DualPipe
+  holds two). Activation: the simulated curve with each stage's real bytes, so the schedule's
+  true in-flight count is used.
 - DP sync (Megatron --overlap-grad-reduce / --overlap-param-gather): the gradient reduce-scatter
-  (all-reduce without ZeRO) of each device's fp32 gradients over the dp·cp group runs behind the
-  device's last backward op; what exceeds it is exposed. The parameter all-gather of the
-  distributed optimizer runs behind the next iteration's first forward op. The iteration ends when
-  the last device has finished both.
+  (all-reduce without ZeRO) of each device's fp32 gradients over the dp·cp group (routed experts:
+  dp·cp/ep) runs behind the device's last backward op; what exceeds it is exposed. The parameter
+  all-gather of the distributed optimizer runs behind the next iteration's first forward op. The
+  iteration ends when the last device has finished both.
 - Optimizer: Adam is memory-bound: 30 bytes per parameter updated (read fp32 gradient, master,
   m, v; write master, m, v and the bf16 weight) at HBM bandwidth.
 - FLOPs (MFU): Korthikanti et al. eq. 7, 72·B·L·s·h²·(1 + s/(6h) + V/(12hL)) for a dense GPT,
@@ -62,6 +63,7 @@ class StagePlan:
     activation_bytes: np.ndarray  # per stage, one microbatch (layers + embedding/head extras)
     layer_activation_bytes: np.ndarray  # per stage, transformer layers only (Korthikanti Figure 1)
     params: np.ndarray  # per stage, held by one GPU
+    expert_params: np.ndarray  # per stage, the routed-expert part of params
     recompute_flops: float  # per microbatch, summed over all stages of one GPU column
 
 
@@ -145,7 +147,7 @@ def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ..
     hd = layer.head(model, gpu, shape, own_weights=not (model.tied_embeddings and tied_shared))
     f, b, w = np.zeros(S), np.zeros(S), np.zeros(S)
     cm = np.zeros((3, S))
-    act, lact, par = np.zeros(S), np.zeros(S), np.zeros(S)
+    act, lact, par, epar = np.zeros(S), np.zeros(S), np.zeros(S), np.zeros(S)
     rec = 0.0
     first = 0
     for s, n in enumerate(split):
@@ -165,9 +167,10 @@ def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ..
             cm[:, s] += (k * p.f.comm_s, k * (p.b.comm_s), k * p.w.comm_s)
             act[s] += k * p.activation_bytes
             par[s] += k * p.params
+            epar[s] += k * p.expert_params
             rec += k * p.recompute.flops
         lact[s] = (n - n_moe) * dense.activation_bytes + n_moe * moe.activation_bytes
-    return StagePlan(split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, rec)
+    return StagePlan(split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar, rec)
 
 
 def p2p_seconds(model: Model, gpu: Gpu, layout: Layout, schedule: Schedule) -> float:
@@ -262,26 +265,57 @@ class Estimate:
     @cached_property
     def params_per_device(self) -> np.ndarray:
         """Parameters on each device: every stage it holds for a direction that carries microbatches."""
+        return self._held(self.plan.params)
+
+    @cached_property
+    def expert_params_per_device(self) -> np.ndarray:
+        """The routed-expert part of params_per_device."""
+        return self._held(self.plan.expert_params)
+
+    def _held(self, per_stage: np.ndarray) -> np.ndarray:
         sched = self.run.schedule
         used = {0} if sched.directions is None else set(sched.directions)
         out = np.zeros(sched.devices)
         for dev, held in enumerate(sched.placement.held()):
-            out[dev] = sum(self.plan.params[s] for d, s in held if d in used)
+            out[dev] = sum(per_stage[s] for d, s in held if d in used)
         return out
+
+    @property
+    def _groups(self) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(size, rank stride, members per NVLink domain) of the data-parallel groups of the dense
+        parameters (dp·cp, as Megatron shards them) and of the routed experts (dp·cp/ep)."""
+        lay, dom = self.layout, self.gpu.nvlink_domain
+        n_dense = lay.dp * lay.cp
+        n_exp = max(1, n_dense // lay.ep)
+        return (n_dense, lay.tp, comm.per_domain(n_dense, lay.tp, dom)), (
+            n_exp,
+            lay.tp * lay.cp * lay.ep,
+            comm.per_domain(n_exp, lay.tp * lay.cp * lay.ep, dom),
+        )
+
+    def _sharded(self, bytes_per_param: float, from_zero: int) -> np.ndarray:
+        """Per device: bytes_per_param × its parameters, divided over their DP group from ZeRO stage ``from_zero``."""
+        (nd, _, _), (ne, _, _) = self._groups
+        expert = self.expert_params_per_device
+        dense = self.params_per_device - expert
+        if self.layout.zero >= from_zero:
+            return bytes_per_param * (dense / nd + expert / ne)
+        return bytes_per_param * (dense + expert)
 
     @cached_property
     def _dp_exposed(self) -> np.ndarray:
         lay, gpu = self.layout, self.gpu
-        n = lay.dp * lay.cp
-        k = comm.per_domain(n, lay.tp, gpu.nvlink_domain)
-        params = self.params_per_device
-        grads = GRAD_B * params
-        if lay.zero >= 1:
-            rs = np.array([comm.reduce_scatter_s(g, n, k, gpu) for g in grads])
-            ag = np.array([comm.all_gather_s(WEIGHT_B * q, n, k, gpu) for q in params])
-        else:
-            rs = np.array([comm.all_reduce_s(g, n, k, gpu) for g in grads])
-            ag = np.zeros_like(rs)
+        expert = self.expert_params_per_device
+        dense = self.params_per_device - expert
+        rs = np.zeros(len(dense))
+        ag = np.zeros(len(dense))
+        for (n, _, k), params in zip(self._groups, (dense, expert)):
+            for d, q in enumerate(params):
+                if lay.zero >= 1:
+                    rs[d] += comm.reduce_scatter_s(GRAD_B * q, n, k, gpu)
+                    ag[d] += comm.all_gather_s(WEIGHT_B * q, n, k, gpu)
+                else:
+                    rs[d] += comm.all_reduce_s(GRAD_B * q, n, k, gpu)
         _, _, last_op, first_op = self._device_times
         if lay.dp_overlap:
             exposed = np.maximum(0.0, rs - last_op) + np.maximum(0.0, ag - first_op)
@@ -318,8 +352,7 @@ class Estimate:
     @cached_property
     def optimizer_s(self) -> float:
         """Adam over each device's share of the optimizer state, at HBM bandwidth (the slowest device)."""
-        shard = self.layout.dp if self.layout.zero >= 1 else 1
-        updated = self.params_per_device.max() / shard
+        updated = self._sharded(1.0, from_zero=1).max()
         return float(ADAM_BYTES_PER_PARAM * updated / (self.gpu.hbm_bytes_per_s * self.gpu.hbm_efficiency))
 
     @cached_property
@@ -392,22 +425,22 @@ class Estimate:
 
     @cached_property
     def static_bytes(self) -> dict[str, np.ndarray]:
-        lay = self.layout
-        p = self.params_per_device
         versions = self.run.schedule.param_versions
         return {
-            "weight": WEIGHT_B * p * versions / (lay.dp if lay.zero >= 3 else 1),
-            "grad": GRAD_B * p / (lay.dp if lay.zero >= 2 else 1),
-            "optimizer": OPTIMIZER_B * p / (lay.dp if lay.zero >= 1 else 1),
+            "weight": self._sharded(WEIGHT_B, from_zero=3) * versions,
+            "grad": self._sharded(GRAD_B, from_zero=2),
+            "optimizer": self._sharded(OPTIMIZER_B, from_zero=1),
         }
 
     @property
     def bytes_per_param(self) -> float:
+        """Static bytes per dense parameter (routed experts shard over dp·cp/ep instead of dp·cp)."""
         lay = self.layout
+        n = lay.dp * lay.cp
         return (
-            WEIGHT_B / (lay.dp if lay.zero >= 3 else 1)
-            + GRAD_B / (lay.dp if lay.zero >= 2 else 1)
-            + OPTIMIZER_B / (lay.dp if lay.zero >= 1 else 1)
+            WEIGHT_B / (n if lay.zero >= 3 else 1)
+            + GRAD_B / (n if lay.zero >= 2 else 1)
+            + OPTIMIZER_B / (n if lay.zero >= 1 else 1)
         )
 
     @cached_property

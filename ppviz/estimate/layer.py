@@ -67,6 +67,7 @@ class Part:
     recompute: Pass  # already inside b
     activation_bytes: float  # kept from F until B/W, one microbatch
     params: float  # parameters held on one GPU
+    expert_params: float  # of which routed-expert parameters (their data-parallel group is dp·cp/ep)
     model_flops: float  # F + B + W FLOPs without recompute (the model FLOPs of MFU)
 
 
@@ -260,7 +261,8 @@ def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
     else:
         rec = Pass()
     b = b + rec
-    return Part(f, b, w, rec, activation_bytes(model, shape, moe), params(model, shape, moe), model_flops)
+    experts = expert_params(model, shape) if moe else 0.0
+    return Part(f, b, w, rec, activation_bytes(model, shape, moe), params(model, shape, moe), experts, model_flops)
 
 
 def activation_bytes(model: Model, shape: Shape, moe: bool) -> float:
@@ -291,6 +293,12 @@ def activation_bytes(model: Model, shape: Shape, moe: bool) -> float:
     return out
 
 
+def expert_params(model: Model, shape: Shape) -> float:
+    """Routed-expert parameters of one MoE layer on one GPU (experts/ep of them, each split by tp)."""
+    glu = 3 if model.gated_mlp else 2
+    return model.experts / shape.ep * glu * model.hidden * model.expert_ffn / shape.tp
+
+
 def params(model: Model, shape: Shape, moe: bool) -> float:
     """Parameters of one layer held by one GPU (TP splits the matrices; norms are replicated)."""
     t = shape.tp
@@ -303,7 +311,7 @@ def params(model: Model, shape: Shape, moe: bool) -> float:
         n += (q + 2 * kv) / t + 2 * h  # QKV bias split; output and FC2 biases replicated
     if moe:
         fe = model.expert_ffn
-        n += model.experts / shape.ep * glu * h * fe / t + model.shared_experts * glu * h * fe / t + h * model.experts
+        n += expert_params(model, shape) + model.shared_experts * glu * h * fe / t + h * model.experts
     else:
         n += glu * h * model.ffn / t
         if model.bias:
@@ -330,7 +338,7 @@ def embedding(model: Model, gpu: Gpu, shape: Shape) -> Part:
     f, b, w = acc.passes()
     n = model.vocab * h / t + (model.seq * h if model.learned_positions else 0)
     act = (x / t if sp else x) if model.dropout else 0.0  # Korthikanti §4.3: the dropout mask, sbh/t under SP
-    return Part(f, b, w, Pass(), act, n, 0.0)
+    return Part(f, b, w, Pass(), act, n, 0.0, 0.0)
 
 
 @lru_cache(maxsize=1024)
@@ -355,4 +363,4 @@ def head(model: Model, gpu: Gpu, shape: Shape, own_weights: bool) -> Part:
     rec = Pass()  # Megatron does not recompute the output layer
     act = 4 * x / t + FP32 * T * V / t  # Korthikanti §4.3: 4sbh/t·(1 + V/h), logits in fp32
     n = (V * h / t if own_weights else 0) + h * (2 if model.bias else 1)
-    return Part(f, b, w, rec, act, n, f.flops + b.flops + w.flops)
+    return Part(f, b, w, rec, act, n, 0.0, f.flops + b.flops + w.flops)
