@@ -368,3 +368,14 @@ def test_routed_experts_shard_over_dp_cp_over_ep():
     assert d["grad_bytes"][0] == pytest.approx(4 * (dense + expert), rel=1e-12)
     cp = estimate(m, "h100-sxm", Layout(tp=2, dp=4, cp=2, ep=4, gbs=4, zero=1))  # Megatron shards over dp·cp
     assert cp.to_dict(ops=False)["optimizer_bytes"][0] == pytest.approx(12 * (dense / 8 + expert / 2), rel=1e-12)
+
+
+def test_figures_draw_an_estimate_in_ms_and_gb():
+    from ppviz import figures
+
+    e = estimate("llama3-8b", "h100-sxm", Layout(tp=8, pp=4, gbs=8, schedule="zb-h1"))
+    mem = figures.memory(e.run, **e.memory_kwargs())
+    tops = [max(tr.y) for tr in mem.data if tr.name and tr.name.startswith("device")]
+    assert tops == pytest.approx((e.peak_bytes * 1e-9).tolist(), rel=1e-6)
+    gantt = figures.gantt(e.run, **e.gantt_kwargs())
+    assert gantt.layout.xaxis.title.text == "time (ms)"

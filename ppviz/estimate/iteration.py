@@ -489,6 +489,26 @@ class Estimate:
             "optimizer_s": self.optimizer_s,
         }
 
+    # --- drawing ----------------------------------------------------------------------------
+
+    def gantt_kwargs(self) -> dict:
+        """Keyword arguments of ``figures.gantt`` / ``overview`` / ``compare`` for this run in ms."""
+        return {"time_scale": 1e3, "time_unit": "ms"}
+
+    def memory_kwargs(self) -> dict:
+        """Keyword arguments of ``figures.memory``: each stage's activation bytes, each device's
+        static bytes as the base of its curve, GB on the axis and the HBM capacity line."""
+        st = self.static_bytes
+        return {
+            "time_scale": 1e3,
+            "time_unit": "ms",
+            "stage_sizes": self.plan.activation_bytes.tolist(),
+            "base": (st["weight"] + st["grad"] + st["optimizer"]).tolist(),
+            "scale": 1e-9,
+            "unit": "GB",
+            "capacity": self.capacity_bytes,
+        }
+
     # --- the CLI contract -------------------------------------------------------------------
 
     def layer_times_s(self) -> layer.Part:
