@@ -95,7 +95,7 @@ class _Acc:
         self.vec = gpu.vector_flops
         self.t = {"f": [0.0, 0.0, 0.0], "b": [0.0, 0.0, 0.0], "w": [0.0, 0.0, 0.0]}  # compute, comm, flops
 
-    def gemm(self, m: float, k: float, n: float, passes: str = "fbw", time_scale: float = 1.0) -> None:
+    def gemm(self, m: float, k: float, n: float, passes: str = "fbw") -> None:
         """C[m,n] = A[m,k]·B[k,n]: F computes C, B the input gradient, W the weight gradient."""
         if m <= 0 or k <= 0 or n <= 0:
             return
@@ -106,21 +106,22 @@ class _Acc:
             "w": BF16 * (m * k + m * n) + FP32 * k * n,
         }
         for p in passes:
-            self._op(p, flops * time_scale, io[p], flops, tensor=True)
+            self.op(p, flops, io[p], flops, tensor=True)
 
     def batched(self, p: str, flops: float, nbytes: float, model_flops: float) -> None:
-        self._op(p, flops, nbytes, model_flops, tensor=True)
+        self.op(p, flops, nbytes, model_flops, tensor=True)
 
     def elementwise(self, nbytes: float, flops_per_byte: float = 1.0, backward: float = 2.0) -> None:
         """An elementwise op of ``nbytes`` traffic in F; its gradient in B moves ``backward``× that."""
-        self._op("f", nbytes * flops_per_byte, nbytes, 0.0, tensor=False)
+        self.op("f", nbytes * flops_per_byte, nbytes, 0.0, tensor=False)
         if backward:
-            self._op("b", nbytes * flops_per_byte * backward, nbytes * backward, 0.0, tensor=False)
+            self.op("b", nbytes * flops_per_byte * backward, nbytes * backward, 0.0, tensor=False)
 
     def comm(self, p: str, seconds: float) -> None:
         self.t[p][1] += seconds
 
-    def _op(self, p: str, flops: float, nbytes: float, model_flops: float, tensor: bool) -> None:
+    def op(self, p: str, flops: float, nbytes: float, model_flops: float, tensor: bool) -> None:
+        """One kernel in pass ``p``: a roofline of its FLOPs and bytes, plus the launch overhead."""
         peak = self.peak if tensor else self.vec
         self.t[p][0] += max(flops / peak, nbytes / self.bw) + self.gpu.kernel_overhead_s
         self.t[p][2] += model_flops
@@ -204,7 +205,7 @@ def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
     else:
         io = BF16 * 3 * z + BF16 * 2 * (T * q / t + s * shape.mbs * kv / t)
         acc.batched("b", 2 * score_flops, io, 2 * score_flops)  # attention·V backward: dP and dV
-        acc._op("b", 0.0, BF16 * 3 * z + ((BF16 * 2 + 1) * z if drop else 0), 0.0, tensor=False)  # softmax, dropout
+        acc.op("b", 0.0, BF16 * 3 * z + ((BF16 * 2 + 1) * z if drop else 0), 0.0, tensor=False)  # softmax, dropout
         acc.batched("b", 2 * score_flops, io, 2 * score_flops)  # QKᵀ backward: dQ and dK
     acc.gemm(T, q / t, h)
     residual()
@@ -328,7 +329,7 @@ def embedding(model: Model, gpu: Gpu, shape: Shape) -> Part:
     x = T * h
     acc = _Acc(gpu, peak_flops(gpu, shape.precision))
     acc.elementwise(BF16 * 2 * x * (2 if model.learned_positions else 1), backward=0)
-    acc._op("w", 0.0, (BF16 + 2 * FP32) * x, 0.0, tensor=False)  # scatter-add into the fp32 gradient
+    acc.op("w", 0.0, (BF16 + 2 * FP32) * x, 0.0, tensor=False)  # scatter-add into the fp32 gradient
     if t > 1:
         tp_k = comm.per_domain(t, 1, gpu.nvlink_domain)
         size = BF16 * x
