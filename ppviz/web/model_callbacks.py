@@ -1,0 +1,219 @@
+"""Callbacks of the model & cluster view, and the switch between the page's views.
+
+One callback keeps the controls and the URL's hash in step (in both directions) and draws the
+view from the resulting state, like the abstract view's; a view past the synchronous budget is
+drawn by a background job (``jobs.manager()``) with progress and a stop button.
+"""
+
+from __future__ import annotations
+
+import time
+
+from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
+
+from . import jobs, model_state, model_views
+from .model_layout import CONTROLS, GPU_FIELDS, MODEL_FIELDS, RANKING_COLUMNS, cid, control_values
+from .model_state import ModelState
+
+MESSAGES = {"type": "model-msg", "name": ALL}
+VIEW_OUTPUTS = ("m-gantt.figure", "m-memory.figure", "m-breakdown.figure", "m-cards.children", "m-ranking.children")
+
+clientside_callback(
+    """function(hash, tab) {
+        const nu = window.dash_clientside.no_update;
+        const views = ["abstract", "model", "search"];
+        const trig = (window.dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
+        const params = new URLSearchParams((hash || "").replace(/^#/, ""));
+        let view = views.includes(params.get("view")) ? params.get("view") : "abstract";
+        let newHash = nu;
+        if (trig.includes("view-tabs.value") && views.includes(tab) && tab !== view) {
+            view = tab;
+            params.set("view", view);
+            const only = Array.from(params.keys()).length === 1;
+            newHash = view === "abstract" && only ? "" : "#" + params.toString();
+        }
+        const show = v => (v === view ? {} : {display: "none"});
+        return [newHash, tab === view ? nu : view, show("abstract"), show("model"), show("search")];
+    }""",
+    Output("url", "hash", allow_duplicate=True),
+    Output("view-tabs", "value"),
+    Output("abstract-view", "style"),
+    Output("model-view", "style"),
+    Output("search-view", "style"),
+    Input("url", "hash"),
+    Input("view-tabs", "value"),
+    prevent_initial_call="initial_duplicate",
+)
+
+
+@callback(
+    Output("url", "hash", allow_duplicate=True),
+    *[Output(cid(name), "value") for name in CONTROLS],
+    Output("m-notes", "children"),
+    *[Output(*o.split(".")) for o in VIEW_OUTPUTS],
+    Output("m-memory-box", "style"),
+    Output(MESSAGES, "children"),
+    Output("m-row-schedule", "style"),
+    Output("m-row-compare", "style"),
+    Output("m-drawn", "data"),
+    Output("m-job", "data"),
+    Input("url", "hash"),
+    *[Input(cid(name), "value") for name in CONTROLS],
+    State("m-drawn", "data"),
+    prevent_initial_call="initial_duplicate",
+)
+def update_model_view(hash_, *args):
+    """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
+    controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
+    values = dict(zip(CONTROLS, args[: len(CONTROLS)]))
+    drawn = args[len(CONTROLS)]
+    names = [i.get("name") if isinstance(i, dict) else None for i in _ids(ctx.outputs_list, "model-msg")]
+    nothing = (no_update,) * (len(CONTROLS) + 2 + len(VIEW_OUTPUTS) + 1) + ([no_update] * len(names),)
+    nothing += (no_update,) * 4
+    trigger = ctx.triggered_id
+    if trigger in (None, "url"):
+        if model_state.view_of(hash_) != "model":
+            return nothing
+        state, notes = model_state.parse(hash_)
+        key = model_state.write_hash(model_state.encode(state))
+        if key == drawn:
+            return nothing
+        controls = control_values(state)
+        new_hash = no_update
+    else:
+        previous = model_state.parse(hash_).state
+        state, notes = _from_controls(values, previous, trigger)
+        own = {"view": "model", **model_state.encode(state)}
+        new_hash = model_state.merge(hash_, own, model_state.MODEL_KEYS | {"view"})
+        key = model_state.write_hash(model_state.encode(state))
+        preset = trigger in (cid("model"), cid("gpu"))
+        controls = control_values(state) if notes or preset else None
+        if controls is not None and not preset:
+            controls = {k: v for k, v in controls.items() if k != "compare"}
+    view = model_views.render(state)
+    control_out = [controls.get(n, no_update) if controls else no_update for n in CONTROLS]
+    job = {"hash": model_state.write_hash(model_state.encode(state)), "at": time.time()}
+    compare = state.mode == "compare"
+    return (
+        new_hash,
+        *control_out,
+        _notes(notes),
+        *drawn_outputs(view),
+        {"display": "none"} if view.memory is None else {},
+        [_message(view.messages.get(n)) for n in names],
+        {"display": "none"} if compare else {},
+        {} if compare else {"display": "none"},
+        key,
+        job if view.drawn_as == "queued" else no_update,
+    )
+
+
+@callback(
+    *[Output(*o.split("."), allow_duplicate=True) for o in VIEW_OUTPUTS],
+    Output("m-job-error", "children"),
+    Input("m-job", "data"),
+    background=True,
+    manager=jobs.manager(),
+    interval=jobs.POLL_MS,
+    progress=[Output("m-job-progress", "value"), Output("m-job-status", "children")],
+    running=[(Output("m-job-box", "style"), {}, {"display": "none"})],
+    cancel=[Input("m-job-cancel", "n_clicks")],
+    prevent_initial_call=True,
+)
+def estimate_in_background(set_progress, request):
+    """Estimate a view past the synchronous budget (searching schedules at big sizes) in a background job."""
+    jobs.watch()
+    hash_ = request.get("hash") if isinstance(request, dict) else None
+    state = model_state.parse(hash_).state
+    names = " and ".join(state.shown)
+    set_progress((1, f"{names}: building the schedule and simulating…"))
+    try:
+        view = model_views.render(state, background=True)
+    except jobs.JobTimeout:
+        cli = model_state.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
+        text = f"{names} took longer than {jobs.JOB_MAX_S:g} s: use the CLI: {cli}"
+        return (model_views.views.message_figure(text), no_update, no_update, [], [], _message(("error", text)))
+    error = next(iter(view.messages.values()), None)
+    return (*drawn_outputs(view), _message(error))
+
+
+def drawn_outputs(view: model_views.ModelView) -> tuple:
+    return (
+        view.gantt,
+        view.memory if view.memory is not None else no_update,
+        view.breakdown if view.breakdown is not None else _no_chart(),
+        [_card(*c) for c in view.cards],
+        _ranking(view.ranking),
+    )
+
+
+def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:
+    """The state the controls show; a preset's change resets that preset's fields to its values."""
+    raw = {k: values.get(k) for k in ("mode", "schedule", "model", "gpu", "recompute", "zero")}
+    compare = values.get("compare")
+    raw["compare"] = compare if isinstance(compare, (list, tuple)) else ()
+    raw["sp"] = values.get("sp") if isinstance(values.get("sp"), list) else previous.sp
+    skip = set(MODEL_FIELDS) if trigger == cid("model") else set(GPU_FIELDS) if trigger == cid("gpu") else set()
+    numbers = {}
+    for name in model_state.NUMBER_FIELDS:
+        if name in skip:
+            continue
+        value = values.get(name)
+        numbers[name] = previous.field_value(name) if value is None else value
+    if not isinstance(raw["model"], str) or not raw["model"]:
+        raw["model"] = previous.model
+    if not isinstance(raw["gpu"], str) or not raw["gpu"]:
+        raw["gpu"] = previous.gpu
+    return model_state.bounded({k: v for k, v in raw.items() if v is not None}, numbers)
+
+
+def _ids(groups: list, kind: str) -> list[dict]:
+    for group in groups:
+        first = group[0].get("id") if isinstance(group, list) and group and isinstance(group[0], dict) else None
+        if isinstance(first, dict) and first.get("type") == kind:
+            return [item.get("id") if isinstance(item, dict) else None for item in group]
+    return []
+
+
+def _card(key: str, label: str, value: str, detail: str) -> html.Div:
+    over = detail.startswith("device") and "does not fit" in detail
+    return html.Div(
+        [
+            html.Div(label, className="card-label"),
+            html.Div(value, className="card-value"),
+            html.Div(detail, className="msg-error" if over else None),
+        ],
+        className="card",
+        id=f"m-card-{key}",
+    )
+
+
+def _ranking(rows: list[dict]):
+    if not rows:
+        return None
+    head = html.Tr([html.Th(c) for c in RANKING_COLUMNS])
+    body = [html.Tr([html.Td(_cell(c, r[c])) for c in RANKING_COLUMNS]) for r in rows]
+    return html.Table([html.Thead(head), html.Tbody(body)], className="ranking", id="m-ranking-table")
+
+
+def _cell(column: str, value: object) -> str:
+    if column == "MFU":
+        return f"{value:.1%}"
+    if column == "tokens/s":
+        return f"{value:,}"
+    return str(value)
+
+
+def _no_chart() -> dict:
+    return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 40}}
+
+
+def _message(message: tuple[str, str] | None):
+    if message is None:
+        return None
+    kind, text = message
+    return html.Span(text, className=f"msg-{kind}", role="alert" if kind == "error" else None)
+
+
+def _notes(notes: list[str]):
+    return html.Ul([html.Li(n) for n in notes], className="msg-note") if notes else None

@@ -1,0 +1,213 @@
+"""The model & cluster view's controls and charts, and the switch between the page's three views.
+
+Every view stays mounted (hidden ones have ``display: none``) so that each keeps its callbacks and
+its state while another is shown; the URL's hash says which one is on screen.
+"""
+
+from __future__ import annotations
+
+from dash import dcc, html
+
+from ppviz import REGISTRY
+from ppviz.estimate import specs
+from ppviz.estimate.specs import RECOMPUTE
+
+from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
+from .views import GRAPH_CONFIG
+
+CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero")
+ZERO_LABELS = {
+    0: "0: none",
+    1: "1: optimizer state sharded (distributed optimizer)",
+    2: "2: + gradients sharded",
+    3: "3: + weights sharded",
+}
+RANKING_COLUMNS = ("rank", "schedule", "iteration (ms)", "tokens/s", "MFU", "bubble (ms)", "peak (GB)", "fits")
+
+
+def cid(name: str) -> str:
+    """The component id of one of this view's controls (``m-tp``)."""
+    return f"m-{name}"
+
+
+def msg_id(name: str) -> dict:
+    return {"type": "model-msg", "name": name}
+
+
+def view_tabs() -> dcc.Tabs:
+    return dcc.Tabs(
+        id="view-tabs",
+        value="abstract",
+        children=[
+            dcc.Tab(label="abstract schedules", value="abstract"),
+            dcc.Tab(label="model & cluster", value="model"),
+            dcc.Tab(label="search layouts", value="search"),
+        ],
+    )
+
+
+def control_values(state: ModelState) -> dict[str, object]:
+    """What each control shows for a state (number boxes: the override, else the preset's value)."""
+    values: dict[str, object] = {
+        "mode": state.mode,
+        "schedule": state.schedule,
+        "compare": list(state.compare),
+        "model": state.model,
+        "gpu": state.gpu,
+        "sp": ["on"] if state.sp else [],
+        "recompute": state.recompute,
+        "zero": state.zero,
+    }
+    for name in NUMBER_FIELDS:
+        values[name] = state.field_value(name)
+    return values
+
+
+def model_view() -> html.Div:
+    state = ModelState()
+    values = control_values(state)
+    return html.Div(
+        [
+            dcc.Store(id="m-drawn"),
+            dcc.Store(id="m-job"),
+            html.Aside(_panel(values), className="panel"),
+            html.Section(_charts(), className="views"),
+        ],
+        id="model-view",
+        className="main",
+        style={"display": "none"},
+    )
+
+
+def _row(name: str, label: str, widget, help_text: str = "") -> html.Div:
+    return html.Div(
+        [
+            html.Label(label, htmlFor=cid(name), title=help_text, className="label"),
+            widget,
+            html.Div(help_text, className="help") if help_text else None,
+            html.Div(id=msg_id(name), className="control-msg"),
+        ],
+        className="control",
+        id=f"m-row-{name}",
+    )
+
+
+def _number(name: str, value: object) -> html.Div:
+    f = NUMBER_FIELDS[name]
+    box = dcc.Input(
+        id=cid(name),
+        type="number",
+        min=f.low,
+        max=f.high,
+        step=1 if f.integer else "any",
+        value=value,
+        debounce=True,
+        className="number",
+    )
+    return _row(name, f.label, box)
+
+
+def _panel(values: dict) -> list:
+    schedules = [{"label": f"{n}: {s.description}", "value": n} for n, s in REGISTRY.items()]
+    mode = dcc.RadioItems(
+        id=cid("mode"),
+        options=[{"label": " one schedule", "value": "single"}, {"label": " compare", "value": "compare"}],
+        value=values["mode"],
+        inline=True,
+        className="mode",
+    )
+    schedule = _row(
+        "schedule",
+        "schedule",
+        dcc.Dropdown(id=cid("schedule"), options=schedules, value=values["schedule"], clearable=False, optionHeight=48),
+    )
+    compare = _row(
+        "compare",
+        "compare 2–4 schedules (same model, GPU and layout)",
+        dcc.Dropdown(id=cid("compare"), options=list(REGISTRY), value=values["compare"], multi=True),
+    )
+    compare.style = {"display": "none"}
+    model = _row(
+        "model",
+        "model preset",
+        dcc.Dropdown(id=cid("model"), options=specs.model_names(), value=values["model"], clearable=False),
+        "its fields below can be edited",
+    )
+    gpu = _row(
+        "gpu",
+        "GPU preset",
+        dcc.Dropdown(id=cid("gpu"), options=specs.gpu_names(), value=values["gpu"], clearable=False),
+        "its fields below can be edited",
+    )
+    sp = _row(
+        "sp",
+        "sequence parallel",
+        dcc.Checklist(
+            id=cid("sp"), options=[{"label": " on (needs tp > 1)", "value": "on"}], value=values["sp"], inline=True
+        ),
+    )
+    recompute = _row(
+        "recompute",
+        "activation recompute",
+        dcc.Dropdown(id=cid("recompute"), options=list(RECOMPUTE), value=values["recompute"], clearable=False),
+    )
+    zero = _row(
+        "zero",
+        "ZeRO stage / distributed optimizer",
+        dcc.Dropdown(
+            id=cid("zero"),
+            options=[{"label": ZERO_LABELS[z], "value": z} for z in ZERO],
+            value=values["zero"],
+            clearable=False,
+        ),
+    )
+    return [
+        html.Section([mode, schedule, compare], className="group"),
+        html.Section(
+            [html.H3("model"), model, *[_number(n, values[n]) for n in MODEL_FIELDS]],
+            className="group",
+        ),
+        html.Section([html.H3("GPU"), gpu, *[_number(n, values[n]) for n in GPU_FIELDS]], className="group"),
+        html.Section(
+            [html.H3("parallel layout"), *[_number(n, values[n]) for n in LAYOUT_FIELDS], sp, recompute, zero],
+            className="group",
+        ),
+    ]
+
+
+def _charts() -> list:
+    return [
+        html.Div(id="m-notes", className="notes"),
+        html.Div(id="m-cards", className="cards"),
+        html.Div(id="m-ranking"),
+        html.Div(
+            [
+                html.Div(
+                    [
+                        html.Progress(id="m-job-progress", value=0, max=2),
+                        html.Span("", id="m-job-status", className="help"),
+                        html.Button("stop", id="m-job-cancel", n_clicks=0, className="button small"),
+                    ],
+                    id="m-job-box",
+                    className="job",
+                    style={"display": "none"},
+                ),
+                html.Div(id="m-job-error", className="control-msg"),
+            ]
+        ),
+        dcc.Graph(id="m-gantt", config=GRAPH_CONFIG, figure=_empty()),
+        html.Div(dcc.Graph(id="m-memory", config=GRAPH_CONFIG, figure=_empty()), id="m-memory-box"),
+        dcc.Graph(id="m-breakdown", config=GRAPH_CONFIG, figure=_empty()),
+        html.Footer(
+            [
+                "Times in ms and memory in GB (10⁹ bytes) from ppviz.estimate: the model, GPU and layout give each ",
+                "stage's F, B and W time and activation bytes, and the schedule is simulated exactly. ",
+                "The same numbers as `ppviz estimate`.",
+            ],
+            className="footer",
+        ),
+    ]
+
+
+def _empty() -> dict:
+    return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 120}}

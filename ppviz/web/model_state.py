@@ -1,0 +1,347 @@
+"""The "model & cluster" view as plain data, its link form (the URL's hash) and its bounds.
+
+The abstract view keeps its state in the query string; this view and the search keep theirs in the
+hash (``#view=model&model=llama3-70b&tp=8…``), so neither reads or rewrites the other's. Every
+value is bounded here before any work, the same way ``limits.bounded`` bounds the abstract view:
+a value past its range is clamped and said so, an unreadable one falls back to its default.
+The page converts page units (TFLOP/s, GB, GB/s) to the estimate's (FLOP/s, bytes, bytes/s) and
+back; the costs themselves are ``ppviz.estimate``'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
+from urllib.parse import parse_qsl, urlencode
+
+from ppviz import REGISTRY
+from ppviz.estimate import specs
+from ppviz.estimate.specs import RECOMPUTE
+
+from . import limits
+
+VIEWS = ("abstract", "model", "search")
+MAX_COMPARE = limits.MAX_COMPARE
+
+
+class Field(NamedTuple):
+    """A number box of this view: label, range, whether whole, and (for GPU fields) the page unit's factor."""
+
+    label: str
+    low: float
+    high: float
+    integer: bool = True
+    factor: float = 1.0  # estimate unit = page value × factor
+    target: str = ""  # the Model / Gpu field it sets (default: its own name)
+
+
+MODEL_FIELDS: dict[str, Field] = {
+    "layers": Field("layers L", 1, 1024),
+    "hidden": Field("hidden h", 1, 131_072),
+    "heads": Field("attention heads a", 1, 1024),
+    "kv_heads": Field("KV heads g", 1, 1024),
+    "ffn": Field("FFN width", 1, 1_048_576),
+    "vocab": Field("vocabulary V", 1, 4_194_304),
+    "seq": Field("sequence length s", 1, 1_048_576),
+}
+GPU_FIELDS: dict[str, Field] = {
+    "tflops": Field("BF16 peak (TFLOP/s)", 1, 100_000, False, 1e12, "bf16_flops"),
+    "hbm_gb": Field("HBM capacity (GB)", 1, 10_000, False, 1e9, "hbm_bytes"),
+    "hbm_tbs": Field("HBM bandwidth (TB/s)", 0.01, 1_000, False, 1e12, "hbm_bytes_per_s"),
+    "nvlink_gbs": Field("NVLink per direction (GB/s)", 1, 100_000, False, 1e9, "nvlink_bytes_per_s"),
+    "net_gbs": Field("network per GPU (GB/s)", 0.1, 100_000, False, 1e9, "network_bytes_per_s"),
+    "domain": Field("NVLink domain (GPUs)", 1, 1024, True, 1.0, "nvlink_domain"),
+}
+LAYOUT_FIELDS: dict[str, Field] = {
+    "tp": Field("tp (tensor parallel)", 1, 64),
+    "pp": Field("pp (pipeline devices)", 1, limits.MAX_DEVICES),
+    "dp": Field("dp (data parallel)", 1, 65_536),
+    "vpp": Field("vpp (chunks per device, interleaved)", 1, 16),
+    "mbs": Field("micro-batch size", 1, 1024),
+    "gbs": Field("global batch (sequences)", 1, 1_048_576),
+}
+ZERO = (0, 1, 2, 3)
+NUMBER_FIELDS = {**MODEL_FIELDS, **GPU_FIELDS, **LAYOUT_FIELDS}
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """Everything the model & cluster view shows, as values a link can carry."""
+
+    mode: str = "single"  # "single" or "compare"
+    schedule: str = "1f1b"
+    compare: tuple[str, ...] = ("1f1b", "zb-v")
+    model: str = "llama3-70b"
+    gpu: str = "h100-sxm"
+    model_over: dict[str, int] = field(default_factory=dict)  # MODEL_FIELDS name -> value, where it differs
+    gpu_over: dict[str, float] = field(default_factory=dict)  # GPU_FIELDS name -> page value, where it differs
+    tp: int = 8
+    pp: int = 8
+    dp: int = 1
+    vpp: int = 1
+    mbs: int = 1
+    gbs: int = 64
+    sp: bool = True
+    recompute: str = "selective"
+    zero: int = 1
+
+    @property
+    def shown(self) -> tuple[str, ...]:
+        return self.compare if self.mode == "compare" else (self.schedule,)
+
+    @property
+    def microbatches(self) -> int | None:
+        """m = gbs / (dp·mbs), or None when it does not divide (the estimate says what to change)."""
+        per = self.dp * self.mbs
+        return self.gbs // per if self.gbs % per == 0 else None
+
+    def field_value(self, name: str) -> float:
+        """What a number box shows: the override, else the preset's value (in page units)."""
+        if name in MODEL_FIELDS:
+            return self.model_over.get(name, preset_value(self.model, name))
+        if name in GPU_FIELDS:
+            return self.gpu_over.get(name, preset_value(self.gpu, name))
+        return getattr(self, name)
+
+
+def preset_value(preset: str, name: str) -> float:
+    """A preset's field in page units (llama3-70b's layers: 80; h100-sxm's hbm_gb: 80)."""
+    if name in MODEL_FIELDS:
+        return getattr(specs.model(preset), name)
+    f = GPU_FIELDS[name]
+    value = getattr(specs.gpu(preset), f.target) / f.factor
+    return int(value) if f.integer else float(f"{value:.12g}")
+
+
+def model_of(state: ModelState) -> specs.Model:
+    return specs.model(state.model, **state.model_over)
+
+
+def gpu_of(state: ModelState) -> specs.Gpu:
+    values = {}
+    for name, v in state.gpu_over.items():
+        f = GPU_FIELDS[name]
+        values[f.target] = int(v) if f.integer else v * f.factor
+    return specs.gpu(state.gpu, **values)
+
+
+def layout_of(state: ModelState, schedule: str) -> specs.Layout:
+    """The estimate's Layout for one schedule; vpp goes only to schedules that take chunks."""
+    spec = REGISTRY.get(schedule)
+    takes_chunks = spec is not None and spec.param("chunks") is not None
+    return specs.Layout(
+        tp=state.tp,
+        pp=state.pp,
+        dp=state.dp,
+        vpp=state.vpp if takes_chunks else 1,
+        mbs=state.mbs,
+        gbs=state.gbs,
+        sequence_parallel=state.sp and state.tp > 1,
+        recompute=state.recompute,
+        zero=state.zero,
+        schedule=schedule,
+    )
+
+
+def cli_command(state: ModelState, schedule: str) -> str:
+    """The ``ppviz estimate`` command of one schedule of the view (what to run past the page's bounds)."""
+    lay = layout_of(state, schedule)
+    parts = [f"ppviz estimate --model {state.model} --gpu {state.gpu}"]
+    parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "vpp", "mbs", "gbs")]
+    parts.append(f"--recompute {lay.recompute} --zero {lay.zero} --schedule {schedule}")
+    if lay.sequence_parallel:
+        parts.append("--sequence-parallel")
+    flags = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_heads": "kv-heads", "ffn": "ffn"}
+    flags |= {"vocab": "vocab", "seq": "seq"}
+    parts += [f"--{flags[k]} {v}" for k, v in sorted(state.model_over.items())]
+    return " ".join(parts)
+
+
+# --- the link --------------------------------------------------------------------------------
+
+
+def read_hash(hash_: object) -> dict[str, str]:
+    """The hash's key/value pairs (any input type; junk gives {})."""
+    if not isinstance(hash_, str) or len(hash_) > limits.MAX_SEARCH_CHARS:
+        return {}
+    return dict(parse_qsl(hash_.lstrip("#"), keep_blank_values=True))
+
+
+def write_hash(pairs: dict[str, str]) -> str:
+    return "#" + urlencode(pairs, safe=",:") if pairs else ""
+
+
+def view_of(hash_: object) -> str:
+    view = read_hash(hash_).get("view")
+    return view if view in VIEWS else "abstract"
+
+
+def merge(hash_: object, own: dict[str, str], mine: set[str] | None = None, prefix: str = "") -> str:
+    """A hash with this view's keys replaced by ``own``, every other view's keys kept as they were."""
+    others = {k: v for k, v in read_hash(hash_).items() if not _owned(k, mine, prefix)}
+    return write_hash({**others, **own})
+
+
+def _owned(key: str, mine: set[str] | None, prefix: str) -> bool:
+    return key.startswith(prefix) if prefix else key in (mine or set())
+
+
+MODEL_KEYS = {"mode", "schedule", "compare", "model", "gpu", "sp", "recompute", "zero", *NUMBER_FIELDS}
+
+
+def encode(state: ModelState) -> dict[str, str]:
+    """The hash pairs of this view (its overrides only where they differ from the presets)."""
+    pairs = {"model": state.model, "gpu": state.gpu}
+    if state.mode == "compare":
+        pairs |= {"mode": "compare", "compare": ",".join(state.compare)}
+    else:
+        pairs["schedule"] = state.schedule
+    for name in LAYOUT_FIELDS:
+        pairs[name] = str(getattr(state, name))
+    pairs |= {"sp": str(int(state.sp)), "recompute": state.recompute, "zero": str(state.zero)}
+    for name, value in sorted({**state.model_over, **state.gpu_over}.items()):
+        pairs[name] = _num(value)
+    return pairs
+
+
+class Parsed(NamedTuple):
+    state: ModelState
+    notes: list[str]
+
+
+def parse(hash_: object) -> Parsed:
+    """Read the hash into a bounded state, with a note for everything not understood or clamped."""
+    query = read_hash(hash_)
+    raw: dict = {}
+    for key in ("mode", "schedule", "model", "gpu", "recompute"):
+        if key in query:
+            raw[key] = query[key]
+    if "compare" in query:
+        raw["compare"] = tuple(n for n in query["compare"].split(",") if n)
+    if "sp" in query:
+        raw["sp"] = query["sp"]
+    over = {name: query[name] for name in NUMBER_FIELDS if name in query}
+    raw["zero"] = query.get("zero")
+    return bounded(raw, over)
+
+
+def bounded(raw: dict, numbers: dict) -> Parsed:
+    """A state from raw values (strings from a link, anything from a request), every field checked.
+
+    ``numbers`` holds the number boxes' values by name; model and GPU fields equal to the
+    preset's are not overrides.
+    """
+    base = ModelState()
+    notes: list[str] = []
+    values: dict = {}
+    mode = raw.get("mode")
+    if mode in ("single", "compare"):
+        values["mode"] = mode
+    elif mode is not None:
+        notes.append(f"mode {limits._show(mode)} is not single or compare; showing one schedule")
+    schedule = raw.get("schedule")
+    if schedule is not None:
+        if isinstance(schedule, str) and schedule in REGISTRY:
+            values["schedule"] = schedule
+        else:
+            notes.append(f"unknown schedule {limits._show(schedule)}; showing {base.schedule}")
+    compare = raw.get("compare")
+    if compare is not None:
+        names = [n for n in compare if isinstance(n, str)] if isinstance(compare, (list, tuple)) else []
+        known = list(dict.fromkeys(n for n in names if n in REGISTRY))
+        if len(known) != len(compare if isinstance(compare, (list, tuple)) else [None]):
+            notes.append("unknown schedules left out of the comparison")
+        if len(known) > MAX_COMPARE:
+            notes.append(f"compare takes at most {MAX_COMPARE} schedules; kept the first {MAX_COMPARE}")
+        values["compare"] = tuple(known[:MAX_COMPARE])
+    for key, names, default in (("model", specs.model_names(), base.model), ("gpu", specs.gpu_names(), base.gpu)):
+        v = raw.get(key)
+        if v is None:
+            continue
+        if isinstance(v, str) and v in names:
+            values[key] = v
+        else:
+            notes.append(f"unknown {'model' if key == 'model' else 'GPU'} preset {limits._show(v)}; using {default}")
+    recompute = raw.get("recompute")
+    if recompute is not None:
+        if recompute in RECOMPUTE:
+            values["recompute"] = recompute
+        else:
+            notes.append(
+                f"recompute {limits._show(recompute)} is not one of {', '.join(RECOMPUTE)}; using {base.recompute}"
+            )
+    zero = raw.get("zero")
+    if zero is not None:
+        z = limits._in_range("zero", _number(zero), 0, 3, True, notes)
+        values["zero"] = base.zero if z is None else z
+    sp = raw.get("sp")
+    if sp is not None:
+        values["sp"] = sp in (True, 1, "1", "true", "on") or (isinstance(sp, list) and "on" in sp)
+    state = replace(base, **values)
+    model_over, gpu_over = {}, {}
+    for name, value in numbers.items():
+        f = NUMBER_FIELDS.get(name) if isinstance(name, str) else None
+        if f is None or value is None or value == "":
+            continue
+        v = limits._in_range(name, _number(value), f.low, f.high, f.integer, notes)
+        if v is None:
+            continue
+        if name in LAYOUT_FIELDS:
+            state = replace(state, **{name: v})
+        elif name in MODEL_FIELDS and v != preset_value(state.model, name):
+            model_over[name] = v
+        elif name in GPU_FIELDS and v != preset_value(state.gpu, name):
+            gpu_over[name] = v
+    return Parsed(replace(state, model_over=model_over, gpu_over=gpu_over), notes)
+
+
+def check(state: ModelState) -> None:
+    """Refuse a view past what the page computes, saying what to change (cheap: nothing is built)."""
+    m = state.microbatches
+    if m is not None and m > limits.MAX_MICROBATCHES:
+        raise ValueError(
+            f"gbs {state.gbs} / (dp·mbs = {state.dp}·{state.mbs}) gives {m:,} microbatches; the page draws at most "
+            f"{limits.MAX_MICROBATCHES}: raise mbs or dp, or lower gbs, or use the CLI: "
+            f"{cli_command(state, state.shown[0] if state.shown else state.schedule)}"
+        )
+    for name in state.shown:
+        cost = actions(state, name) * limits.factor(name)
+        if cost > limits.BACKGROUND_WORK:
+            raise ValueError(
+                f"{name} at pp {state.pp} × {m} microbatches is about {cost:,} action-units, past what the page "
+                f"computes ({limits.BACKGROUND_WORK:,}): lower pp or the microbatches, or use the CLI: "
+                f"{cli_command(state, name)}"
+            )
+
+
+def actions(state: ModelState, name: str) -> int:
+    spec = REGISTRY.get(name)
+    m = state.microbatches
+    if spec is None or m is None:
+        return 0
+    chunks = state.vpp if spec.param("chunks") is not None else (spec.chunks or 1)
+    return state.pp * m * chunks * (3 if spec.split_backward else 2)
+
+
+def work(state: ModelState) -> int:
+    return sum(actions(state, n) * limits.factor(n) for n in state.shown)
+
+
+def in_background(state: ModelState) -> bool:
+    return work(state) > limits.SYNC_WORK
+
+
+def _number(value: object) -> object:
+    """A link's text as a number (other types are left for the range check to judge)."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _num(v: float | int) -> str:
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
+        return str(int(v))
+    return f"{v:.12g}"

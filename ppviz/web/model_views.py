@@ -1,0 +1,246 @@
+"""What the model & cluster view shows: ``ppviz.estimate`` of each schedule, drawn in ms and GB.
+
+Plain functions, no Dash. The page holds no cost logic: every number comes from the Estimate
+(iteration time, tokens/s, MFU, per-device static and activation bytes, the breakdown); this
+module only picks units (ms on time axes, GB = 10⁹ bytes for memory) and says which control an
+estimate error is about.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+
+import ppviz
+from ppviz import figures
+
+from . import model_state, views
+from .model_state import ModelState
+
+MS = 1e3  # seconds → ms on every time axis
+GB = 1e-9  # bytes → GB (10⁹ bytes, as GPUs are sold: an H100 holds 80 GB)
+CACHE_SIZE = 8  # estimates kept per worker (a control change usually touches one schedule)
+
+
+@dataclass
+class ModelView:
+    gantt: object
+    memory: object | None  # None in compare mode
+    breakdown: object | None
+    cards: list[tuple[str, str, str, str]]  # (key, label, value, detail); detail kind "error" when over capacity
+    ranking: list[dict]
+    messages: dict[str, tuple[str, str]] = field(default_factory=dict)  # control -> (kind, text)
+    drawn_as: str = "bars"  # "bars", "overview", "none" or "queued"
+    estimates: list = field(default_factory=list)
+
+
+_CACHE: OrderedDict[tuple, ppviz.estimate.Estimate] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def estimate_of(state: ModelState, schedule: str) -> ppviz.estimate.Estimate:
+    """``ppviz.estimate`` of one schedule of the view, remembering the last few (keyed by their inputs)."""
+    key = (model_state.model_of(state), model_state.gpu_of(state), model_state.layout_of(state, schedule))
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    est = ppviz.estimate(*key)
+    with _LOCK:
+        _CACHE[key] = est
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return est
+
+
+def clear_cache() -> None:
+    with _LOCK:
+        _CACHE.clear()
+
+
+def render(state: ModelState, background: bool = False) -> ModelView:
+    """Estimate the schedules on screen and build the view; past the synchronous budget, "queued"
+    (a background job draws it) unless ``background``."""
+    names = state.shown
+    if not names:
+        text = f"pick 2–{model_state.MAX_COMPARE} schedules to compare"
+        return _failed(state, text, {"compare": ("error", text)})
+    try:
+        model_state.check(state)
+    except ValueError as e:
+        return _failed(state, str(e), {control_for(str(e), state): ("error", str(e))})
+    if not background and model_state.in_background(state):
+        text = (
+            f"Estimating {' and '.join(names)} at pp {state.pp} × {state.microbatches} microbatches in the background…"
+        )
+        fig = views.message_figure(text)
+        return ModelView(fig, None if state.mode == "compare" else fig, None, [], [], {}, "queued")
+    estimates = []
+    for name in names:
+        try:
+            estimates.append(estimate_of(state, name))
+        except ValueError as e:
+            text = f"{name}: {e}" if len(names) > 1 else str(e)
+            return _failed(state, text, {control_for(str(e), state): ("error", text)})
+        except Exception as e:  # a bug, not a bad input: say so on the page, never a 500
+            views.log.exception("estimating %s failed", name)
+            text = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
+            return _failed(state, text, {"schedule": ("error", text)})
+    parts = {_title(e): e.breakdown for e in estimates}
+    bars = figures.breakdown(parts, scale=MS, unit="ms")
+    if state.mode == "compare":
+        runs = [e.run for e in estimates]
+        fig = figures.compare(
+            runs,
+            titles=[_title(e) for e in estimates],
+            max_bars=views.BARS_MAX_OPS // len(runs),
+            time_scale=MS,
+            time_unit="ms",
+        )
+        return ModelView(fig, None, bars, [], ranking(estimates), {}, "bars", estimates)
+    est = estimates[0]
+    gantt, drawn_as = gantt_figure(est)
+    memory = memory_figure(est)
+    return ModelView(gantt, memory, bars, cards(est), [], {}, drawn_as, estimates)
+
+
+def gantt_figure(est) -> tuple[object, str]:
+    run = est.run
+    title = f"{_title(est)} · {run.schedule.devices} devices · {run.schedule.microbatches} microbatches"
+    if len(run.result) <= views.BARS_MAX_OPS:
+        return figures.gantt(run, title=title, time_scale=MS, time_unit="ms"), "bars"
+    return figures.overview(run, time_scale=MS, time_unit="ms"), "overview"
+
+
+def memory_figure(est) -> object:
+    """Each device's static bytes as the base of its activation curve, in GB, with the HBM capacity."""
+    static = est.static_bytes
+    base = static["weight"] + static["grad"] + static["optimizer"]
+    fig = figures.memory(
+        est.run,
+        stage_sizes=est.plan.activation_bytes,
+        base=base,
+        scale=GB,
+        unit="GB",
+        capacity=est.capacity_bytes,
+        time_scale=MS,
+        time_unit="ms",
+        title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
+    )
+    fig.layout.yaxis.range = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GB * 1.08]
+    return fig
+
+
+def cards(est) -> list[tuple[str, str, str, str]]:
+    """(key, label, value, detail): iteration time, tokens/s, MFU, peak GB against capacity, layout."""
+    peak = float(est.peak_bytes.max())
+    device = int(est.peak_bytes.argmax())
+    cap = est.capacity_bytes
+    if est.fits:
+        fit = f"device {device}; fits with {(cap - peak) * GB:.1f} GB free"
+    else:
+        fit = f"device {device}; does not fit by {est.over_bytes * GB:.1f} GB"
+    lay = est.layout
+    hfu = f" · HFU {est.hfu:.1%} (with recompute)" if lay.recompute != "none" else ""
+    return [
+        (
+            "iteration",
+            "iteration time",
+            f"{est.iteration_s * MS:,.0f} ms",
+            f"schedule {est.makespan_s * MS:,.0f} ms + DP sync {est.dp_sync_s * MS:.1f} ms + optimizer "
+            f"{est.optimizer_s * MS:.1f} ms",
+        ),
+        (
+            "tokens",
+            "tokens/s",
+            f"{est.tokens_per_s:,.0f}",
+            f"{est.samples_per_s:.3g} samples/s · {est.global_batch} × {est.model.seq} tokens",
+        ),
+        ("mfu", "MFU", f"{est.mfu:.1%}", f"{est.tflops_per_gpu:.0f} TFLOP/s per GPU{hfu}"),
+        ("peak", "peak memory", f"{peak * GB:.1f} / {cap * GB:.0f} GB", fit),
+        (
+            "layout",
+            "GPUs",
+            f"{lay.gpus:,}",
+            f"tp {lay.tp} · pp {lay.pp} · dp {lay.dp} · {est.microbatches} microbatches · {est.run.schedule.stages} "
+            "stages",
+        ),
+    ]
+
+
+def ranking(estimates: list) -> list[dict]:
+    """Compare mode's table: the same model, GPU and layout under each schedule, fastest first."""
+    rows = []
+    for e in estimates:
+        peak = float(e.peak_bytes.max())
+        rows.append(
+            {
+                "schedule": _title(e),
+                "iteration (ms)": round(e.iteration_s * MS, 1),
+                "tokens/s": round(e.tokens_per_s),
+                "MFU": round(e.mfu, 4),
+                "bubble (ms)": round(e.breakdown["bubble_s"] * MS, 1),
+                "peak (GB)": round(peak * GB, 2),
+                "fits": "yes" if e.fits else f"no: over by {e.over_bytes * GB:.1f} GB",
+            }
+        )
+    rows.sort(key=lambda r: (r["iteration (ms)"], r["peak (GB)"]))
+    for i, row in enumerate(rows, 1):
+        row["rank"] = i
+    return rows
+
+
+# Words of the estimate's messages and the control each one is about (the earliest mention wins).
+CONTROL_WORDS = {
+    "tp": "tp",
+    "pp": "pp",
+    "dp": "dp",
+    "vpp": "vpp",
+    "chunks": "vpp",
+    "mbs": "mbs",
+    "micro-batch": "mbs",
+    "gbs": "gbs",
+    "global batch": "gbs",
+    "microbatches": "gbs",
+    "sequence parallel": "sp",
+    "recompute": "recompute",
+    "zero": "zero",
+    "layers": "layers",
+    "layer_split": "pp",
+    "hidden": "hidden",
+    "attention heads": "heads",
+    "heads": "heads",
+    "KV heads": "kv_heads",
+    "kv_heads": "kv_heads",
+    "FFN": "ffn",
+    "vocabulary": "vocab",
+    "sequence length": "seq",
+    "nvlink_domain": "domain",
+    "FP8": "gpu",
+}
+
+
+def control_for(message: str, state: ModelState) -> str:
+    best, where = "schedule" if state.mode == "single" else "compare", len(message) + 1
+    for word, control in CONTROL_WORDS.items():
+        m = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", message)
+        if m and m.start() < where:
+            best, where = control, m.start()
+    return best
+
+
+def _failed(state: ModelState, text: str, messages: dict) -> ModelView:
+    fig = views.message_figure(f"Nothing to draw. {text}")
+    return ModelView(fig, None if state.mode == "compare" else fig, None, [], [], messages, "none")
+
+
+def _title(est) -> str:
+    lay = est.layout
+    return lay.schedule + (f" (vpp {lay.vpp})" if lay.vpp > 1 else "")
+
+
+def with_schedule(state: ModelState, name: str) -> ModelState:
+    return replace(state, mode="single", schedule=name)
