@@ -7,7 +7,7 @@ from dash.dash_table import FormatTemplate
 
 from ppviz import REGISTRY
 
-from . import controls
+from . import controls, model_layout, search_layout
 from .url_state import SLIDERS, ViewState
 from .views import GRAPH_CONFIG, IMAGE_FORMATS, UPLOAD_MAX_BYTES
 
@@ -57,7 +57,10 @@ def layout() -> html.Div:
             dcc.Store(id="axes-sync"),
             dcc.Store(id="zoom-request"),
             header(),
-            html.Div([panel(state), views()], className="main"),
+            model_layout.view_tabs(),
+            html.Div([panel(state), views()], className="main", id="abstract-view"),
+            model_layout.model_view(),
+            search_layout.search_view(),
         ],
         className="page",
     )
