@@ -8,6 +8,7 @@ from flask import request
 from ppviz.web import (
     callbacks,  # noqa: F401  (registers the callbacks)
     jobs,
+    model_callbacks,  # noqa: F401  (the model & cluster view and the view switch)
     protocol,
 )
 from ppviz.web.layout import layout
