@@ -38,6 +38,7 @@ class Costs:
     b_frees: float = 0.0  # fraction of a chunk's activation that B frees (W frees the rest)
     stage_times: Mapping[int, Sequence[float]] = field(default_factory=dict)  # device share -> (f, b, w)
     exact_stage_times: Sequence[Sequence[float]] = ()  # one (f, b, w) per stage, not scaled by p/S
+    link_p2p: Sequence[Sequence[float]] = ()  # [from device][to device] latency, replacing p2p (real units)
 
     def __post_init__(self) -> None:
         try:
@@ -45,6 +46,16 @@ class Costs:
         except TypeError:
             raise ValueError("exact per-stage times need one (f, b, w) triple per stage") from None
         object.__setattr__(self, "exact_stage_times", exact)
+        try:
+            links = tuple(tuple(row) for row in self.link_p2p)
+        except TypeError:
+            raise ValueError("link_p2p needs one row of latencies per device") from None
+        object.__setattr__(self, "link_p2p", links)
+        for a, row in enumerate(links):
+            if len(row) != len(links):
+                raise ValueError(f"link_p2p must be square: row {a} has {len(row)} entries for {len(links)} devices")
+            for b, v in enumerate(row):
+                _check_number(f"link_p2p[{a}][{b}]", v, low=0.0, high=MAX_TIME)
         for name in ("f", "b", "w", "p2p"):
             _check_number(name, getattr(self, name), low=0.0, high=MAX_TIME)
         _check_number("overlap", self.overlap, low=0.0, high=100.0, low_open=True)
@@ -66,6 +77,8 @@ class Costs:
 
     def check_fits(self, stages: int, devices: int) -> None:
         """Refuse overrides that name a share or a stage the schedule does not have."""
+        if self.link_p2p and len(self.link_p2p) != devices:
+            raise ValueError(f"link_p2p gives latencies for {len(self.link_p2p)} devices, but there are {devices}")
         if self.exact_stage_times and len(self.exact_stage_times) != stages:
             raise ValueError(
                 f"exact per-stage times give {len(self.exact_stage_times)} stages, but the schedule has {stages}"
@@ -94,7 +107,7 @@ class Costs:
     @property
     def uniform(self) -> bool:
         """True when every stage runs the common times (closed forms then apply)."""
-        if self.exact_stage_times:
+        if self.exact_stage_times or any(any(row) for row in self.link_p2p):
             return False
         return all(tuple(v) == (self.f, self.b, self.w) for v in self.stage_times.values())
 
@@ -109,6 +122,7 @@ class Costs:
             "b_frees": self.b_frees,
             "stage_times": {str(i): list(fbw) for i, fbw in sorted(self.stage_times.items())},
             "exact_stage_times": [list(fbw) for fbw in self.exact_stage_times],
+            "link_p2p": [list(row) for row in self.link_p2p],
         }
 
 

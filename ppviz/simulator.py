@@ -253,7 +253,8 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
     def deadlock(stuck):
         _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device)
 
-    start = np.array(_run(bounds.tolist(), step_dep.tolist(), costs.p2p, step_dur.tolist(), deadlock))
+    latency = _latencies(costs, step_dep, slot_device[step_slot])
+    start = np.array(_run(bounds.tolist(), step_dep.tolist(), latency, step_dur.tolist(), deadlock))
     slot_start = start if plain else start[main]
     slot_end = slot_start + step_dur[main]  # the same float sum as in the pass, so exact
     start, end = (slot_start, slot_end) if plain else (slot_start[slot], slot_end[slot])
@@ -321,11 +322,25 @@ def _paired_steps(dep_act, act_dur, slot, slot_device, costs: Costs):
     return step_dep, step_dur, step_slot, first, second, main
 
 
+def _latencies(costs: Costs, step_dep: np.ndarray, step_device: np.ndarray) -> list[float]:
+    """Per step, the latency its dependents wait after it ends: ``p2p``, or with ``link_p2p`` the
+    slowest link from its device to a dependent's (a step's dependents sit on one other device,
+    except an overlapped pair's, whose two actions may send two ways)."""
+    if not costs.link_p2p:
+        return [costs.p2p] * len(step_dep)
+    link = np.asarray(costs.link_p2p, dtype=float)
+    has = step_dep >= 0
+    producer = step_dep[has]
+    latency = np.zeros(len(step_dep))
+    np.maximum.at(latency, producer, link[step_device[producer], step_device[has]])
+    return latency.tolist()
+
+
 def _run(bounds, dep, p2p, dur, on_deadlock):
     """The event pass: returns the start of every step, or calls on_deadlock(stuck).
 
     Every dependency left is on another device, so each step records when its dependents may
-    start: its end plus ``p2p`` (``ready``). ``ready`` has one extra entry, -inf, so a missing
+    start: its end plus its latency ``p2p[i]`` (``ready``). ``ready`` has one extra entry, -inf, so a missing
     dependency (index -1) never delays a step; ``None`` marks a step not yet run. A parked
     device is noted in ``waiter`` of the step it waits for (``more`` holds a rare second one).
     """
@@ -354,7 +369,7 @@ def _run(bounds, dep, p2p, dur, on_deadlock):
                 t = t_free
             start[i] = t
             t_free = t + dur[i]
-            ready[i] = t_free + p2p
+            ready[i] = t_free + p2p[i]
             w = waiter[i]
             if w >= 0:
                 todo.append(w)

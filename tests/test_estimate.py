@@ -379,3 +379,36 @@ def test_figures_draw_an_estimate_in_ms_and_gb():
     assert tops == pytest.approx((e.peak_bytes * 1e-9).tolist(), rel=1e-6)
     gantt = figures.gantt(e.run, **e.gantt_kwargs())
     assert gantt.layout.xaxis.title.text == "time (ms)"
+
+
+# --- per-link latency in the simulator (what per-boundary p2p needs) -------------------------
+
+
+def test_link_p2p_equal_links_match_the_scalar_latency():
+    sched = ppviz.build("interleaved-1f1b", 4, 8, chunks=2)
+    c = 0.25
+    links = [[0.0 if a == b else c for b in range(4)] for a in range(4)]
+    one = ppviz.evaluate(sched, ppviz.make_costs(p2p=c))
+    many = ppviz.evaluate(sched, ppviz.Costs(link_p2p=links))
+    assert (one.result.start == many.result.start).all()
+    assert many.metrics.formula_makespan is None  # closed forms assume no latency
+
+
+def test_link_p2p_one_microbatch_pays_each_boundary_twice():
+    """One microbatch through p stages and back: Σ (f + b + w) + 2 Σ boundary latencies."""
+    p = 4
+    lat = [0.1, 0.7, 0.2]  # boundary s ↔ s+1
+    links = [[0.0] * p for _ in range(p)]
+    for s, x in enumerate(lat):
+        links[s][s + 1] = links[s + 1][s] = x
+    run = ppviz.evaluate(ppviz.build("1f1b", p, 1), ppviz.Costs(f=1, b=2, w=0, link_p2p=links))
+    assert run.metrics.makespan == pytest.approx(p * 3 + 2 * sum(lat))
+
+
+def test_link_p2p_is_checked():
+    with pytest.raises(ValueError, match="must be square"):
+        ppviz.Costs(link_p2p=[[0, 1], [1]])
+    with pytest.raises(ValueError, match=r"link_p2p\[0\]\[1\]"):
+        ppviz.Costs(link_p2p=[[0, -1], [1, 0]])
+    with pytest.raises(ValueError, match="latencies for 2 devices, but there are 4"):
+        ppviz.evaluate(ppviz.build("1f1b", 4, 4), ppviz.Costs(link_p2p=[[0, 1], [1, 0]]))
