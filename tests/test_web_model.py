@@ -1,0 +1,250 @@
+"""The model & cluster view through Dash's real dispatch: every trigger of its callbacks, what it shows
+(ms and GB from ``ppviz.estimate``), errors beside the control to change, and its link.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from web_dispatch import Page, text_of
+
+import app as page_app
+import ppviz
+from ppviz import figures
+from ppviz.estimate import Layout
+from ppviz.web import model_state, model_views
+from ppviz.web.model_layout import CONTROLS, cid
+
+SERVER = page_app.server
+VIEW = "drawn-model.data"  # the view's callback (its last output names what it drew)
+DEFAULT = "#view=model"
+
+
+@pytest.fixture
+def page() -> Page:
+    model_views.clear_cache()
+    p = Page.open(SERVER)
+    p.load()
+    return p
+
+
+def answer(response) -> dict:
+    assert response.status_code == 200, response.get_data(as_text=True)[:3000]
+    return response.get_json()["response"]
+
+
+def open_hash(page: Page, hash_: str) -> dict:
+    return answer(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): hash_}))
+
+
+def change(page: Page, name: str, value) -> dict:
+    return answer(page.fire(page.callback(VIEW), [(cid(name), "value")], {(cid(name), "value"): value}))
+
+
+def unchanged(response) -> bool:
+    """Dash's answer when a callback changed nothing: 204, or 200 with an empty response."""
+    return response.status_code == 204 or (response.status_code == 200 and not response.get_json().get("response"))
+
+
+def message(page: Page, name: str) -> str:
+    return text_of(page.value({"type": "model-msg", "name": name}, "children"))
+
+
+def cards(page: Page) -> str:
+    return text_of(page.value("cards-model", "children"))
+
+
+def estimate(**layout):
+    base = dict(tp=8, pp=8, dp=1, mbs=1, gbs=64, sequence_parallel=True, recompute="selective", zero=1)
+    return ppviz.estimate("llama3-70b", "h100-sxm", Layout(**{**base, **layout}))
+
+
+def test_the_view_draws_nothing_until_it_is_on_screen(page):
+    """On page load (no hash) the model view costs nothing: its callback answers "no change"."""
+    assert unchanged(page.fire(page.callback(VIEW)))
+    assert page.value("drawn-model", "data") is None
+
+
+def test_opening_the_view_shows_the_estimate_in_ms_and_gb(page):
+    out = open_hash(page, DEFAULT)
+    est = estimate(schedule="1f1b")
+    text = cards(page)
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in text
+    assert f"{est.tokens_per_s:,.0f}" in text
+    assert f"{est.mfu:.1%}" in text
+    assert f"{est.peak_bytes.max() * 1e-9:.1f} / 80 GB" in text and "fits with" in text
+    gantt = out["gantt-model"]["figure"]
+    assert gantt["layout"]["xaxis"]["title"]["text"] == "time (ms)"
+    assert gantt["layout"]["xaxis"]["range"] == pytest.approx([0, est.makespan_s * 1e3])
+    bars = [t for t in gantt["data"] if t["type"] == "bar"]
+    ends = np.concatenate([figures.decode_typed_array(t["base"]) + figures.decode_typed_array(t["x"]) for t in bars])
+    assert ends.max() == pytest.approx(est.makespan_s * 1e3, rel=1e-6)  # the last op ends at the makespan, in ms
+    memory = out["memory-model"]["figure"]
+    assert memory["layout"]["yaxis"]["title"]["text"] == "memory (GB)"
+    (peak,) = [t for t in memory["data"] if t["name"] == "peak"]
+    assert figures.decode_typed_array(peak["y"]) == pytest.approx(est.peak_bytes * 1e-9)  # static + activation
+    (capacity,) = [t for t in memory["data"] if t["name"].startswith("capacity")]
+    assert capacity["y"] == [80.0, 80.0]
+    first = [t for t in memory["data"] if t["name"] == "device 0"][0]
+    static = sum(est.static_bytes[k][0] for k in ("weight", "grad", "optimizer"))
+    assert figures.decode_typed_array(first["y"])[0] == pytest.approx(static * 1e-9, rel=1e-6)  # the curve's base
+    parts = out["breakdown-model"]["figure"]["data"]
+    assert sum(t["x"][0] for t in parts) == pytest.approx(est.iteration_s * 1e3)
+    assert out["drawn-model"]["data"] == "#" + "&".join(
+        f"{k}={v}" for k, v in model_state.encode(model_state.ModelState()).items()
+    )
+
+
+CHANGES = {
+    "mode": "compare",
+    "schedule": "zb-v",
+    "compare": ["1f1b", "zb-h1"],
+    "model": "llama3-8b",
+    "gpu": "h200",
+    "layers": 40,
+    "hidden": 4096,
+    "heads": 32,
+    "kv_heads": 4,
+    "ffn": 16384,
+    "vocab": 32000,
+    "seq": 4096,
+    "tflops": 500,
+    "hbm_gb": 96,
+    "hbm_tbs": 2.5,
+    "nvlink_gbs": 300,
+    "net_gbs": 25,
+    "domain": 72,
+    "tp": 4,
+    "pp": 4,
+    "dp": 2,
+    "vpp": 2,
+    "mbs": 2,
+    "gbs": 128,
+    "sp": [],
+    "recompute": "full",
+    "zero": 3,
+}
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_every_control_writes_the_link_and_redraws(page, name):
+    """Each control with an ordinary new value, then emptied: 200 both times, and the hash carries it."""
+    open_hash(
+        page, DEFAULT + ("&mode=compare" if name == "compare" else "")
+    )  # a link keeps compare's list in compare mode
+    out = change(page, name, CHANGES[name])
+    state = shown = model_state.parse(out["url"]["hash"]).state
+    assert model_state.view_of(out["url"]["hash"]) == "model"
+    if name in model_state.NUMBER_FIELDS:
+        assert shown.field_value(name) == CHANGES[name]
+    elif name == "sp":
+        assert state.sp is False
+    else:
+        assert getattr(state, name) == (tuple(CHANGES[name]) if name == "compare" else CHANGES[name])
+    assert "gantt-model" in out
+    answer(page.fire(page.callback(VIEW), [(cid(name), "value")], {(cid(name), "value"): None}))
+
+
+def test_a_preset_resets_its_fields_and_an_edited_field_is_an_override(page):
+    open_hash(page, DEFAULT)
+    out = change(page, "layers", 40)
+    assert "layers=40" in out["url"]["hash"]
+    est = ppviz.estimate(ppviz.estimate.model("llama3-70b", layers=40), "h100-sxm", estimate(schedule="1f1b").layout)
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
+    out = change(page, "model", "llama3-8b")
+    assert out["layers-model"]["value"] == 32 and out["hidden-model"]["value"] == 4096  # the preset's own
+    assert "layers=" not in out["url"]["hash"] and "model=llama3-8b" in out["url"]["hash"]
+    out = change(page, "gpu", "h200")
+    assert out["hbm_gb-model"]["value"] == 141
+    assert "141 GB" in cards(page)
+
+
+def test_an_edited_field_changes_the_estimate(page):
+    open_hash(page, DEFAULT)
+    change(page, "hbm_gb", 40)
+    est = estimate(schedule="1f1b")
+    over = est.peak_bytes.max() - 40e9
+    assert over > 0
+    assert f"does not fit by {over * 1e-9:.1f} GB" in cards(page)
+
+
+def test_an_estimate_error_shows_beside_the_control_to_change(page):
+    open_hash(page, DEFAULT)
+    out = change(page, "tp", 3)
+    assert "tp 3 must divide the 64 attention heads" in message(page, "tp")
+    assert "Nothing to draw" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
+    change(page, "tp", 8)
+    assert message(page, "tp") == ""
+    change(page, "mbs", 2)
+    change(page, "gbs", 63)
+    assert "global batch 63 is not a multiple" in message(page, "gbs")
+    change(page, "gbs", 64)
+    assert message(page, "gbs") == ""
+    change(page, "vpp", 3)
+    change(page, "schedule", "interleaved-1f1b")  # 80 layers do not split into 8 × 3 stages
+    assert "do not split evenly" in message(page, "layers")
+
+
+def test_too_many_microbatches_are_refused_with_the_cli_command(page):
+    open_hash(page, DEFAULT)
+    change(page, "gbs", 4096)
+    text = message(page, "gbs")
+    assert "4,096 microbatches" in text and "ppviz estimate --model llama3-70b" in text and "--gbs 4096" in text
+
+
+def test_values_past_their_range_are_clamped_with_a_note(page):
+    open_hash(page, DEFAULT)
+    out = change(page, "pp", 10**9)
+    assert out["pp-model"]["value"] == 64
+    assert "pp 1e+09 is outside 1–64; using 64" in text_of(page.value("notes-model", "children"))
+    out = change(page, "model", {"junk": 1})
+    assert out["model-model"]["value"] == "llama3-70b"
+
+
+def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
+    open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v")
+    table = text_of(page.value("ranking-model", "children"))
+    for name in ("1f1b", "zb-v"):
+        est = estimate(schedule=name)
+        assert f"{round(est.iteration_s * 1e3, 1)}" in table
+        assert f"{round(est.peak_bytes.max() * 1e-9, 2)}" in table
+    fig = page.value("gantt-model", "figure")
+    assert fig["layout"]["xaxis2"]["title"]["text"] == "time (ms)"
+    assert page.value("memory-box-model", "style") == {"display": "none"}
+    assert page.value("row-compare-model", "style") == {}
+
+
+def test_a_link_sets_every_control(page):
+    link = "#view=model&model=llama3-8b&gpu=a100-80gb&schedule=zb-h1&tp=2&pp=4&dp=2&mbs=2&gbs=64&sp=0"
+    link += "&recompute=full&zero=2&seq=4096"
+    out = open_hash(page, link)
+    assert out["model-model"]["value"] == "llama3-8b" and out["gpu-model"]["value"] == "a100-80gb"
+    assert (out["tp-model"]["value"], out["pp-model"]["value"], out["dp-model"]["value"]) == (2, 4, 2)
+    assert out["sp-model"]["value"] == [] and out["recompute-model"]["value"] == "full"
+    assert out["zero-model"]["value"] == 2 and out["seq-model"]["value"] == 4096
+    est = ppviz.estimate(
+        ppviz.estimate.model("llama3-8b", seq=4096),
+        "a100-80gb",
+        Layout(tp=2, pp=4, dp=2, mbs=2, gbs=64, recompute="full", zero=2, schedule="zb-h1"),
+    )
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
+
+
+def test_a_hash_change_of_another_view_redraws_nothing(page):
+    open_hash(page, DEFAULT)
+    assert unchanged(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): DEFAULT + "&s.gpus=512"}))
+    assert unchanged(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): "#view=search"}))
+
+
+def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
+    link = "#view=model&model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto"
+    assert model_state.in_background(model_state.parse(link).state)
+    out = open_hash(page, link)
+    assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
+    assert out["job-model"]["data"]["hash"].startswith("#model=llama3-8b")
+    first, final, _ = page.run_background(page.callback("job-error-model.children"), [("job-model", "data")])
+    assert set(first.get_json()) >= {"cacheKey", "job"}
+    est = ppviz.estimate("llama3-8b", "h100-sxm", Layout(tp=1, pp=16, gbs=64, recompute="selective", zero=1,
+                                                         schedule="v-auto"))  # fmt: skip
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
+    assert page.value("gantt-model", "figure")["layout"]["xaxis"]["title"]["text"] == "time (ms)"
