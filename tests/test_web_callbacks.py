@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 
+import numpy as np
 import pytest
 
 import ppviz
@@ -169,12 +170,12 @@ def test_1f1b_cards_match_the_closed_form():
 
 def test_both_charts_share_the_time_axis():
     view = views.render(state("?schedule=zb-h1&devices=4&microbatches=8&p2p=0.3"))
-    assert list(view.gantt.layout.xaxis.range) == list(view.memory.layout.xaxis.range)
+    assert view.gantt["layout"]["xaxis"]["range"] == view.memory["layout"]["xaxis"]["range"]
 
 
 def test_the_memory_limit_line_is_drawn():
     view = views.render(state("?schedule=1f1b&devices=4&microbatches=8&limit=3"))
-    assert any(trace.name == "limit 3" for trace in view.memory.data)
+    assert any(trace.get("name") == "limit 3" for trace in view.memory["data"])
 
 
 def test_big_schedules_are_drawn_as_an_overview():
@@ -182,7 +183,7 @@ def test_big_schedules_are_drawn_as_an_overview():
     assert ops > views.BARS_MAX_OPS
     view = views.render(state("?schedule=1f1b&devices=8&microbatches=512"))
     assert view.drawn_as == "overview"
-    assert view.gantt.data[0].type == "heatmap"
+    assert view.gantt["data"][0]["type"] == "heatmap"
 
 
 def test_compare_ranks_by_makespan_under_the_same_costs():
@@ -215,19 +216,19 @@ def test_an_invalid_combination_shows_the_core_message_next_to_its_control(query
 
 
 def test_a_search_past_the_background_budget_is_refused_with_the_cli_command_at_devices():
-    """v-auto at 64 × 512: 196,608 actions × 70 is past what the page computes even in the background."""
+    """v-auto at 64 × 512: 196,608 actions × 120 + 120 × 64² is past what the page computes even in the background."""
     view = views.render(state("?schedule=v-auto&devices=64&microbatches=512"))
     kind, text = view.messages["devices"]
     assert kind == "error" and "use the CLI: ppviz simulate v-auto -p 64 -m 512" in text
-    assert f"{64 * 512 * 6 * 70:,}" in text
+    assert f"{64 * 512 * 6 * 120 + 120 * 64**2:,} work units" in text
     assert view.drawn_as == "none" and view.runs == []
 
 
 def test_work_past_the_synchronous_budget_is_queued_not_done(monkeypatch):
-    """v-auto at 64 × 256 costs 98,304 × 70 units: the synchronous render leaves it to a background job."""
+    """v-auto at 64 × 1 costs 384 × 120 + 120 × 64² units (it took 1.2 s): left to a background job."""
     monkeypatch.setattr(views, "run_of", lambda *a: pytest.fail("simulated synchronously"))
-    s = state("?schedule=v-auto&devices=64&microbatches=256")
-    assert limits.work(s) == 64 * 256 * 6 * 70 > limits.SYNC_WORK
+    s = state("?schedule=v-auto&devices=64&microbatches=1")
+    assert limits.work(s) == 384 * 120 + 120 * 64**2 > limits.SYNC_WORK
     view = views.render(s)
     assert view.drawn_as == "queued" and "in the background" in view.gantt["layout"]["annotations"][0]["text"]
 
@@ -316,19 +317,23 @@ def test_relayout_events_name_the_time_window_or_a_reset():
 def test_zooming_into_an_overview_gives_bars_once_few_enough_ops_are_in_view():
     s = state(BIG)
     view = views.render(s)
-    assert view.drawn_as == "overview" and view.gantt.layout.title.text.endswith(views.OVERVIEW_NOTE)
+    assert view.drawn_as == "overview" and view.gantt["layout"]["title"]["text"].endswith(views.OVERVIEW_NOTE)
     run = view.runs[0]
     makespan = run.metrics.makespan
     wide, wide_as = views.zoomed(s, (0.0, makespan * 0.9))
-    assert wide_as == "overview" and list(wide.layout.xaxis.range) == [0.0, makespan * 0.9]
+    assert wide_as == "overview" and wide["layout"]["xaxis"]["range"] == [0.0, makespan * 0.9]
     window = (makespan / 2, makespan / 2 + 40)
     narrow, narrow_as = views.zoomed(s, window)
     r = run.result
     inside = int(((r.end > window[0]) & (r.start < window[1])).sum())
-    drawn = sum(len(t.x) for t in narrow.data if t.type == "bar")
+    drawn = sum(
+        len(np.frombuffer(base64.b64decode(t["x"]["bdata"]), t["x"]["dtype"]))
+        for t in narrow["data"]
+        if t["type"] == "bar"
+    )
     assert narrow_as == "bars" and drawn == inside and 0 < inside <= views.BARS_MAX_OPS
     full, full_as = views.zoomed(s, "full")
-    assert full_as == "overview" and list(full.layout.xaxis.range) == [0.0, makespan]
+    assert full_as == "overview" and full["layout"]["xaxis"]["range"] == [0.0, makespan]
 
 
 def test_a_zoom_reuses_the_run_the_page_just_drew(monkeypatch):

@@ -4,9 +4,11 @@ Every view reaches the page's work through ``bounded`` (values into their ranges
 each change) and ``check`` (sizes and work past the page's bounds refused with a message saying
 what to change), whether it came from a link, a control, an upload or a crafted request.
 
-Work is priced in plain-action units: a schedule's estimated actions times its search factor.
-The factors are CPU time per action relative to a plain generate + simulate, measured by
-``python bench/bench_load.py --factors`` (2026-11-23, 8×32 to 32×128; plain ≈ 2.5 µs/action).
+Work is priced in plain-action units (one unit ≈ 2.5 µs of CPU here, a plain schedule's generate +
+simulate + draw per action): a schedule's estimated actions times its search factor, plus, for
+v-auto, a term in devices² (it tries many memory budgets: 64 × 1 alone takes 1.2 s). Factors are
+the worst CPU per action measured by ``python bench/bench_load.py --factors`` (2026-11-23, from
+64 × 1 to 32 × 128, over 2.5 µs), rounded up.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ MAX_LIMIT = 1e6  # the memory-limit line
 MAX_PARAM = {int: MAX_MICROBATCHES, float: 1e6}  # for parameters the registry leaves unbounded
 MAX_SEARCH_CHARS = 16_384  # a query string arriving in a callback (a link carries at most ~6,000)
 
-# CPU per action relative to a plain schedule (v-auto 165-180 µs/action, zb-auto 71-77, v-min /
-# v-half / v-zb 41-60, plain 1.4-4 µs; measured with bench/bench_load.py --factors).
-SEARCH_FACTOR = {"v-min": 20, "v-half": 20, "v-zb": 20, "zb-auto": 30, "v-auto": 70}
+# CPU per action in units (worst measured: v-auto 310 µs/action, v-zb 158, v-min / v-half 102,
+# zb-auto 99; plain 1.4-4 µs), and v-auto's devices² term (64 × 1: 1.2 s = 117 units × 64²).
+SEARCH_FACTOR = {"v-min": 40, "v-half": 40, "v-zb": 60, "zb-auto": 40, "v-auto": 120}
+SEARCH_PER_DEVICE2 = {"v-auto": 120}
 DEFAULT_SEARCH_FACTOR = max(SEARCH_FACTOR.values())  # a searching schedule not measured yet
 # A synchronous request does at most this much work (about 0.5 s of CPU here); more runs in the background.
 SYNC_WORK = 200_000
@@ -65,9 +68,15 @@ def actions(state: ViewState, name: str) -> int:
     return state.devices * state.microbatches * chunks * iterations * (3 if spec.split_backward else 2)
 
 
+def cost(state: ViewState, name: str) -> int:
+    """The price of one schedule of the view, in units (see the module docstring)."""
+    n = actions(state, name)
+    return n * factor(name) + (SEARCH_PER_DEVICE2.get(name, 0) * state.devices**2 if n else 0)
+
+
 def work(state: ViewState) -> int:
-    """The price of drawing the view: each schedule on screen, actions × search factor."""
-    return sum(actions(state, name) * factor(name) for name in state.shown)
+    """The price of drawing the view: the sum over the schedules on screen."""
+    return sum(cost(state, name) for name in state.shown)
 
 
 def in_background(state: ViewState) -> bool:
@@ -80,18 +89,18 @@ def check(state: ViewState) -> None:
     if state.schedule == CUSTOM and state.mode == "single":
         check_order(state.order or "")
     for name in state.shown:
-        cost = actions(state, name) * factor(name)
-        if cost > BACKGROUND_WORK:
-            raise ValueError(too_big(state, name, cost))
+        price = cost(state, name)
+        if price > BACKGROUND_WORK:
+            raise ValueError(too_big(state, name, price))
 
 
-def too_big(state: ViewState, name: str, cost: int) -> str:
+def too_big(state: ViewState, name: str, price: int) -> str:
     verb = "searches for its order" if factor(name) > 1 else "has"
-    what = f"about {actions(state, name):,} actions" + (f" (× {factor(name)} to search)" if factor(name) > 1 else "")
+    what = f"about {actions(state, name):,} actions" + (" to search" if factor(name) > 1 else "")
     return (
         f"{name} at {state.devices} devices × {state.microbatches} microbatches {verb}: {what}, past what the "
-        f"page computes ({BACKGROUND_WORK:,} action-units; this is {cost:,}): lower devices or microbatches, or "
-        f"use the CLI: {cli_command(state, name)}"
+        f"page computes ({price:,} work units; the limit is {BACKGROUND_WORK:,}, about 25 s): lower devices or "
+        f"microbatches, or use the CLI: {cli_command(state, name)}"
     )
 
 

@@ -7,6 +7,7 @@ and how to show it, including which control a core error message is about.
 
 from __future__ import annotations
 
+import base64
 import logging
 import math
 import os
@@ -14,6 +15,8 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 import ppviz
 from ppviz import REGISTRY, figures, formats
@@ -159,6 +162,37 @@ def clear_run_cache() -> None:
         _RUN_CACHE.clear()
 
 
+def ready(value, key: str = ""):
+    """A plain figure as Dash sends it: numpy arrays as plotly.js typed arrays (base64), as plotly
+    itself writes them, without building plotly objects or deep-copying (see figures.plain)."""
+    if isinstance(value, dict):
+        return {k: ready(v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [ready(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist() if key == "range" or value.size == 0 else _typed(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+_TYPED = {"f8", "f4", "i4", "u4", "i2", "u2", "i1", "u1"}
+
+
+def _typed(a: np.ndarray):
+    if a.dtype.kind in "iu" and a.dtype.itemsize == 8:
+        if not (a.min() >= -(2**31) and a.max() < 2**31):
+            return a.tolist()
+        a = a.astype(np.int32)
+    code = f"{a.dtype.kind}{a.dtype.itemsize}"
+    if code not in _TYPED:
+        return a.tolist()
+    spec = {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")}
+    if a.ndim > 1:
+        spec["shape"] = ", ".join(str(n) for n in a.shape)
+    return spec
+
+
 def message_figure(text: str) -> dict:
     """A chart-sized placeholder that says why there is no chart (never a blank area)."""
     return {
@@ -182,9 +216,10 @@ def gantt_figure(run: ppviz.Run, title: str | None = None, window: tuple[float, 
     turns it into bars once few enough ops are left, and into a finer overview before that.
     """
     shown = len(run.result) if window is None else int(figures.in_window(run, window).sum())
-    if shown <= BARS_MAX_OPS:
-        return figures.gantt(run, title=title, window=window), "bars"
-    return figures.overview(run, window=window, note=OVERVIEW_NOTE), "overview"
+    with figures.plain():
+        if shown <= BARS_MAX_OPS:
+            return ready(figures.gantt(run, title=title, window=window)), "bars"
+        return ready(figures.overview(run, window=window, note=OVERVIEW_NOTE)), "overview"
 
 
 def zoom_window(relayout: dict | None) -> tuple[float, float] | str | None:
@@ -253,12 +288,14 @@ def render(state: ViewState, background: bool = False) -> View:
         memory = None if state.mode == "compare" else placeholder
         return View(placeholder, memory, [], [], messages, disabled, runs, "none")
     if state.mode == "compare":
-        fig = figures.compare(runs, titles=[_title(r) for r in runs], max_bars=BARS_MAX_OPS // max(len(runs), 1))
+        with figures.plain():
+            fig = ready(figures.compare(runs, titles=[_title(r) for r in runs], max_bars=BARS_MAX_OPS // len(runs)))
         return View(fig, None, [], ranking(runs), messages, disabled, runs, "bars")
     run = runs[0]
     gantt, drawn_as = gantt_figure(run)
-    memory = figures.memory(run, limit=_limit(state))
-    _share_time_axis(gantt, memory)
+    with figures.plain():
+        memory = ready(figures.memory(run, limit=_limit(state)))
+    memory["layout"]["xaxis"]["range"] = list(gantt["layout"]["xaxis"]["range"])  # one time axis
     return View(gantt, memory, cards(run, drawn_as), [], messages, disabled, runs, drawn_as)
 
 
@@ -428,11 +465,6 @@ def _limit(state: ViewState) -> float | None:
     """The memory-limit line: the schedule's own max_memory when it has one, else the page's limit."""
     own = state.params_of(state.schedule).get("max_memory")
     return own if own is not None else state.limit
-
-
-def _share_time_axis(gantt, memory) -> None:
-    """Both charts on exactly the Gantt chart's time range."""
-    memory.update_xaxes(range=list(gantt.layout.xaxis.range))
 
 
 def _shown(value: float) -> float:
