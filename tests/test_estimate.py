@@ -412,3 +412,22 @@ def test_link_p2p_is_checked():
         ppviz.Costs(link_p2p=[[0, -1], [1, 0]])
     with pytest.raises(ValueError, match="latencies for 2 devices, but there are 4"):
         ppviz.evaluate(ppviz.build("1f1b", 4, 4), ppviz.Costs(link_p2p=[[0, 1], [1, 0]]))
+
+
+def test_each_pipeline_boundary_on_its_own_tier():
+    """tp 2, pp 8, dp 1 on 8-GPU NVLink domains: stage ranks 0, 2, …, 14, so the boundary 3 ↔ 4
+    crosses nodes and the other six stay on NVLink. One microbatch pays each boundary twice."""
+    from ppviz.estimate.iteration import p2p_seconds
+
+    g = gpu("h100-sxm")
+    m = model("llama3-8b")
+    e = estimate(m, g, Layout(tp=2, pp=8, gbs=1))
+    size = 2 * m.seq * m.hidden / 2
+    nv = g.nvlink_latency_s + size / (g.nvlink_bytes_per_s * g.nvlink_efficiency)
+    net = g.network_latency_s + size / (g.network_bytes_per_s * g.network_efficiency)
+    d = e.to_dict(ops=False)
+    assert d["p2p_boundary_ms"] == pytest.approx([x * 1e3 for x in [nv] * 3 + [net] + [nv] * 3])
+    assert d["p2p_ms"] == pytest.approx(net * 1e3)
+    stage = sum(f + b + w for f, b, w in zip(e.plan.f, e.plan.b, e.plan.w))
+    assert e.makespan_s == pytest.approx(stage + 2 * (6 * nv + net), rel=1e-12)
+    assert p2p_seconds(m, g, e.layout, e.run.schedule) == pytest.approx(nv)  # a bound on every crossing

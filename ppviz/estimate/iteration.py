@@ -5,8 +5,8 @@ exactly → + the exposed DP gradient synchronisation + the optimizer step → a
   directions). Layers are split evenly over the S stages, or as ``layer_split`` / ``edge_fewer``
   say; stage 0 adds the embedding and stage S−1 the output layer and the loss.
 - p2p per microbatch per boundary: latency + s·b·h·2/t bytes (Megatron's scatter/gather, or SP)
-  on NVLink when the neighbouring stage's ranks share the domain, else on the network. The
-  simulator adds one latency to every cross-device dependency: the slowest boundary's.
+  on NVLink when the neighbouring stage's ranks share the domain, else on the network; the
+  simulator adds each link's own latency (``Costs.link_p2p``).
 - Memory: static bytes per parameter as Megatron keeps them (2 bf16 weight + 4 fp32 main gradient
   + 12 fp32 master weight and Adam moments = 18; Megatron's theoretical_memory_usage.py), ZeRO
   dividing the optimizer state (1, Megatron's distributed optimizer), then the gradients (2), then
@@ -173,17 +173,33 @@ def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ..
     return StagePlan(split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar, rec)
 
 
+def p2p_links(model: Model, gpu: Gpu, layout: Layout, devices: int) -> tuple[tuple[float, ...], ...]:
+    """Seconds to send one microbatch's activation (or its gradient) from each pipeline device to
+    each other: on NVLink when their ranks share a domain, else on the network (0 to itself)."""
+    return _links(model.seq, model.hidden, gpu, layout.mbs, layout.tp, layout.cp, layout.dp, devices)
+
+
+@lru_cache(maxsize=256)
+def _links(seq: int, hidden: int, gpu: Gpu, mbs: int, tp: int, cp: int, dp: int, devices: int):
+    size = layer.BF16 * mbs * seq / cp * hidden / tp
+    stride = tp * cp * dp
+    inside, outside = comm.p2p_s(size, True, gpu), comm.p2p_s(size, False, gpu)
+    return tuple(
+        tuple(0.0 if a == b else inside if comm.same_domain(a * stride, b * stride, gpu.nvlink_domain) else outside
+              for b in range(devices))
+        for a in range(devices)
+    )  # fmt: skip
+
+
+def boundary_p2p(links, schedule: Schedule) -> list[float]:
+    """Per cross-device stage boundary, in every direction, its transfer time."""
+    return [links[a][b] for row in schedule.placement.devices_of for a, b in zip(row, row[1:]) if a != b]
+
+
 def p2p_seconds(model: Model, gpu: Gpu, layout: Layout, schedule: Schedule) -> float:
-    """The slowest stage boundary's transfer of one microbatch's activation (or its gradient)."""
-    size = layer.BF16 * layout.mbs * model.seq / layout.cp * model.hidden / layout.tp
-    stride = layout.tp * layout.cp * layout.dp
-    worst = 0.0
-    for row in schedule.placement.devices_of:
-        for a, b in zip(row, row[1:]):
-            if a != b:
-                same = comm.same_domain(a * stride, b * stride, gpu.nvlink_domain)
-                worst = max(worst, comm.p2p_s(size, same, gpu))
-    return worst
+    """The fastest cross-device boundary's transfer of one microbatch: every dependency that crosses
+    devices waits at least this long (a bound for searches; the simulation times each link)."""
+    return min(boundary_p2p(p2p_links(model, gpu, layout, schedule.devices), schedule), default=0.0)
 
 
 def estimate(
@@ -215,8 +231,10 @@ def estimate(
     pl = schedule.placement
     tied_shared = any(row[0] == row[-1] for row in pl.devices_of)
     plan = stage_plan(model, gpu, layout, S, tied_shared)
-    p2p = p2p_seconds(model, gpu, layout, schedule)
-    costs = Costs(p2p=p2p, b_frees=layout.b_frees, exact_stage_times=tuple(zip(plan.f, plan.b, plan.w)))
+    links = p2p_links(model, gpu, layout, schedule.devices)
+    p2p = max(boundary_p2p(links, schedule), default=0.0)
+    costs = Costs(p2p=p2p, b_frees=layout.b_frees, exact_stage_times=tuple(zip(plan.f, plan.b, plan.w)),
+                  link_p2p=links if p2p else ())  # fmt: skip
     if run is None or run.schedule is not schedule or run.costs != costs:
         run = api.evaluate(schedule, costs)
     return Estimate(model, gpu, layout, run, costs, plan, p2p)
@@ -239,7 +257,7 @@ class Estimate:
     run: api.Run
     costs: Costs
     plan: StagePlan
-    p2p_s: float
+    p2p_s: float  # the slowest stage boundary's transfer
 
     # --- time -----------------------------------------------------------------------------
 
@@ -543,6 +561,9 @@ class Estimate:
                 for s in range(len(plan.layers))
             ],
             "p2p_ms": self.p2p_s * 1e3,
+            "p2p_boundary_ms": [x * 1e3 for x in boundary_p2p(self.costs.link_p2p, self.run.schedule)]
+            if self.costs.link_p2p
+            else [],
             "dp_sync_s": self.dp_sync_s,
             "optimizer_s": self.optimizer_s,
             "breakdown_s": self.breakdown,
