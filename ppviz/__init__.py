@@ -1,6 +1,6 @@
 """ppviz: exact simulation and visualisation of pipeline-parallel training schedules."""
 
-from . import estimate  # (callable: ppviz.estimate(model, gpu, layout); ppviz.estimate.Layout)
+from . import estimate, search  # callables: ppviz.estimate(model, gpu, layout), ppviz.search(model, gpu, gpus, gbs)
 from .api import Run, evaluate, make_costs, simulate
 from .costs import Costs
 from .ir import Action, Kind, Overlap, Placement, Schedule, from_torch_csv, to_torch_csv
@@ -18,5 +18,5 @@ def schedule_names() -> list[str]:
 __all__ = [
     "Action", "Costs", "DeadlockError", "Kind", "Overlap", "Placement", "REGISTRY", "Result", "Run",
     "Schedule", "ScheduleError", "build", "estimate", "evaluate", "from_torch_csv", "make_costs", "schedule_names",
-    "simulate", "to_torch_csv", "validate",
+    "search", "simulate", "to_torch_csv", "validate",
 ]  # fmt: skip

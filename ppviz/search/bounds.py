@@ -1,0 +1,202 @@
+"""Lower bounds on a layout's iteration time and peak memory, without simulating it.
+
+A bound must never exceed what ``ppviz.estimate`` reports, or the search could skip a layout that
+belongs in the top k. Each one below holds for every order the simulator accepts:
+
+- time: a device runs its ops one after another. Its first op is a forward, which waits for the
+  forwards of every earlier stage of that microbatch (plus p2p per device change); its own ops
+  take ``busy`` (each op's exact stage time, as the simulator charges it); and when the schedule
+  has no separate W, its last op is a full backward whose gradient still has to flow through the
+  earlier stages. So makespan ≥ max over devices of first-start + busy + tail. The iteration adds
+  the optimizer step (computed by the estimate layer itself) and a DP sync that is ≥ 0.
+- memory: static bytes come from the estimate layer's own code (they need the placement, not a
+  simulation). Activation memory on a device changes only at its own ops, which run in order
+  (a forward adds at its start, a backward frees at its end, frees first at equal times), so its
+  peak is the same for every timing of that order: it is computed from the order alone. A schedule
+  that searches its order under the op times (v-*, zb-auto) is not built until it is simulated; for
+  it the bound is static bytes plus the largest single stage activation the device holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..ir import KIND_INDEX, Kind, Placement, Schedule
+from ..simulator import _flatten  # columns of every action in device order (the simulator's own reader)
+
+_F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
+SAFETY = 1e-9  # relative slack when comparing a computed peak with a capacity (float summation order)
+
+
+@dataclass(frozen=True, eq=False)
+class Order:
+    """What the bounds need from a schedule: its placement, who carries microbatches, and (when the
+    order is known) per-device op counts and the action columns for the activation curve."""
+
+    placement: Placement
+    microbatches: int
+    directions: tuple[int, ...] | None
+    param_versions: int
+    schedule: Schedule | None  # None: the order is searched at simulation time (v-*, zb-auto)
+    split_backward: bool
+
+    @property
+    def devices(self) -> int:
+        return self.placement.devices
+
+    @property
+    def stages(self) -> int:
+        return self.placement.stages
+
+    @cached_property
+    def used(self) -> tuple[int, ...]:
+        """Directions that carry microbatches, with their counts."""
+        if self.directions is None:
+            return (self.microbatches,) + (0,) * (len(self.placement.devices_of) - 1)
+        return tuple(np.bincount(self.directions, minlength=len(self.placement.devices_of)).tolist())
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """[device, kind, stage]: how many ops of each kind of each stage the device runs."""
+        p, S = self.devices, self.stages
+        out = np.zeros((p, 4, S))
+        if self.schedule is not None:
+            dev, stage, _, kind, _, _ = self._columns
+            np.add.at(out, (dev, kind, stage), 1.0)
+            return out
+        for r, n in enumerate(self.used):
+            for s, d in enumerate(self.placement.devices_of[r]):
+                out[d, _F, s] += n
+                if self.split_backward:
+                    out[d, _B, s] += n
+                    out[d, _W, s] += n
+                else:
+                    out[d, _BW, s] += n
+        return out
+
+    @cached_property
+    def _columns(self):
+        return _flatten(self.schedule)
+
+    @cached_property
+    def crossings(self) -> np.ndarray:
+        """[direction, stage]: device changes a microbatch of that direction makes before stage s."""
+        rows = np.array(self.placement.devices_of)
+        change = np.concatenate([np.zeros((len(rows), 1)), (rows[:, 1:] != rows[:, :-1]).astype(float)], axis=1)
+        return np.cumsum(change, axis=1)
+
+    @cached_property
+    def held_mask(self) -> np.ndarray:
+        """[direction, stage, device]: the device holds that stage for a direction that carries microbatches."""
+        rows = self.placement.devices_of
+        out = np.zeros((len(rows), self.stages, self.devices), bool)
+        for r, row in enumerate(rows):
+            if self.used[r]:
+                out[r, np.arange(self.stages), row] = True
+        return out
+
+    @cached_property
+    def paired(self) -> bool:
+        """Whether some slot runs two actions (an overlapped pair); unknown orders count as paired."""
+        if self.schedule is None:
+            return True
+        dev, _, _, _, _, slot_device = self._columns
+        return len(slot_device) < len(dev)
+
+    def slot_ceiling_s(self, f: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Per device: no slot lasts longer than this (the longest action it holds, twice with pairs)."""
+        longest = np.maximum(f, b + w)
+        held = self.held_mask.any(axis=0)  # [stage, device]
+        return np.where(held, longest[:, None], 0.0).max(axis=0) * (2.0 if self.paired else 1.0)
+
+    def makespan_floor_s(self, f: np.ndarray, b: np.ndarray, w: np.ndarray, p2p_s: float) -> float:
+        """A lower bound on the simulated makespan under exact per-stage times f, b, w (seconds)."""
+        if self.schedule is None:
+            work = f + b + w  # every microbatch of a direction runs F, B and W (or BW) of each stage
+            busy = np.einsum("rsd,r,s->d", self.held_mask, np.asarray(self.used, float), work)
+        else:
+            dur = np.stack([f, b, w, b + w])  # [kind, stage], as the simulator charges each kind
+            busy = np.einsum("dks,ks->d", self.counts, dur)
+        before_f = np.concatenate([[0.0], np.cumsum(f)[:-1]])
+        chain_f = before_f[None, :] + p2p_s * self.crossings  # [direction, stage]
+        first = np.where(self.held_mask, chain_f[:, :, None], np.inf).min(axis=(0, 1))
+        if self.split_backward:
+            tail = np.zeros(self.devices)
+        else:
+            before_bw = np.concatenate([[0.0], np.cumsum(b + w)[:-1]])
+            chain_bw = before_bw[None, :] + p2p_s * self.crossings
+            tail = np.where(self.held_mask, chain_bw[:, :, None], np.inf).min(axis=(0, 1))
+        return float(np.max(np.where(np.isfinite(first), first, 0.0) + busy + np.where(np.isfinite(tail), tail, 0.0)))
+
+    def activation_peak(self, stage_bytes: np.ndarray, b_frees: float = 0.0) -> tuple[np.ndarray, bool]:
+        """Per device: the peak activation bytes, and whether it is exact (the order is known) or a
+        lower bound (the largest single stage the device holds)."""
+        if self.schedule is None:
+            held = self.held_mask.any(axis=0)  # [stage, device]
+            return np.where(held, stage_bytes[:, None], 0.0).max(axis=0), False
+        dev, stage, _, kind, slot, slot_device = self._columns
+        size = stage_bytes[stage]
+        add = np.where(kind == _F, size, 0.0)
+        free = np.select([kind == _BW, kind == _B, kind == _W], [size, b_frees * size, (1 - b_frees) * size], 0.0)
+        n = len(slot_device)
+        adds = np.bincount(slot, add, minlength=n)
+        frees = np.bincount(slot, free, minlength=n)
+        level_after = np.cumsum(adds - frees)
+        # per device the running level restarts at 0: subtract the level at the end of the previous device
+        bounds = np.searchsorted(slot_device, np.arange(self.devices + 1))
+        base = np.concatenate([[0.0], level_after])[bounds[:-1]]
+        before = np.concatenate([[0.0], level_after[:-1]]) - np.repeat(base, np.diff(bounds))
+        at_peak = before + adds
+        peak = np.zeros(self.devices)
+        np.maximum.at(peak, slot_device, at_peak)
+        return peak, True
+
+
+def order_of(schedule: Schedule, split_backward: bool) -> Order:
+    return Order(schedule.placement, schedule.microbatches, schedule.directions, schedule.param_versions, schedule,
+                 split_backward)  # fmt: skip
+
+
+def unbuilt_order(placement: Placement, microbatches: int, split_backward: bool, param_versions: int = 1) -> Order:
+    """A schedule known only by its placement (one direction carrying every microbatch)."""
+    return Order(placement, microbatches, None, param_versions, None, split_backward)
+
+
+class Unsimulated:
+    """Stands in for a Run so that the estimate layer's static-memory and optimizer code (which
+    reads only ``run.schedule``'s placement, directions and weight versions) runs before simulating."""
+
+    def __init__(self, order: Order):
+        self.schedule = _PlacementOnly(order)
+
+
+@dataclass(frozen=True, eq=False)
+class _PlacementOnly:
+    order: Order
+
+    @property
+    def placement(self) -> Placement:
+        return self.order.placement
+
+    @property
+    def directions(self):
+        return self.order.directions
+
+    @property
+    def param_versions(self) -> int:
+        return self.order.param_versions
+
+    @property
+    def devices(self) -> int:
+        return self.order.devices
+
+    @property
+    def stages(self) -> int:
+        return self.order.stages
+
+    @property
+    def microbatches(self) -> int:
+        return self.order.microbatches

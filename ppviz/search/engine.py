@@ -1,0 +1,514 @@
+"""Branch and bound over the layout space: the exact top k by simulated iteration time.
+
+Groups of layouts (same per-layer costs) and then single layouts sit in one heap ordered by a
+lower bound on their iteration time. The cheapest bound is popped first: a group is expanded into
+its layouts (each with a tighter bound and its peak memory, both without simulating), a layout is
+simulated by ``ppviz.estimate``. Once the popped bound exceeds the k-th best time found, nothing
+left can enter the top k. The Pareto front of time against peak memory is exact the same way: a
+layout is skipped only when a simulated layout that fits is no slower than its time bound and no
+larger than its memory bound. Simulations are shared by layouts that differ only in ZeRO stage.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .. import schedules
+from ..estimate import layer
+from ..estimate.iteration import Estimate, estimate, p2p_seconds, resolve, schedule_for, shape_of, stage_plan
+from ..estimate.specs import Gpu, Layout, Model
+from . import bounds, space
+from .result import SearchResult, row_of
+
+ZEROS = (0, 1, 2, 3)
+# static bytes per parameter that no ZeRO stage goes below, before sharding: bf16 weight, fp32
+# gradient, fp32 master + Adam moments (the estimate layer's Megatron accounting)
+WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 4, 12
+
+
+@dataclass(eq=False)
+class _Group:
+    g: space.Group
+    variants: list[space.Variant]
+    count: int  # layouts in the group
+    lb_s: float
+    mem_lb: float
+
+
+@dataclass(eq=False)
+class _Variant:
+    lay: Layout
+    variant: space.Variant
+    order: bounds.Order
+    plan: object
+    p2p: float
+    span: float  # makespan lower bound, seconds
+    act: np.ndarray  # activation peak per device (exact or a lower bound)
+    exact: bool
+    lb_s: float
+    mem: float  # lower bound over the ZeRO stages
+    count: int
+    pre: Estimate  # the estimate layer's pre-simulation view (static bytes, optimizer)
+    slot: np.ndarray  # per device, the longest slot it can run (seconds)
+
+
+@dataclass(eq=False)
+class _Leaf:
+    layout: Layout
+    variant: space.Variant
+    order: bounds.Order
+    lb_s: float
+    mem: float  # exact peak bytes when ``exact``, else a lower bound
+    exact: bool
+    run_key: tuple
+
+
+class _Front:
+    """The simulated layouts that fit and that no other dominates (time ↑, peak ↓)."""
+
+    def __init__(self):
+        self.t: list[float] = []
+        self.m: list[float] = []
+        self.keys: list[tuple] = []
+
+    def dominated(self, t: float, m: float) -> bool:
+        i = bisect.bisect_right(self.t, t)
+        return i > 0 and self.m[i - 1] <= m
+
+    def add(self, t: float, m: float, key: tuple) -> list[tuple]:
+        """Insert a point; return the keys it pushed off the front."""
+        if self.dominated(t, m):
+            return [key]
+        i = bisect.bisect_left(self.t, t)
+        j = i
+        while j < len(self.t) and self.m[j] >= m:
+            j += 1
+        gone = self.keys[i:j]
+        self.t[i:j], self.m[i:j], self.keys[i:j] = [t], [m], [key]
+        return gone
+
+
+def search(
+    model: Model | str,
+    gpu: Gpu | str,
+    gpus: int,
+    global_batch: int,
+    *,
+    top: int = 10,
+    options: space.Options | None = None,
+    budget_s: float = 2.0,
+    pareto: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    **restrictions,
+) -> SearchResult:
+    """The ``top`` fastest layouts of ``model`` on ``gpus`` GPUs at ``global_batch`` sequences that fit
+    in HBM, each simulated by ``ppviz.estimate``, and the Pareto front of iteration time against peak
+    memory.
+
+    ``restrictions`` (or ``options``) restrict dimensions: ``tp=[4, 8]``, ``schedules=["1f1b", "zb-v"]``,
+    ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.Options``). Schedules that search
+    their order (v-*, zb-auto) are simulated while their total time stays under ``budget_s``; the result
+    says how many were cut. ``progress(done, total)`` is called as layouts are decided; when ``cancel()``
+    returns True the search stops and returns what it has, marked ``cancelled``.
+    Raises ValueError with what to change when no layout divides or none fits.
+    """
+    t0 = time.perf_counter()
+    model, gpu = resolve(model, gpu)
+    for name, v in (("gpus", gpus), ("global batch", global_batch), ("top", top)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a whole number ≥ 1 (got {v!r})")
+    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
+        raise ValueError(f"the time budget of searching schedules must be ≥ 0 seconds (got {budget_s!r})")
+    if options is None:
+        options = space.Options(**restrictions)
+    elif restrictions:
+        options = replace(options, **restrictions)
+    s = _Search(model, gpu, gpus, global_batch, top, options, budget_s, pareto, progress, cancel)
+    s.run()
+    return s.result(time.perf_counter() - t0)
+
+
+class _Search:
+    def __init__(self, model, gpu, gpus, gbs, top, opt, budget_s, pareto, progress, cancel):
+        self.model, self.gpu, self.gpus, self.gbs, self.top, self.opt = model, gpu, gpus, gbs, top, opt
+        self.budget_s, self.pareto = budget_s, pareto
+        self.progress_cb, self.cancel_cb = progress, cancel
+        self.capacity = gpu.hbm_bytes * (1.0 - opt.headroom)
+        self.zeros = opt.zero or ZEROS
+        self.seq = itertools.count()
+        self.heap: list = []
+        self.best: list = []  # max-heap of (-time, -rank key) of the k best that fit
+        self.estimates: dict[tuple, Estimate] = {}
+        self.front = _Front()
+        self.orders: OrderedDict = OrderedDict()
+        self.plans: dict = {}
+        self.p2ps: dict = {}
+        self.runs: OrderedDict = OrderedDict()
+        self.searched = self.pruned_time = self.pruned_memory = self.simulated = self.over = self.cut = 0
+        self.searching_s = 0.0
+        self.cancelled = False
+        self.closest: Estimate | None = None
+        self.invalid = 0
+        self._last_progress = 0.0
+
+    # --- driver -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        sp = space.groups(self.model, self.gpus, self.gbs, self.opt, self.gpu.nvlink_domain)
+        self.invalid = sp.invalid
+        all_groups = []
+        for g in sp.groups:
+            grp = self._group(g)
+            if grp.count:
+                all_groups.append(grp)
+        self.searched = sum(grp.count for grp in all_groups)
+        if not self.searched:
+            raise ValueError(self._nothing_divides())
+        for grp in all_groups:
+            if grp.mem_lb > self.capacity * (1 + bounds.SAFETY):
+                self.pruned_memory += grp.count
+            else:
+                heapq.heappush(self.heap, (grp.lb_s, next(self.seq), grp))
+        self._progress(force=True)
+        while self.heap:
+            if self.cancel_cb is not None and self.cancel_cb():
+                self.cancelled = True
+                break
+            lb, _, node = heapq.heappop(self.heap)
+            if not self._needed(lb, node):
+                self._skip(node)
+                if not self.pareto and lb > self._threshold():
+                    for _, _, rest in self.heap:
+                        self._skip(rest)
+                    self.heap.clear()
+                continue
+            if isinstance(node, _Group):
+                self._expand(node)
+            elif isinstance(node, _Variant):
+                self._leaves(node)
+            else:
+                self._simulate(node)
+            self._progress()
+        self._progress(force=True)
+        if not self.best and not self.cancelled:
+            raise ValueError(self._nothing_fits(all_groups))
+
+    def _threshold(self) -> float:
+        return -self.best[0][0] if len(self.best) >= self.top else np.inf
+
+    def _needed(self, lb: float, node) -> bool:
+        if lb <= self._threshold():
+            return True
+        return self.pareto and not self.front.dominated(lb, node.mem_lb if isinstance(node, _Group) else node.mem)
+
+    def _skip(self, node) -> None:
+        self.pruned_time += 1 if isinstance(node, _Leaf) else node.count
+
+    def _progress(self, force: bool = False) -> None:
+        if self.progress_cb is None:
+            return
+        now = time.perf_counter()
+        if force or now - self._last_progress > 0.1:
+            self._last_progress = now
+            done = self.pruned_time + self.pruned_memory + self.simulated + self.cut
+            self.progress_cb(min(done, self.searched), self.searched)
+
+    # --- bounds -------------------------------------------------------------------------------
+
+    def _group(self, g: space.Group) -> _Group:
+        """A group's layouts and bounds that hold for every one of them (any schedule, split, ZeRO)."""
+        variants = space.variants(self.model, g, self.opt)
+        count = len(variants) * len(self.zeros)
+        if not count:
+            return _Group(g, variants, 0, 0.0, 0.0)
+        lay = g.layout(self.gbs)
+        one = stage_plan(self.model, self.gpu, lay, 1, True)  # the whole model on one stage, tied weights shared
+        work = one.f[0] + one.b[0] + one.w[0]  # every device's busy time averages m·work/pp
+        lb_s = g.microbatches * work / g.pp
+        shard = g.dp * g.cp
+        z = max(self.zeros)
+        bpp = (
+            WEIGHT_B / (shard if z >= 3 else 1)
+            + GRAD_B / (shard if z >= 2 else 1)
+            + OPTIMIZER_B / (shard if z >= 1 else 1)
+        )
+        shape = shape_of(lay)
+        act = layer.layer(self.model, self.gpu, shape, False).activation_bytes
+        if self.model.moe:
+            act = min(act, layer.layer(self.model, self.gpu, shape, True).activation_bytes)
+        mem_lb = bpp * one.params[0] / g.pp + act  # the average device's static bytes + one layer's activation
+        return _Group(g, variants, count, lb_s, mem_lb)
+
+    def _order(self, lay: Layout, v: space.Variant, built: bool) -> bounds.Order:
+        """The schedule's order (built) or just its placement (for a schedule with one direction)."""
+        key = (v.schedule, lay.pp, lay.microbatches, v.vpp, built)
+        o = self.orders.get(key)
+        if o is None:
+            if built and not v.uses_costs:
+                o = bounds.order_of(schedule_for(lay), v.split_backward)
+            else:
+                o = bounds.unbuilt_order(space.placement(v.schedule, lay.pp, v.vpp), lay.microbatches, v.split_backward)
+                if len(o.placement.devices_of) > 1:  # how microbatches split between directions: build it
+                    o = self._order(lay, v, True)
+            self.orders[key] = o
+            if len(self.orders) > 256:
+                self.orders.popitem(last=False)
+        else:
+            self.orders.move_to_end(key)
+        return o
+
+    def _expand(self, grp: _Group) -> None:
+        """A group into its schedules: bounds from the placement alone, the ZeRO stage that needs least."""
+        g = grp.g
+        for v in grp.variants:
+            lay = g.layout(self.gbs, schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
+            order = self._order(lay, v, False)
+            node = self._variant(lay, v, order, max(self.zeros))
+            if node.mem > self.capacity * (1 + bounds.SAFETY):
+                self.pruned_memory += node.count
+            else:
+                heapq.heappush(self.heap, (node.lb_s, next(self.seq), node))
+
+    def _variant(self, lay: Layout, v: space.Variant, order: bounds.Order, zero: int) -> _Variant:
+        stub = bounds.Unsimulated(order)
+        pl = order.placement
+        tied_shared = any(row[0] == row[-1] for row in pl.devices_of)
+        key = (shape_of(lay), v.layer_split, order.stages, tied_shared)
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = stage_plan(self.model, self.gpu, lay, order.stages, tied_shared)
+        key = (lay.tp, lay.cp, lay.dp, lay.mbs, pl.devices_of)
+        p2p = self.p2ps.get(key)
+        if p2p is None:
+            p2p = self.p2ps[key] = p2p_seconds(self.model, self.gpu, lay, stub.schedule)
+        f, b, w = np.asarray(plan.f), np.asarray(plan.b), np.asarray(plan.w)
+        span = order.makespan_floor_s(f, b, w, p2p)
+        act, exact = order.activation_peak(np.asarray(plan.activation_bytes), lay.b_frees)
+        slot = order.slot_ceiling_s(f, b, w)
+        pre = Estimate(self.model, self.gpu, replace(lay, zero=zero), stub, None, plan, p2p)
+        st = pre.static_bytes
+        mem = float((st["weight"] + st["grad"] + st["optimizer"] + act).max())
+        dp = min(
+            _dp_floor_s(pre, slot),
+            *(_dp_floor_s(_rezero(pre, z), slot) for z in {min(self.zeros), 1} if z in self.zeros),
+        )
+        lb = span + pre.optimizer_s + dp
+        return _Variant(lay, v, order, plan, p2p, span, act, exact, lb, mem, len(self.zeros), pre, slot)
+
+    def _leaves(self, node: _Variant) -> None:
+        """A schedule into its ZeRO stages, with the exact activation peak once the order is built."""
+        lay, v = node.lay, node.variant
+        if not node.exact and not v.uses_costs:
+            order = self._order(lay, v, True)
+            node = self._variant(lay, v, order, max(self.zeros))
+            if node.mem > self.capacity * (1 + bounds.SAFETY):
+                self.pruned_memory += node.count
+                return
+        keep = {
+            k: node.pre.__dict__[k] for k in ("params_per_device", "expert_params_per_device") if k in node.pre.__dict__
+        }
+        for z in self.zeros:
+            pre = Estimate(self.model, self.gpu, replace(lay, zero=z), node.pre.run, None, node.plan, node.p2p)
+            pre.__dict__.update(keep)  # zero-independent, already computed by the estimate layer's code
+            st = pre.static_bytes
+            mem = float((st["weight"] + st["grad"] + st["optimizer"] + node.act).max())
+            lb = node.span + pre.optimizer_s + _dp_floor_s(pre, node.slot)
+            leaf = _Leaf(pre.layout, v, node.order, lb, mem, node.exact, (lay, v.vpp))
+            if mem > self.capacity * (1 + bounds.SAFETY):
+                self.pruned_memory += 1
+            else:
+                heapq.heappush(self.heap, (leaf.lb_s, next(self.seq), leaf))
+
+    # --- simulation ---------------------------------------------------------------------------
+
+    def _simulate(self, leaf: _Leaf) -> None:
+        if leaf.variant.uses_costs:
+            if self.searching_s >= self.budget_s:
+                self.cut += 1
+                return
+            t = time.perf_counter()
+            est = estimate(self.model, self.gpu, leaf.layout)
+            self.searching_s += time.perf_counter() - t
+        else:
+            run = self.runs.get(leaf.run_key)
+            est = estimate(self.model, self.gpu, leaf.layout, schedule=leaf.order.schedule, run=run)
+            self.runs[leaf.run_key] = est.run
+            self.runs.move_to_end(leaf.run_key)
+            if len(self.runs) > 32:
+                self.runs.popitem(last=False)
+        self.simulated += 1
+        peak = float(est.peak_bytes.max())
+        if peak > self.capacity:
+            self.over += 1
+            return
+        t_s = est.iteration_s
+        key = rank_key(leaf.layout)
+        keep = False
+        if len(self.best) < self.top or (t_s, key) < (-self.best[0][0], _unneg(self.best[0][1])):
+            heapq.heappush(self.best, (-t_s, _neg(key)))
+            keep = True
+            if len(self.best) > self.top:
+                _, nk = heapq.heappop(self.best)
+                self._forget(_unneg(nk))
+        if self.pareto:
+            gone = self.front.add(t_s, peak, key)
+            keep = keep or key not in gone
+            for k in gone:
+                if k != key:
+                    self._forget(k)
+        if keep:
+            self.estimates[key] = est
+
+    def _forget(self, key: tuple) -> None:
+        if key in self.estimates and not self._kept(key):
+            del self.estimates[key]
+
+    def _kept(self, key: tuple) -> bool:
+        return any(_unneg(nk) == key for _, nk in self.best) or key in self.front.keys
+
+    # --- errors -------------------------------------------------------------------------------
+
+    def _nothing_divides(self) -> str:
+        m = self.model
+        return (
+            f"no layout of {self.gpus} GPUs divides: tp·cp·pp·dp must equal the GPU count, with tp dividing the "
+            f"{m.heads} heads and {m.kv_heads} KV heads, pp ≤ {m.layers} layers, dp dividing the global batch "
+            f"{self.gbs} and a schedule accepting the microbatch count; {_nearby(self.model, self.gpus, self.gbs)}"
+            + ("" if self.opt == space.Options(headroom=self.opt.headroom) else ", or relax the restrictions")
+        )
+
+    def _nothing_fits(self, groups: list[_Group]) -> str:
+        est = closest(self, groups)
+        cap = self.capacity / 1e9
+        head = f" ({self.opt.headroom:.0%} kept free)" if self.opt.headroom else ""
+        if est is None:
+            return f"no layout fits in {cap:.1f} GB{head}"
+        peak = float(est.peak_bytes.max())
+        lay = est.layout
+        return (
+            f"no layout fits in {cap:.1f} GB per GPU{head}: the closest, {describe(lay)}, needs {peak / 1e9:.1f} GB, "
+            f"{(peak - self.capacity) / 1e9:.1f} GB over; use more GPUs, a smaller global batch, a GPU with more "
+            f"memory, or allow recompute / ZeRO"
+        )
+
+    # --- result -------------------------------------------------------------------------------
+
+    def result(self, seconds: float) -> SearchResult:
+        ranked = sorted((-t, _unneg(nk)) for t, nk in self.best)
+        rows = [row_of(self.estimates[k], i + 1) for i, (_, k) in enumerate(ranked)]
+        front = [row_of(self.estimates[k], None) for k in self.front.keys] if self.pareto else []
+        return SearchResult(
+            model=self.model.name, gpu=self.gpu.name, gpus=self.gpus, global_batch=self.gbs, layouts=rows,
+            pareto=front, searched=self.searched, pruned=self.pruned_time + self.pruned_memory,
+            pruned_by_time=self.pruned_time, pruned_by_memory=self.pruned_memory, simulated=self.simulated,
+            over_capacity=self.over, budget_cut=self.cut, budget_s=self.budget_s, seconds=seconds,
+            cancelled=self.cancelled, capacity_bytes=self.capacity, headroom=self.opt.headroom,
+        )  # fmt: skip
+
+
+def _rezero(pre: Estimate, zero: int) -> Estimate:
+    out = Estimate(pre.model, pre.gpu, replace(pre.layout, zero=zero), pre.run, None, pre.plan, pre.p2p_s)
+    out.__dict__.update(
+        {k: pre.__dict__[k] for k in ("params_per_device", "expert_params_per_device") if k in pre.__dict__}
+    )
+    return out
+
+
+def _dp_floor_s(pre: Estimate, slot_s: np.ndarray) -> float:
+    """A lower bound on the exposed DP sync, by the estimate layer's own code: a device's exposed
+    reduction only grows as its last (and first) op gets shorter, so every op is taken at the
+    longest a slot of that device can last; the device that ends the makespan then still waits at
+    least the smallest of these exposures."""
+    p = len(slot_s)
+    pre.__dict__["_device_times"] = (np.zeros(p), np.zeros(p), slot_s, slot_s)
+    return float(np.min(pre._dp_exposed))
+
+
+def closest(s: _Search, groups: list[_Group]) -> Estimate | None:
+    """The layout with the least simulated peak memory (best first on the memory bounds)."""
+    heap = [(grp.mem_lb, next(s.seq), grp) for grp in groups]
+    heapq.heapify(heap)
+    cap, s.capacity = s.capacity, np.inf
+    try:
+        while heap:
+            _, _, node = heapq.heappop(heap)
+            if isinstance(node, Estimate):
+                return node
+            if isinstance(node, _Leaf):
+                est = estimate(s.model, s.gpu, node.layout)
+                heapq.heappush(heap, (float(est.peak_bytes.max()), next(s.seq), est))
+                continue
+            saved, s.heap = s.heap, []
+            s._expand(node) if isinstance(node, _Group) else s._leaves(node)
+            for _, _, child in s.heap:
+                heapq.heappush(heap, (child.mem, next(s.seq), child))
+            s.heap = saved
+    finally:
+        s.capacity = cap
+    return None
+
+
+def rank_key(lay: Layout) -> tuple:
+    """Ties in iteration time are ranked by this, so the top k is one definite list."""
+    return (lay.schedule, lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.vpp, lay.mbs, lay.recompute,
+            lay.sequence_parallel, lay.zero, lay.layer_split or ())  # fmt: skip
+
+
+class _Rev:
+    """Reverses the order of a key inside a max-heap of (-time, key)."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def __lt__(self, other):
+        return self.k > other.k
+
+    def __eq__(self, other):
+        return self.k == other.k
+
+
+def _neg(k):
+    return _Rev(k)
+
+
+def _unneg(r):
+    return r.k
+
+
+def describe(lay: Layout) -> str:
+    split = f", layers {'/'.join(map(str, lay.layer_split))}" if lay.layer_split else ""
+    vpp = f", vpp {lay.vpp}" if lay.vpp > 1 else ""
+    sp = ", sequence parallel" if lay.sequence_parallel else ""
+    return (f"{lay.schedule} tp {lay.tp} pp {lay.pp} dp {lay.dp} cp {lay.cp}{vpp} mbs {lay.mbs}, recompute "
+            f"{lay.recompute}{sp}, ZeRO {lay.zero}{split}")  # fmt: skip
+
+
+def _nearby(model: Model, gpus: int, gbs: int) -> str:
+    near = [n for n in range(max(1, gpus - 256), gpus + 257) if n != gpus and _divides(model, n, gbs)]
+    near.sort(key=lambda n: (abs(n - gpus), n))
+    return "try a GPU count such as " + " or ".join(map(str, sorted(near[:2]))) if near else "change the GPU count"
+
+
+def _divides(model: Model, n: int, gbs: int) -> bool:
+    """Some tp·pp·dp = n with tp dividing the heads, pp ≤ layers and dp dividing the global batch."""
+    for tp in space.divisors(n):
+        if model.heads % tp or model.kv_heads % tp:
+            continue
+        for pp in space.divisors(n // tp):
+            if pp <= model.layers and gbs % (n // tp // pp) == 0:
+                return True
+    return False
+
+
+__all__ = ["closest", "describe", "rank_key", "schedules", "search"]

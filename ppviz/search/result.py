@@ -1,0 +1,124 @@
+"""The search's answer: ranked rows a table can show directly, and the JSON contract.
+
+Every row carries the `ppviz estimate --json` contract fields of its layout (``iteration_s,
+tokens_per_s, mfu, peak_bytes[], fits`` ...) and the layout itself under the names of
+`ppviz estimate`'s flags, so any row reruns with that command to the same numbers (``command``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..estimate.iteration import Estimate
+
+LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recompute", "sequence_parallel", "zero")
+
+
+def command(est: Estimate) -> str:
+    """The `ppviz estimate` command line that reproduces this row."""
+    lay = est.layout
+    parts = ["ppviz estimate", f"--model {est.model.name}", f"--gpu {est.gpu.name}"]
+    parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs")]
+    parts += [f"--gbs {lay.gbs}", f"--schedule {lay.schedule}", f"--recompute {lay.recompute}", f"--zero {lay.zero}"]
+    if lay.sequence_parallel:
+        parts.append("--sequence-parallel")
+    if lay.layer_split:
+        parts.append("--layer-split " + ",".join(map(str, lay.layer_split)))
+    return " ".join(parts)
+
+
+def row_of(est: Estimate, rank: int | None) -> dict:
+    """One ranked layout: its layout fields, the estimate contract fields and the breakdown."""
+    lay = est.layout
+    peak = est.peak_bytes.tolist()
+    row = {"rank": rank} if rank is not None else {}
+    row.update({k: getattr(lay, k) for k in LAYOUT_FIELDS})
+    row.update(
+        {
+            "gbs": lay.gbs,
+            "layer_split": list(lay.layer_split) if lay.layer_split else None,
+            "microbatches": est.microbatches,
+            "stages": est.run.schedule.stages,
+            "iteration_s": est.iteration_s,
+            "tokens_per_s": est.tokens_per_s,
+            "tflops_per_gpu": est.tflops_per_gpu,
+            "mfu": est.mfu,
+            "hfu": est.hfu,
+            "peak_bytes": peak,
+            "peak_gb": max(peak) / 1e9,
+            "capacity_bytes": est.capacity_bytes,
+            "fits": est.fits,
+            "bubble_fraction": est.run.metrics.bubble_fraction,
+            "breakdown_s": est.breakdown,
+            "dp_sync_s": est.dp_sync_s,
+            "optimizer_s": est.optimizer_s,
+            "command": command(est),
+        }
+    )
+    return row
+
+
+@dataclass
+class SearchResult:
+    """Ranked layouts (``layouts``), the Pareto front of time against peak memory (``pareto``, by
+    rising peak), and what the search did: layouts in the space, pruned by a bound, simulated."""
+
+    model: str
+    gpu: str
+    gpus: int
+    global_batch: int
+    layouts: list[dict]
+    pareto: list[dict]
+    searched: int
+    pruned: int
+    pruned_by_time: int
+    pruned_by_memory: int
+    simulated: int
+    over_capacity: int
+    budget_cut: int
+    budget_s: float
+    seconds: float
+    cancelled: bool
+    capacity_bytes: float
+    headroom: float
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.budget_cut:
+            self.notes.append(
+                f"the {self.budget_s:g} s budget of the searching schedules (v-*, zb-auto) ran out: "
+                f"{self.budget_cut:,} of their layouts were not simulated, so the ranking is exact for every "
+                "other schedule only"
+            )
+        if self.cancelled:
+            self.notes.append("cancelled: the ranking covers only what was simulated before the stop")
+
+    @property
+    def complete(self) -> bool:
+        """True when the top k is exact over the whole space."""
+        return not self.budget_cut and not self.cancelled
+
+    def to_dict(self) -> dict:
+        """The `ppviz search --json` contract."""
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "gpus": self.gpus,
+            "global_batch": self.global_batch,
+            "layouts": self.layouts,
+            "pareto": self.pareto,
+            "searched": self.searched,
+            "pruned": self.pruned,
+            "pruned_by_time": self.pruned_by_time,
+            "pruned_by_memory": self.pruned_by_memory,
+            "simulated": self.simulated,
+            "over_capacity": self.over_capacity,
+            "budget_cut": self.budget_cut,
+            "budget_s": self.budget_s,
+            "complete": self.complete,
+            "cancelled": self.cancelled,
+            "capacity_bytes": self.capacity_bytes,
+            "headroom": self.headroom,
+            "seconds": self.seconds,
+            "notes": self.notes,
+        }

@@ -1,0 +1,238 @@
+"""The space of layouts: every (tp, cp, pp, dp, ep, mbs, recompute, sequence parallel) group that
+divides, and in each group every schedule (with its chunks), layer split and ZeRO stage the
+registry accepts. Options restrict any dimension; ``None`` means every value that divides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+
+from .. import schedules
+from ..estimate import layer
+from ..estimate.iteration import shape_of
+from ..estimate.specs import RECOMPUTE, Layout, Model, SpecError
+from ..ir import Placement
+
+SEARCHING = "v-*, zb-auto"  # schedules whose order is searched under the op times (uses_costs)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Restrictions of the search; every dimension left None takes every value that divides."""
+
+    tp: Sequence[int] | None = None
+    cp: Sequence[int] | None = None  # default: 1, and splits that leave ≥ 2,048 tokens per GPU
+    pp: Sequence[int] | None = None
+    dp: Sequence[int] | None = None
+    ep: Sequence[int] | None = None
+    vpp: Sequence[int] | None = None  # chunks per device of interleaved schedules (default 2..8)
+    mbs: Sequence[int] | None = None
+    schedules: Sequence[str] | None = None
+    recompute: Sequence[str] | None = None
+    sequence_parallel: Sequence[bool] | None = None
+    zero: Sequence[int] | None = None
+    uneven: bool = True  # stage counts that do not divide the layers get a balanced split, lighter edges
+    headroom: float = 0.0  # fraction of HBM kept free
+    tp_within_domain: bool = False  # keep every TP group inside one NVLink domain
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero"):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            v = tuple(v)
+            if not v or any(
+                isinstance(x, bool) or not isinstance(x, int) or x < (0 if name == "zero" else 1) for x in v
+            ):
+                raise ValueError(f"--{name} wants whole numbers ≥ {0 if name == 'zero' else 1} (got {list(v)})")
+            object.__setattr__(self, name, v)
+        if self.zero is not None and any(z > 3 for z in self.zero):
+            raise ValueError(f"--zero takes stages 0, 1, 2 and 3 (got {list(self.zero)})")
+        if self.recompute is not None:
+            bad = [r for r in self.recompute if r not in RECOMPUTE]
+            if bad or not self.recompute:
+                raise ValueError(f"--recompute takes {', '.join(RECOMPUTE)} (got {', '.join(map(str, bad)) or 'none'})")
+            object.__setattr__(self, "recompute", tuple(self.recompute))
+        if self.schedules is not None:
+            for s in self.schedules:
+                schedules.get(s)  # a clear message for an unknown name
+            if not self.schedules:
+                raise ValueError("--schedules needs at least one schedule name (see `ppviz list`)")
+            object.__setattr__(self, "schedules", tuple(dict.fromkeys(self.schedules)))
+        if self.sequence_parallel is not None:
+            object.__setattr__(self, "sequence_parallel", tuple(bool(x) for x in self.sequence_parallel))
+        if isinstance(self.headroom, bool) or not isinstance(self.headroom, (int, float)) or not 0 <= self.headroom < 1:
+            raise ValueError(
+                f"headroom is the fraction of HBM kept free: give a number in [0, 1) (got {self.headroom!r})"
+            )
+
+
+@dataclass(frozen=True)
+class Group:
+    """Layouts that share their per-layer costs: they differ in schedule, chunks and ZeRO stage."""
+
+    tp: int
+    cp: int
+    pp: int
+    dp: int
+    ep: int
+    mbs: int
+    recompute: str
+    sequence_parallel: bool
+    microbatches: int
+
+    def layout(self, gbs: int, **kw) -> Layout:
+        return Layout(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep, mbs=self.mbs, gbs=gbs,
+                      sequence_parallel=self.sequence_parallel, recompute=self.recompute, **kw)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One schedule of a group: its name, chunks per device (vpp), stage count and layer split."""
+
+    schedule: str
+    vpp: int
+    stages: int
+    layer_split: tuple[int, ...] | None
+    uses_costs: bool
+    split_backward: bool
+
+
+@dataclass
+class Space:
+    groups: list[Group] = field(default_factory=list)
+    invalid: int = 0  # (tp, cp, pp, dp, ...) combinations refused by the model's shape
+
+
+def divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def balanced_split(layers: int, stages: int) -> tuple[int, ...] | None:
+    """Layers per stage as even as possible, the lighter stages at both edges (they also hold the
+    embedding and the output layer; Llama 3 405B's 16 stages of 8 with 7 on the first and the last
+    is this split). None when the layers divide evenly."""
+    q, r = divmod(layers, stages)
+    if r == 0 or q == 0:
+        return None
+    light = stages - r
+    order = []  # stage indices from the edges inwards: 0, S-1, 1, S-2, ...
+    lo, hi = 0, stages - 1
+    while lo <= hi:
+        order.append(lo)
+        if hi != lo:
+            order.append(hi)
+        lo, hi = lo + 1, hi - 1
+    split = [q + 1] * stages
+    for s in order[:light]:
+        split[s] = q
+    return tuple(split)
+
+
+def groups(model: Model, gpus: int, gbs: int, opt: Options, domain: int) -> Space:
+    """Every group whose sizes multiply to ``gpus``, divide the model and the global batch."""
+    space = Space()
+    tps = opt.tp or [t for t in divisors(gpus) if model.heads % t == 0 and model.kv_heads % t == 0]
+    for tp in tps:
+        if gpus % tp or (opt.tp_within_domain and tp > domain):
+            continue
+        cps = opt.cp or [c for c in divisors(gpus // tp) if c == 1 or model.seq // c >= 2048]
+        for cp in cps:
+            if (gpus // tp) % cp:
+                continue
+            rest = gpus // (tp * cp)
+            for pp in opt.pp or divisors(rest):
+                if rest % pp or pp > model.layers:
+                    continue
+                dp = rest // pp
+                if (opt.dp and dp not in opt.dp) or gbs % dp:
+                    continue
+                eps = [1] if not model.moe else (opt.ep or [e for e in divisors(dp) if model.experts % e == 0])
+                for ep in eps:
+                    for mbs in opt.mbs or divisors(gbs // dp):
+                        if (gbs // dp) % mbs:
+                            continue
+                        for rec in opt.recompute or default_recompute(model):
+                            for sp in opt.sequence_parallel or ((False, True) if tp > 1 else (False,)):
+                                g = Group(tp, cp, pp, dp, ep, mbs, rec, sp, gbs // (dp * mbs))
+                                if _valid_shape(model, g, gbs):
+                                    space.groups.append(g)
+                                else:
+                                    space.invalid += 1
+    return space
+
+
+def default_recompute(model: Model) -> tuple[str, ...]:
+    """With flash attention selective recompute has nothing left to recompute (the estimate layer
+    gives it the same time and bytes as none), so it is searched only when asked for."""
+    return ("none", "full") if model.flash_attention else RECOMPUTE
+
+
+def _valid_shape(model: Model, g: Group, gbs: int) -> bool:
+    try:
+        layer.check(model, shape_of(g.layout(gbs)))
+    except SpecError:
+        return False
+    return True
+
+
+def variants(model: Model, g: Group, opt: Options) -> list[Variant]:
+    """Every schedule (and chunk count) the registry accepts for this group's pp and microbatches."""
+    return list(_variants(model.layers, g.pp, g.microbatches, opt.schedules, opt.vpp, opt.uneven))
+
+
+@cache
+def probe(name: str):
+    """The schedule built small (2 devices, 8 microbatches): its stages per device and placement style."""
+    spec = schedules.get(name)
+    return schedules.build(name, 2, 8, **({"chunks": 2} if spec.param("chunks") is not None else {}))
+
+
+def stages_per_device(name: str) -> int:
+    sched = probe(name)
+    return sched.stages // sched.devices
+
+
+def placement(name: str, pp: int, vpp: int) -> Placement:
+    """The placement the schedule uses on pp devices (from its probe's style)."""
+    style = probe(name).placement.style
+    if style == "standard":
+        return Placement.standard(pp)
+    if style == "loop":
+        return Placement.looped(pp, vpp)
+    if style == "v":
+        return Placement.vshape(pp)
+    if style == "dualpipe":
+        return Placement.dualpipe(pp)
+    raise ValueError(f"{name}: unknown placement style {style!r}")
+
+
+@lru_cache(maxsize=4096)
+def _variants(layers: int, pp: int, m: int, names, vpps, uneven: bool) -> tuple[Variant, ...]:
+    out = []
+    names = names or tuple(schedules.REGISTRY)
+    if pp == 1:  # one device: every schedule runs the same ops in the same order; keep one
+        names = ("1f1b",) if "1f1b" in names else names[:1]
+    for name in names:
+        spec = schedules.get(name)
+        if spec.param("chunks") is not None:
+            choices = [v for v in (vpps or range(2, 9)) if v >= 1]
+        else:
+            choices = [spec.chunks or 1]
+        for v in choices:
+            stages = pp * v if spec.param("chunks") is not None else pp * stages_per_device(name)
+            if stages > layers:
+                continue
+            split = balanced_split(layers, stages)
+            if split is not None and not uneven:
+                continue
+            params = {"chunks": v} if spec.param("chunks") is not None else {}
+            try:
+                schedules.registry.resolve(spec, pp, m, params)
+            except ValueError:
+                continue
+            out.append(Variant(name, v, stages, split, spec.uses_costs, spec.split_backward))
+    return tuple(out)
