@@ -117,12 +117,15 @@ CHANGES = {
     "tp": 4,
     "pp": 4,
     "dp": 2,
+    "cp": 2,
+    "ep": 2,
     "vpp": 2,
     "mbs": 2,
     "gbs": 128,
     "sp": [],
     "recompute": "full",
     "zero": 3,
+    "split": "9,10,10,10,10,10,10,11",
 }
 
 
@@ -139,6 +142,8 @@ def test_every_control_writes_the_link_and_redraws(page, name):
         assert shown.field_value(name) == CHANGES[name]
     elif name == "sp":
         assert state.sp is False
+    elif name == "split":
+        assert state.split == (9, 10, 10, 10, 10, 10, 10, 11)
     else:
         assert getattr(state, name) == (tuple(CHANGES[name]) if name == "compare" else CHANGES[name])
     assert "gantt-model" in out
@@ -183,6 +188,10 @@ def test_an_estimate_error_shows_beside_the_control_to_change(page):
     change(page, "vpp", 3)
     change(page, "schedule", "interleaved-1f1b")  # 80 layers do not split into 8 × 3 stages
     assert "do not split evenly" in message(page, "layers")
+    change(page, "split", "9,10")
+    assert "layer_split needs 24 entries" in message(page, "split")
+    change(page, "ep", 2)
+    assert "needs an MoE model" in message(page, "ep")
 
 
 def test_too_many_microbatches_are_refused_with_the_cli_command(page):

@@ -16,7 +16,13 @@ from .model_layout import CONTROLS, GPU_FIELDS, MODEL_FIELDS, RANKING_COLUMNS, c
 from .model_state import ModelState
 
 MESSAGES = {"type": "model-msg", "name": ALL}
-VIEW_OUTPUTS = ("m-gantt.figure", "m-memory.figure", "m-breakdown.figure", "m-cards.children", "m-ranking.children")
+VIEW_OUTPUTS = (
+    "gantt-model.figure",
+    "memory-model.figure",
+    "breakdown-model.figure",
+    "cards-model.children",
+    "ranking-model.children",
+)
 
 clientside_callback(
     """function(hash, tab) {
@@ -49,17 +55,17 @@ clientside_callback(
 @callback(
     Output("url", "hash", allow_duplicate=True),
     *[Output(cid(name), "value") for name in CONTROLS],
-    Output("m-notes", "children"),
+    Output("notes-model", "children"),
     *[Output(*o.split(".")) for o in VIEW_OUTPUTS],
-    Output("m-memory-box", "style"),
+    Output("memory-box-model", "style"),
     Output(MESSAGES, "children"),
-    Output("m-row-schedule", "style"),
-    Output("m-row-compare", "style"),
-    Output("m-drawn", "data"),
-    Output("m-job", "data"),
+    Output("row-schedule-model", "style"),
+    Output("row-compare-model", "style"),
+    Output("drawn-model", "data"),
+    Output("job-model", "data"),
     Input("url", "hash"),
     *[Input(cid(name), "value") for name in CONTROLS],
-    State("m-drawn", "data"),
+    State("drawn-model", "data"),
     prevent_initial_call="initial_duplicate",
 )
 def update_model_view(hash_, *args):
@@ -110,14 +116,14 @@ def update_model_view(hash_, *args):
 
 @callback(
     *[Output(*o.split("."), allow_duplicate=True) for o in VIEW_OUTPUTS],
-    Output("m-job-error", "children"),
-    Input("m-job", "data"),
+    Output("job-error-model", "children"),
+    Input("job-model", "data"),
     background=True,
     manager=jobs.manager(),
     interval=jobs.POLL_MS,
-    progress=[Output("m-job-progress", "value"), Output("m-job-status", "children")],
-    running=[(Output("m-job-box", "style"), {}, {"display": "none"})],
-    cancel=[Input("m-job-cancel", "n_clicks")],
+    progress=[Output("job-progress-model", "value"), Output("job-status-model", "children")],
+    running=[(Output("job-box-model", "style"), {}, {"display": "none"})],
+    cancel=[Input("job-cancel-model", "n_clicks")],
     prevent_initial_call=True,
 )
 def estimate_in_background(set_progress, request):
@@ -153,6 +159,7 @@ def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelSt
     compare = values.get("compare")
     raw["compare"] = compare if isinstance(compare, (list, tuple)) else ()
     raw["sp"] = values.get("sp") if isinstance(values.get("sp"), list) else previous.sp
+    raw["split"] = values.get("split") if values.get("split") is not None else ",".join(map(str, previous.split or ()))
     skip = set(MODEL_FIELDS) if trigger == cid("model") else set(GPU_FIELDS) if trigger == cid("gpu") else set()
     numbers = {}
     for name in model_state.NUMBER_FIELDS:
@@ -184,7 +191,7 @@ def _card(key: str, label: str, value: str, detail: str) -> html.Div:
             html.Div(detail, className="msg-error" if over else None),
         ],
         className="card",
-        id=f"m-card-{key}",
+        id=f"card-{key}-model",
     )
 
 
@@ -193,7 +200,7 @@ def _ranking(rows: list[dict]):
         return None
     head = html.Tr([html.Th(c) for c in RANKING_COLUMNS])
     body = [html.Tr([html.Td(_cell(c, r[c])) for c in RANKING_COLUMNS]) for r in rows]
-    return html.Table([html.Thead(head), html.Tbody(body)], className="ranking", id="m-ranking-table")
+    return html.Table([html.Thead(head), html.Tbody(body)], className="ranking", id="ranking-table-model")
 
 
 def _cell(column: str, value: object) -> str:

@@ -15,7 +15,7 @@ from ppviz.estimate.specs import RECOMPUTE
 from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
 from .views import GRAPH_CONFIG
 
-CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero")
+CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split")
 ZERO_LABELS = {
     0: "0: none",
     1: "1: optimizer state sharded (distributed optimizer)",
@@ -26,8 +26,8 @@ RANKING_COLUMNS = ("rank", "schedule", "iteration (ms)", "tokens/s", "MFU", "bub
 
 
 def cid(name: str) -> str:
-    """The component id of one of this view's controls (``m-tp``)."""
-    return f"m-{name}"
+    """The component id of one of this view's controls (``tp-model``)."""
+    return f"{name}-model"
 
 
 def msg_id(name: str) -> dict:
@@ -57,6 +57,7 @@ def control_values(state: ModelState) -> dict[str, object]:
         "sp": ["on"] if state.sp else [],
         "recompute": state.recompute,
         "zero": state.zero,
+        "split": ",".join(map(str, state.split)) if state.split else "",
     }
     for name in NUMBER_FIELDS:
         values[name] = state.field_value(name)
@@ -68,8 +69,8 @@ def model_view() -> html.Div:
     values = control_values(state)
     return html.Div(
         [
-            dcc.Store(id="m-drawn"),
-            dcc.Store(id="m-job"),
+            dcc.Store(id="drawn-model"),
+            dcc.Store(id="job-model"),
             html.Aside(_panel(values), className="panel"),
             html.Section(_charts(), className="views"),
         ],
@@ -88,7 +89,7 @@ def _row(name: str, label: str, widget, help_text: str = "") -> html.Div:
             html.Div(id=msg_id(name), className="control-msg"),
         ],
         className="control",
-        id=f"m-row-{name}",
+        id=f"row-{name}-model",
     )
 
 
@@ -161,6 +162,12 @@ def _panel(values: dict) -> list:
             clearable=False,
         ),
     )
+    split = _row(
+        "split",
+        "layers per stage (optional)",
+        dcc.Input(id=cid("split"), type="text", value=values["split"], debounce=True, placeholder="even"),
+        "e.g. 9,10,10,…: one count per stage of the schedule (empty: even)",
+    )
     return [
         html.Section([mode, schedule, compare], className="group"),
         html.Section(
@@ -169,7 +176,7 @@ def _panel(values: dict) -> list:
         ),
         html.Section([html.H3("GPU"), gpu, *[_number(n, values[n]) for n in GPU_FIELDS]], className="group"),
         html.Section(
-            [html.H3("parallel layout"), *[_number(n, values[n]) for n in LAYOUT_FIELDS], sp, recompute, zero],
+            [html.H3("parallel layout"), *[_number(n, values[n]) for n in LAYOUT_FIELDS], sp, recompute, zero, split],
             className="group",
         ),
     ]
@@ -177,27 +184,27 @@ def _panel(values: dict) -> list:
 
 def _charts() -> list:
     return [
-        html.Div(id="m-notes", className="notes"),
-        html.Div(id="m-cards", className="cards"),
-        html.Div(id="m-ranking"),
+        html.Div(id="notes-model", className="notes"),
+        html.Div(id="cards-model", className="cards"),
+        html.Div(id="ranking-model"),
         html.Div(
             [
                 html.Div(
                     [
-                        html.Progress(id="m-job-progress", value=0, max=2),
-                        html.Span("", id="m-job-status", className="help"),
-                        html.Button("stop", id="m-job-cancel", n_clicks=0, className="button small"),
+                        html.Progress(id="job-progress-model", value=0, max=2),
+                        html.Span("", id="job-status-model", className="help"),
+                        html.Button("stop", id="job-cancel-model", n_clicks=0, className="button small"),
                     ],
-                    id="m-job-box",
+                    id="job-box-model",
                     className="job",
                     style={"display": "none"},
                 ),
-                html.Div(id="m-job-error", className="control-msg"),
+                html.Div(id="job-error-model", className="control-msg"),
             ]
         ),
-        dcc.Graph(id="m-gantt", config=GRAPH_CONFIG, figure=_empty()),
-        html.Div(dcc.Graph(id="m-memory", config=GRAPH_CONFIG, figure=_empty()), id="m-memory-box"),
-        dcc.Graph(id="m-breakdown", config=GRAPH_CONFIG, figure=_empty()),
+        dcc.Graph(id="gantt-model", config=GRAPH_CONFIG, figure=_empty()),
+        html.Div(dcc.Graph(id="memory-model", config=GRAPH_CONFIG, figure=_empty()), id="memory-box-model"),
+        dcc.Graph(id="breakdown-model", config=GRAPH_CONFIG, figure=_empty()),
         html.Footer(
             [
                 "Times in ms and memory in GB (10⁹ bytes) from ppviz.estimate: the model, GPU and layout give each ",

@@ -56,11 +56,14 @@ LAYOUT_FIELDS: dict[str, Field] = {
     "tp": Field("tp (tensor parallel)", 1, 64),
     "pp": Field("pp (pipeline devices)", 1, limits.MAX_DEVICES),
     "dp": Field("dp (data parallel)", 1, 65_536),
+    "cp": Field("cp (context parallel)", 1, 64),
+    "ep": Field("ep (expert parallel, MoE; out of dp)", 1, 1024),
     "vpp": Field("vpp (chunks per device, interleaved)", 1, 16),
     "mbs": Field("micro-batch size", 1, 1024),
     "gbs": Field("global batch (sequences)", 1, 1_048_576),
 }
 ZERO = (0, 1, 2, 3)
+MAX_SPLIT = 1024  # stages in an explicit layer split (pp·vpp, or 2·pp for V shapes, at most)
 NUMBER_FIELDS = {**MODEL_FIELDS, **GPU_FIELDS, **LAYOUT_FIELDS}
 
 
@@ -78,12 +81,15 @@ class ModelState:
     tp: int = 8
     pp: int = 8
     dp: int = 1
+    cp: int = 1
+    ep: int = 1
     vpp: int = 1
     mbs: int = 1
     gbs: int = 64
     sp: bool = True
     recompute: str = "selective"
     zero: int = 1
+    split: tuple[int, ...] | None = None  # layers of every stage (None: even)
 
     @property
     def shown(self) -> tuple[str, ...]:
@@ -133,6 +139,8 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
         tp=state.tp,
         pp=state.pp,
         dp=state.dp,
+        cp=state.cp,
+        ep=state.ep,
         vpp=state.vpp if takes_chunks else 1,
         mbs=state.mbs,
         gbs=state.gbs,
@@ -140,6 +148,7 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
         recompute=state.recompute,
         zero=state.zero,
         schedule=schedule,
+        layer_split=state.split,
     )
 
 
@@ -147,10 +156,12 @@ def cli_command(state: ModelState, schedule: str) -> str:
     """The ``ppviz estimate`` command of one schedule of the view (what to run past the page's bounds)."""
     lay = layout_of(state, schedule)
     parts = [f"ppviz estimate --model {state.model} --gpu {state.gpu}"]
-    parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "vpp", "mbs", "gbs")]
+    parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs")]
     parts.append(f"--recompute {lay.recompute} --zero {lay.zero} --schedule {schedule}")
     if lay.sequence_parallel:
         parts.append("--sequence-parallel")
+    if state.split:
+        parts.append("--layer-split " + ",".join(map(str, state.split)))
     flags = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_heads": "kv-heads", "ffn": "ffn"}
     flags |= {"vocab": "vocab", "seq": "seq"}
     parts += [f"--{flags[k]} {v}" for k, v in sorted(state.model_over.items())]
@@ -186,7 +197,7 @@ def _owned(key: str, mine: set[str] | None, prefix: str) -> bool:
     return key.startswith(prefix) if prefix else key in (mine or set())
 
 
-MODEL_KEYS = {"mode", "schedule", "compare", "model", "gpu", "sp", "recompute", "zero", *NUMBER_FIELDS}
+MODEL_KEYS = {"mode", "schedule", "compare", "model", "gpu", "sp", "recompute", "zero", "split", *NUMBER_FIELDS}
 
 
 def encode(state: ModelState) -> dict[str, str]:
@@ -199,6 +210,8 @@ def encode(state: ModelState) -> dict[str, str]:
     for name in LAYOUT_FIELDS:
         pairs[name] = str(getattr(state, name))
     pairs |= {"sp": str(int(state.sp)), "recompute": state.recompute, "zero": str(state.zero)}
+    if state.split:
+        pairs["split"] = ",".join(map(str, state.split))
     for name, value in sorted({**state.model_over, **state.gpu_over}.items()):
         pairs[name] = _num(value)
     return pairs
@@ -220,6 +233,8 @@ def parse(hash_: object) -> Parsed:
         raw["compare"] = tuple(n for n in query["compare"].split(",") if n)
     if "sp" in query:
         raw["sp"] = query["sp"]
+    if "split" in query:
+        raw["split"] = query["split"]
     over = {name: query[name] for name in NUMBER_FIELDS if name in query}
     raw["zero"] = query.get("zero")
     return bounded(raw, over)
@@ -277,6 +292,8 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
     sp = raw.get("sp")
     if sp is not None:
         values["sp"] = sp in (True, 1, "1", "true", "on") or (isinstance(sp, list) and "on" in sp)
+    if "split" in raw:
+        values["split"] = _split(raw["split"], notes)
     state = replace(base, **values)
     model_over, gpu_over = {}, {}
     for name, value in numbers.items():
@@ -329,6 +346,29 @@ def work(state: ModelState) -> int:
 
 def in_background(state: ModelState) -> bool:
     return work(state) > limits.SYNC_WORK
+
+
+def _split(value: object, notes: list[str]) -> tuple[int, ...] | None:
+    """An explicit layer split from text ("9,10,10,9") or a list; empty means even."""
+    if value is None or value == "" or value == []:
+        return None
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
+    if items is None or len(items) > MAX_SPLIT:
+        notes.append(
+            f"layer split {limits._show(value)} is not a list of up to {MAX_SPLIT} layer counts; splitting evenly"
+        )
+        return None
+    out = []
+    for item in items:
+        v = _number(item.strip() if isinstance(item, str) else item)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not float(v).is_integer():
+            notes.append(f"layer split {limits._show(value)} needs whole numbers (e.g. 9,10,10,9); splitting evenly")
+            return None
+        if not 0 <= v <= MODEL_FIELDS["layers"].high:
+            notes.append(f"layer split entry {v:g} is outside 0–{MODEL_FIELDS['layers'].high:g}; splitting evenly")
+            return None
+        out.append(int(v))
+    return tuple(out)
 
 
 def _number(value: object) -> object:
