@@ -88,8 +88,9 @@ class Model:
 class Gpu:
     """One accelerator and its two network tiers.
 
-    The efficiencies and the per-kernel overhead are one set for every GPU unless overridden:
-    calibrated once on A100-80GB (Korthikanti et al. 2022, Table 4), never per case.
+    The efficiencies and the per-kernel overhead are one set for every GPU unless overridden,
+    never tuned per case: the matmul efficiency was fitted once on A100-80GB to Korthikanti et
+    al. 2022 Tables 4 and 5 together; the others are round figures near NERSC's and Calculon's.
     """
 
     name: str = "custom"
