@@ -1,0 +1,288 @@
+"""Load on the page as served: gunicorn with the shipped gunicorn.conf.py, on loopback.
+
+    python bench/bench_load.py                    # 50 users for 60 s, 1–3 s think time
+    python bench/bench_load.py --users 100 --seconds 30
+    python bench/bench_load.py --cpu              # one user, back to back: server CPU per 8×32 release
+    python bench/bench_load.py --rss 5000         # RSS of the workers over 5,000 mixed renders
+    python bench/bench_load.py --factors          # CPU per action of the searching schedules (limits.py)
+
+Each simulated user sends what a browser sends on a slider release at 8 devices × 32 microbatches:
+the page callback's real request (built from the app's callback map), gzip accepted, with the
+query string of its own previous answer. Prints latency percentiles, errors, requests/s and the
+server's CPU per request (utime + stime of the gunicorn processes from /proc/<pid>/stat).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+TICKS = os.sysconf("SC_CLK_TCK")
+PAGE = "gantt.figure...memory.figure"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """gunicorn app:server -c gunicorn.conf.py on a free loopback port; stopped by its PID."""
+
+    def __init__(self):
+        self.port = free_port()
+        gunicorn = Path(sys.executable).with_name("gunicorn")
+        cmd = [str(gunicorn), "app:server", "-c", "gunicorn.conf.py", "-b", f"127.0.0.1:{self.port}"]
+        env = {**os.environ, "WEB_CONCURRENCY": os.environ.get("WEB_CONCURRENCY", "2")}
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+                conn.request("GET", "/_dash-layout")
+                if conn.getresponse().status == 200:
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("gunicorn did not start")
+
+    def pids(self) -> list[int]:
+        """The master and every process under it (workers, background jobs)."""
+        out, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            try:
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                continue
+            todo += [int(c) for c in children]
+        return out
+
+    def cpu_s(self) -> float:
+        """utime + stime of the server's processes, and of their waited-for children."""
+        total = 0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        return total / TICKS
+
+    def rss_mb(self) -> list[float]:
+        out = []
+        for pid in self.pids()[1:]:
+            try:
+                rss = Path(f"/proc/{pid}/statm").read_text().split()[1]
+            except OSError:
+                continue
+            out.append(int(rss) * os.sysconf("SC_PAGE_SIZE") / 2**20)
+        return out
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+
+
+def page_template():
+    """The page callback's request for a slider release, from the app's own callback map."""
+    from web_dispatch import Page
+
+    import app
+
+    page = Page.open(app.server)
+    page.load()
+    dep = page.callback(PAGE)
+    return page, dep
+
+
+class User:
+    """One browser tab: a keep-alive connection and the page's current query string."""
+
+    def __init__(self, port: int, page, dep, seed: int):
+        self.port, self.page, self.dep = port, page, dep
+        self.rng = random.Random(seed)
+        self.search = "?schedule=1f1b&devices=8&microbatches=32"
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def release(self, name: str, value) -> tuple[float, int]:
+        values = {("url", "search"): self.search, (name, "value"): value}
+        from ppviz.web.url_state import parse
+
+        state = parse(self.search).state
+        for control in ("devices", "microbatches", "f", "b", "w", "p2p"):
+            if control != name:
+                values[(control, "value")] = getattr(state, control)
+        body = json.dumps(self.page.body(self.dep, [(name, "value")], values)).encode()
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip"}
+        started = time.perf_counter()
+        try:
+            self.conn.request("POST", f"/_dash-update-component?endId={self.page.end_id}", body, headers)
+            response = self.conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException):
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            return time.perf_counter() - started, 599
+        elapsed = time.perf_counter() - started
+        if response.status == 200:
+            if response.getheader("Content-Encoding") == "gzip":
+                data = gzip.decompress(data)
+            answer = json.loads(data).get("response", {})
+            self.search = answer.get("url", {}).get("search") or self.search
+        return elapsed, response.status
+
+    def slider_release(self) -> tuple[float, int]:
+        """A random slider moved one step around 8 × 32."""
+        name = self.rng.choice(["devices", "microbatches", "f", "b", "w", "p2p"])
+        value = {
+            "devices": self.rng.choice([7, 8, 9]),
+            "microbatches": self.rng.choice([30, 31, 32, 33, 34]),
+            "f": self.rng.choice([0.9, 1.0, 1.1]),
+            "b": self.rng.choice([0.9, 1.0, 1.1, 1.2]),
+            "w": self.rng.choice([0.8, 0.9, 1.0]),
+            "p2p": self.rng.choice([0.0, 0.05, 0.1]),
+        }[name]
+        return self.release(name, value)
+
+
+def load(users: int, seconds: float, think: tuple[float, float]) -> None:
+    page, dep = page_template()
+    server = Server()
+    try:
+        warm = User(server.port, page, dep, -1)
+        for _ in range(20):
+            warm.slider_release()
+        latencies: list[float] = []
+        errors = [0]
+        lock = threading.Lock()
+        stop_at = time.monotonic() + seconds
+
+        def run(i: int) -> None:
+            user = User(server.port, page, dep, i)
+            time.sleep(user.rng.uniform(0, think[1]))
+            while time.monotonic() < stop_at:
+                elapsed, status = user.slider_release()
+                with lock:
+                    latencies.append(elapsed)
+                    errors[0] += status != 200
+                time.sleep(user.rng.uniform(*think))
+
+        cpu0, t0 = server.cpu_s(), time.monotonic()
+        threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(users)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(seconds + 60)
+        wall, cpu = time.monotonic() - t0, server.cpu_s() - cpu0
+        q = statistics.quantiles(latencies, n=100)
+        print(f"{users} users × {seconds:g} s, think {think[0]:g}–{think[1]:g} s, 8 × 32 slider releases")
+        print(f"requests {len(latencies)}, errors {errors[0]}, {len(latencies) / wall:.1f} requests/s")
+        print(f"latency p50 {q[49] * 1e3:.0f} ms, p95 {q[94] * 1e3:.0f} ms, p99 {q[98] * 1e3:.0f} ms")
+        print(f"server CPU {cpu * 1e3 / max(len(latencies), 1):.1f} ms per request (over {wall:.0f} s)")
+    finally:
+        server.stop()
+
+
+def cpu_per_release(n: int) -> None:
+    page, dep = page_template()
+    server = Server()
+    try:
+        user = User(server.port, page, dep, 0)
+        for _ in range(30):
+            user.slider_release()
+        cpu0 = server.cpu_s()
+        times = [user.slider_release()[0] for _ in range(n)]
+        cpu = server.cpu_s() - cpu0
+        print(f"{n} 8 × 32 slider releases back to back: server CPU {cpu * 1e3 / n:.1f} ms each, ", end="")
+        print(f"latency median {statistics.median(times) * 1e3:.1f} ms")
+    finally:
+        server.stop()
+
+
+MIXED = [
+    ("1f1b", 8, 32),
+    ("zb-h1", 16, 64),
+    ("interleaved-1f1b", 32, 128),
+    ("zb-v", 8, 256),
+    ("1f1b", 64, 512),
+    ("dualpipe", 16, 128),
+    ("v-half", 8, 32),
+    ("gpipe", 4, 8),
+    ("interleaved-zb", 16, 256),
+    ("looped-bfs", 32, 256),
+]
+
+
+def rss(renders: int) -> None:
+    """RSS of the workers while a user keeps opening different views (each a new run: the cache fills)."""
+    page, dep = page_template()
+    server = Server()
+    try:
+        user = User(server.port, page, dep, 0)
+        rng = random.Random(1)
+        print(f"{'renders':>8} {'worker RSS (MB)':>20}")
+        print(f"{0:>8} {' / '.join(f'{r:.0f}' for r in server.rss_mb()):>20}")
+        for i in range(1, renders + 1):
+            name, p, m = rng.choice(MIXED)
+            user.search = f"?schedule={name}&devices={p}&microbatches={m}&f={rng.choice([0.5, 1, 1.5, 2])}"
+            user.release("b", rng.choice([0.5, 0.75, 1.0, 1.25, 1.5, 2.0]))
+            if i % (renders // 10) == 0:
+                print(f"{i:>8} {' / '.join(f'{r:.0f}' for r in server.rss_mb()):>20}", flush=True)
+    finally:
+        server.stop()
+
+
+def factors() -> None:
+    """CPU per action of each searching schedule over a plain one's (the units of ppviz.web.limits)."""
+    import ppviz
+
+    sizes = [(64, 1), (64, 16), (16, 64), (4, 256), (32, 32), (8, 32), (16, 128)]
+    print(f"{'schedule':>10} {'p×m':>8} {'actions':>8} {'CPU':>9} {'µs/action':>10}")
+    for name in ["1f1b", "zb-h1", "zb-v", "v-min", "v-half", "v-zb", "zb-auto", "v-auto"]:
+        for p, m in sizes:
+            costs = ppviz.make_costs(f=1, b=1, w=1)
+            t0 = time.process_time()
+            run = ppviz.evaluate(ppviz.build(name, p, m, costs=costs), costs)
+            dt = time.process_time() - t0
+            n = len(run.result)
+            print(f"{name:>10} {f'{p}×{m}':>8} {n:>8} {dt * 1e3:>7.0f} ms {dt / n * 1e6:>10.1f}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--users", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0))
+    ap.add_argument("--cpu", action="store_true", help="server CPU per 8×32 slider release, one user")
+    ap.add_argument("--rss", type=int, metavar="RENDERS", help="worker RSS over this many mixed renders")
+    ap.add_argument("--factors", action="store_true", help="CPU per action of the searching schedules")
+    args = ap.parse_args()
+    if args.factors:
+        factors()
+    elif args.cpu:
+        cpu_per_release(300)
+    elif args.rss:
+        rss(args.rss)
+    else:
+        load(args.users, args.seconds, tuple(args.think))
+
+
+if __name__ == "__main__":
+    main()
