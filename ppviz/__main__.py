@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from . import REGISTRY, __version__, api
 from .estimate import cli as estimate_cli
 from .ir import KIND_INDEX, Kind, from_torch_csv, to_torch_csv
+from .search import cli as search_cli
 
 MAX_ORDER_BYTES = 5_000_000
 
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="print the registry as JSON")
     sub.add_parser("table", help="print the README's schedule table (Markdown), measured at p=8, m=32")
     estimate_cli.add_parsers(sub)
+    search_cli.add_parser(sub)
     for name, help_ in (("simulate", "simulate a schedule and print its metrics"),
                         ("render", "write a standalone HTML page with the Gantt and memory charts")):  # fmt: skip
         p = sub.add_parser(name, help=help_)
@@ -235,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command in ("estimate", "presets"):
             return estimate_cli.main(args)
+        if args.command == "search":
+            return search_cli.main(args)
         if args.command == "table":
             from .report import schedule_table
 

@@ -108,6 +108,7 @@ def search(
     pareto: bool = True,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
+    partition: tuple[int, int] | None = None,
     **restrictions,
 ) -> SearchResult:
     """The ``top`` fastest layouts of ``model`` on ``gpus`` GPUs at ``global_batch`` sequences that fit
@@ -118,7 +119,8 @@ def search(
     ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.Options``). Schedules that search
     their order (v-*, zb-auto) are simulated while their total time stays under ``budget_s``; the result
     says how many were cut. ``progress(done, total)`` is called as layouts are decided; when ``cancel()``
-    returns True the search stops and returns what it has, marked ``cancelled``.
+    returns True the search stops and returns what it has, marked ``cancelled``. ``partition`` (i, n)
+    searches only every n-th group from the i-th (``--jobs``).
     Raises ValueError with what to change when no layout divides or none fits.
     """
     t0 = time.perf_counter()
@@ -133,6 +135,7 @@ def search(
     elif restrictions:
         options = replace(options, **restrictions)
     s = _Search(model, gpu, gpus, global_batch, top, options, budget_s, pareto, progress, cancel)
+    s.partition = partition
     s.run()
     return s.result(time.perf_counter() - t0)
 
@@ -159,6 +162,7 @@ class _Search:
         self.closest: Estimate | None = None
         self.invalid = 0
         self._last_progress = 0.0
+        self.partition: tuple[int, int] | None = None
 
     # --- driver -------------------------------------------------------------------------------
 
@@ -166,12 +170,15 @@ class _Search:
         sp = space.groups(self.model, self.gpus, self.gbs, self.opt, self.gpu.nvlink_domain)
         self.invalid = sp.invalid
         all_groups = []
-        for g in sp.groups:
+        part = sp.groups if self.partition is None else sp.groups[self.partition[0] :: self.partition[1]]
+        for g in part:
             grp = self._group(g)
             if grp.count:
                 all_groups.append(grp)
         self.searched = sum(grp.count for grp in all_groups)
         if not self.searched:
+            if self.partition is not None:
+                return
             raise ValueError(self._nothing_divides())
         for grp in all_groups:
             if grp.mem_lb > self.capacity * (1 + bounds.SAFETY):
@@ -199,7 +206,7 @@ class _Search:
                 self._simulate(node)
             self._progress()
         self._progress(force=True)
-        if not self.best and not self.cancelled:
+        if not self.best and not self.cancelled and self.partition is None:
             raise ValueError(self._nothing_fits(all_groups))
 
     def _threshold(self) -> float:

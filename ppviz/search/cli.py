@@ -1,0 +1,184 @@
+"""``ppviz search``: every layout of a model on N GPUs, ranked by its simulated iteration time.
+
+``add_parser`` registers the command; ``main`` runs it. Bad input raises ValueError, which the main
+CLI prints as one line on stderr with exit status 2. The progress bar (tqdm) goes to stderr, only
+when stderr is a terminal and the search takes over a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+import time
+
+from ..estimate import specs
+from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS
+from .engine import search
+from .parallel import search_parallel
+from .result import SearchResult
+from .space import Options
+
+CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
+              "mbs", "schedule", "recompute", "sequence_parallel", "zero", "layer_split", "microbatches",
+              "bubble_fraction", "command")  # fmt: skip
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"wants whole numbers separated by commas, e.g. 4,8 (got {text!r})") from None
+    if not out:
+        raise argparse.ArgumentTypeError("wants at least one whole number, e.g. 4,8")
+    return out
+
+
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("search", help="rank every parallel layout of a model on N GPUs by simulated iteration time")
+    p.add_argument("--model", required=True, help="model preset (see `ppviz presets`)")
+    p.add_argument("--gpu", required=True, help="GPU preset (see `ppviz presets`)")
+    p.add_argument("--gpus", type=int, required=True, help="number of GPUs")
+    p.add_argument("--gbs", type=int, required=True, help="global batch in sequences")
+    p.add_argument("--top", type=int, default=10, help="how many layouts to rank (default 10)")
+    p.add_argument("--schedules", type=_names, help="schedules to consider, e.g. 1f1b,zb-v (default: all)")
+    for name in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero"):
+        p.add_argument(f"--{name}", dest=f"opt_{name}", type=_ints, metavar="N,N", help=f"restrict {name}")
+    p.add_argument("--recompute", type=_names, help="restrict recompute: none,selective,full")
+    p.add_argument("--sequence-parallel", choices=("on", "off", "both"), default="both", help="(default both)")
+    p.add_argument("--even-only", action="store_true", help="only stage counts that divide the layers")
+    p.add_argument("--tp-within-domain", action="store_true", help="keep every TP group inside one NVLink domain")
+    p.add_argument("--headroom", type=float, default=0.0, help="fraction of HBM kept free, e.g. 0.1")
+    p.add_argument("--budget", type=float, default=2.0, help="seconds for the searching schedules (default 2)")
+    p.add_argument("--no-pareto", action="store_true", help="skip the Pareto front (faster)")
+    p.add_argument("--jobs", type=int, default=1, help="local processes to spread the work over (default 1)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    out.add_argument("--csv", action="store_true", help="print the ranked layouts as CSV")
+    for flag, field, typ in MODEL_FLAGS:
+        p.add_argument(f"--{flag}", dest=f"model_{field}", type=typ, help=f"override the model's {field}")
+    for field in MODEL_BOOLS:
+        p.add_argument(f"--{field.replace('_', '-')}", dest=f"model_{field}", action=argparse.BooleanOptionalAction,
+                       help=f"override the model's {field}")  # fmt: skip
+    for flag, field, _, help_ in GPU_FLAGS:
+        p.add_argument(f"--{flag}", dest=f"gpu_{field}", type=float, help=help_)
+    p.add_argument("--nvlink-domain", dest="gpu_nvlink_domain", type=int, help="GPUs per NVLink domain")
+
+
+def _specs(args: argparse.Namespace):
+    model_over = {f: getattr(args, f"model_{f}") for _, f, _ in MODEL_FLAGS}
+    model_over.update({f: getattr(args, f"model_{f}") for f in MODEL_BOOLS})
+    gpu_over = {f: getattr(args, f"gpu_{f}") * k for _, f, k, _ in GPU_FLAGS if getattr(args, f"gpu_{f}") is not None}
+    if args.gpu_nvlink_domain is not None:
+        gpu_over["nvlink_domain"] = args.gpu_nvlink_domain
+    model = specs.model(args.model, **{k: v for k, v in model_over.items() if v is not None})
+    return model, specs.gpu(args.gpu, **gpu_over)
+
+
+def options(args: argparse.Namespace) -> Options:
+    sp = {"on": (True,), "off": (False,), "both": None}[args.sequence_parallel]
+    return Options(
+        **{n: getattr(args, f"opt_{n}") for n in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero")},
+        schedules=args.schedules, recompute=args.recompute, sequence_parallel=sp, uneven=not args.even_only,
+        headroom=args.headroom, tp_within_domain=args.tp_within_domain,
+    )  # fmt: skip
+
+
+class _Bar:
+    """A tqdm bar on stderr that appears only once the search has run for a second."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.bar = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if time.perf_counter() - self.start < 1.0:
+                return
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit=" layouts", file=sys.stderr, dynamic_ncols=True, leave=False)
+        self.bar.total = total
+        self.bar.n = done
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def main(args: argparse.Namespace) -> int:
+    model, gpu = _specs(args)
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be ≥ 1 (got {args.jobs})")
+    bar = _Bar() if sys.stderr.isatty() else None
+    kw = dict(top=args.top, options=options(args), budget_s=args.budget, pareto=not args.no_pareto, progress=bar)
+    try:
+        if args.jobs > 1:
+            result = search_parallel(model, gpu, args.gpus, args.gbs, jobs=args.jobs, **kw)
+        else:
+            result = search(model, gpu, args.gpus, args.gbs, **kw)
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_dict()) + "\n")
+    elif args.csv:
+        sys.stdout.write(to_csv(result))
+    else:
+        sys.stdout.write(summary(result))
+    return 0
+
+
+def to_csv(result: SearchResult) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for row in result.layouts:
+        w.writerow(["/".join(map(str, row[k])) if k == "layer_split" and row[k] else row[k] for k in CSV_FIELDS])
+    return buf.getvalue()
+
+
+def summary(result: SearchResult) -> str:
+    """A readable ranking."""
+    lines = [
+        f"{result.model} on {result.gpus} × {result.gpu}, global batch {result.global_batch}: "
+        f"{result.searched:,} layouts, {result.pruned:,} pruned by a bound, {result.simulated:,} simulated "
+        f"in {result.seconds:.1f} s",
+        f"{'#':>3} {'iter s':>8} {'tokens/s':>11} {'MFU':>6} {'peak GB':>8} {'bubble':>7}  layout",
+    ]
+    for r in result.layouts:
+        lines.append(
+            f"{r['rank']:>3} {r['iteration_s']:>8.3f} {r['tokens_per_s']:>11,.0f} {r['mfu'] * 100:>5.1f}% "
+            f"{r['peak_gb']:>8.1f} {r['bubble_fraction'] * 100:>6.1f}%  {_layout(r)}"
+        )
+    if result.pareto:
+        lines.append("Pareto front (iteration time against peak memory):")
+        for r in result.pareto:
+            lines.append(f"    {r['iteration_s']:>8.3f} s {r['peak_gb']:>8.1f} GB  {_layout(r)}")
+    lines += [f"note: {n}" for n in result.notes]
+    lines.append("rerun any row with `ppviz estimate` (--json / --csv give the exact command of each row)")
+    return "\n".join(lines) + "\n"
+
+
+def _layout(r: dict) -> str:
+    parts = [r["schedule"], f"tp {r['tp']}", f"pp {r['pp']}", f"dp {r['dp']}"]
+    if r["cp"] > 1:
+        parts.append(f"cp {r['cp']}")
+    if r["ep"] > 1:
+        parts.append(f"ep {r['ep']}")
+    if r["vpp"] > 1:
+        parts.append(f"vpp {r['vpp']}")
+    parts += [f"mbs {r['mbs']}", f"recompute {r['recompute']}"]
+    if r["sequence_parallel"]:
+        parts.append("SP")
+    parts.append(f"ZeRO {r['zero']}")
+    if r["layer_split"]:
+        parts.append("layers " + "/".join(map(str, r["layer_split"])))
+    return ", ".join(parts)
