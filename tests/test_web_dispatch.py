@@ -140,6 +140,19 @@ def test_a_search_at_8192_by_1_is_clamped_then_queued_not_run_for_minutes(page):
     assert out["job-request"]["data"]["search"] == out["url"]["search"]
 
 
+def test_all_zero_op_times_are_refused_beside_the_f_slider(page):
+    dep = page.callback(PAGE)
+    for name in ("f", "b"):
+        answer(page.fire(dep, [(name, "value")], {(name, "value"): 0}))
+    out = answer(page.fire(dep, [("w", "value")], {("w", "value"): 0}))
+    assert (
+        "all 0" in message(page, "f")
+        and "Nothing to draw" in out["gantt"]["figure"]["layout"]["annotations"][0]["text"]
+    )
+    answer(page.fire(dep, [("w", "value")], {("w", "value"): 1}))
+    assert message(page, "f") == "" and "makespan" in text_of(page.value("cards", "children"))
+
+
 def test_a_heavy_view_is_drawn_by_a_background_job_with_progress(page):
     """v-auto at 16 × 64 costs 6,144 × 70 units, past the synchronous budget."""
     search = "?schedule=v-auto&devices=16&microbatches=64"

@@ -369,6 +369,7 @@ def control_for(message: str, state: ViewState, schedule: str) -> str:
             "overlap": "overlap",
             "b_frees": "b_frees",
             "memory limit": "limit",
+            "F, B and W": "f",  # all-zero op times: beside the first of their sliders
         }
     )
     best, where = "schedule", len(message) + 1
