@@ -334,7 +334,12 @@ def test_peak_against_capacity():
     parts = [sum(x) for x in zip(d["weight_bytes"], d["grad_bytes"], d["optimizer_bytes"], d["peak_activation_bytes"])]
     assert d["peak_bytes"] == pytest.approx(parts, rel=1e-12)
     assert not d["fits"] and d["over_bytes"] == pytest.approx(max(d["peak_bytes"]) - 40e9)
-    assert estimate("llama3-8b", "h100-sxm", Layout(tp=8, gbs=1)).fits
+    assert (
+        d["verdict"]
+        == f"does not fit by {d['over_bytes'] / 1e9:.1f} GB (device 0: {max(d['peak_bytes']) / 1e9:.1f} GB of 40 GB)"
+    )
+    small = estimate("llama3-8b", "h100-sxm", Layout(tp=8, gbs=1))
+    assert small.fits and small.verdict.startswith("fits: peak ") and small.verdict.endswith("of 80 GB (device 0)")
 
 
 def test_throughput_breakdown_and_flops():

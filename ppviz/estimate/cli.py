@@ -156,12 +156,7 @@ def summary(est: Estimate) -> str:
             f"{d['optimizer_bytes'][i] / GIB:>14.2f} {d['peak_activation_bytes'][i] / GIB:>11.2f} "
             f"{d['peak_bytes'][i] / GIB:>9.2f}"
         )
-    cap = d["capacity_bytes"]
-    if d["fits"]:
-        lines.append(f"fits: peak {max(d['peak_bytes']) / 1e9:.1f} GB of {cap / 1e9:.0f} GB")
-    else:
-        lines.append(f"does not fit by {d['over_bytes'] / 1e9:.1f} GB (peak {max(d['peak_bytes']) / 1e9:.1f} GB "
-                     f"of {cap / 1e9:.0f} GB)")  # fmt: skip
+    lines.append(est.verdict)
     lines.append(f"FLOPs: {FLOPS_DEFINITION}")
     return "\n".join(lines) + "\n"
 

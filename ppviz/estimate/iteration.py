@@ -475,6 +475,18 @@ class Estimate:
         return bool(self.peak_bytes.max() <= self.capacity_bytes)
 
     @property
+    def verdict(self) -> str:
+        """One line for people: "fits: peak 64.1 GB of 80 GB" or "does not fit by 3.6 GB (device 0: …)"."""
+        peak = self.peak_bytes
+        d = int(np.argmax(peak))
+        cap = self.capacity_bytes
+        if self.fits:
+            return f"fits: peak {peak[d] / 1e9:.1f} GB of {cap / 1e9:.0f} GB (device {d})"
+        return (
+            f"does not fit by {self.over_bytes / 1e9:.1f} GB (device {d}: {peak[d] / 1e9:.1f} GB of {cap / 1e9:.0f} GB)"
+        )
+
+    @property
     def over_bytes(self) -> float:
         """How far the fullest device is over capacity (0 when it fits)."""
         return max(0.0, float(self.peak_bytes.max()) - self.capacity_bytes)
@@ -578,6 +590,7 @@ class Estimate:
             "capacity_bytes": self.capacity_bytes,
             "fits": self.fits,
             "over_bytes": self.over_bytes,
+            "verdict": self.verdict,
             "run": run,
         }
 
