@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything the tests need (venv, pinned packages, Debian's chromium and chromium-driver
-# when missing) and run lint plus the whole test suite, browser tests included.
+# when missing, and redis-server for the Celery test) and run lint plus the whole test suite, browser tests included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -12,6 +12,13 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
   echo "installing Debian's chromium and chromium-driver for the browser tests"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+if ! command -v redis-server >/dev/null; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "installing Debian's redis-server for the Celery test (background jobs on REDIS_URL)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
