@@ -436,3 +436,28 @@ def test_each_pipeline_boundary_on_its_own_tier():
     stage = sum(f + b + w for f, b, w in zip(e.plan.f, e.plan.b, e.plan.w))
     assert e.makespan_s == pytest.approx(stage + 2 * (6 * nv + net), rel=1e-12)
     assert p2p_seconds(m, g, e.layout, e.run.schedule) == pytest.approx(nv)  # a bound on every crossing
+
+
+def test_dp_sync_overlaps_the_last_backward_op_only():
+    g = gpu("h100-sxm", network_bytes_per_s=2e9)  # a slow network, so some of the reduction shows
+    m = model("llama3-8b")
+    e = estimate(m, g, Layout(tp=8, dp=4, gbs=8))
+    ar = C.all_reduce_s(4 * e.params_per_device[0], 4, 1, g)
+    last_bw = e.plan.b[0] + e.plan.w[0]  # 1F1B on one stage ends with a full backward
+    assert ar > last_bw
+    assert e.dp_sync_s == pytest.approx(ar - last_bw, rel=1e-9)
+
+
+def test_context_parallel_splits_the_sequence():
+    m = model("llama3-8b")
+    one = estimate(m, "h100-sxm", Layout(tp=8, cp=1, gbs=2))
+    two = estimate(m, "h100-sxm", Layout(tp=8, cp=2, gbs=2))
+    a, b = one.layer_times_s(), two.layer_times_s()
+    assert b.activation_bytes == pytest.approx(a.activation_bytes / 2, rel=1e-12)  # flash: no s² terms
+    assert b.f.flops == pytest.approx(a.f.flops / 2, rel=1e-12)  # half the queries, every key
+    # K and V are all-gathered over cp behind the attention kernel: hidden on NVLink, not on a slow link
+    fast = estimate(m, "h100-sxm", Layout(cp=2, gbs=1)).layer_times_s()
+    slow = estimate(m, gpu("h100-sxm", nvlink_bytes_per_s=1e9), Layout(cp=2, gbs=1)).layer_times_s()
+    assert fast.f.comm_s == 0 < slow.f.comm_s
+    assert two.model_flops == pytest.approx(one.model_flops, rel=1e-12)
+    assert two.layout.gpus == 16 and two.tokens_per_s == pytest.approx(2 * 8192 / two.iteration_s)
