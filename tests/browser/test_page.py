@@ -101,15 +101,29 @@ def test_a_shared_link_restores_the_view(page):
 
 
 def test_an_export_downloads(page):
-    """The PyTorch order CSV downloads and reads back as the schedule on screen."""
+    """The PyTorch order CSV downloads (a background job) named after the view and reads back as the schedule."""
     page.find_element("#export-torch-csv").click()
-    target = Path(page.download_path) / "ppviz-1f1b-p4-m8-order.csv"
+    target = Path(page.download_path) / "1f1b_p4_m8_order.csv"
     deadline = time.time() + 15
     while not target.exists():
         assert time.time() < deadline, f"no download in {page.download_path}"
         time.sleep(0.1)
     time.sleep(0.2)
     assert ppviz.from_torch_csv(target.read_text()).order == ppviz.build("1f1b", 4, 8).order
+
+    # The image format applies at once to both camera buttons, named after the view.
+    page.find_element("#image-format input[value=png]").click()
+    script = "return document.querySelector('#{} .js-plotly-plot')._context.toImageButtonOptions;"
+    wait_for(page, lambda: page.driver.execute_script(script.format("gantt"))["format"] == "png", "PNG at once")
+    assert page.driver.execute_script(script.format("gantt")) == {"format": "png", "filename": "1f1b_p4_m8", "scale": 2}
+    assert page.driver.execute_script(script.format("memory"))["filename"] == "1f1b_p4_m8_memory"
+
+    # A file past the upload limit gets a message instead of being dropped.
+    big = Path(page.download_path) / "big.csv"
+    big.write_text("0F0," * 80_000)
+    page.driver.find_element("css selector", "#upload input[type=file]").send_keys(str(big))
+    page.wait_for_contains_text("#upload-error", "larger than 256 KB", timeout=10)
+    assert page.get_logs() == []
 
 
 def plotted(duo, chart: str, script: str):
@@ -149,18 +163,14 @@ def test_zooming_into_an_overview_draws_the_bars_in_view(page):
     assert page.get_logs() == []
 
 
-def test_a_slow_search_says_what_it_is_doing(page):
-    """A redraw that takes a while (v-auto searching at 32 × 256) shows why, then the chart."""
-    page.driver.get(page.server_url + "/?schedule=v-auto&devices=32&microbatches=256")
-    page.wait_for_contains_text("#working", "take a few seconds at large sizes", timeout=15)
-    assert "v-auto" in page.find_element("#working").text
-    # The message stays until the chart comes (no other call may end the loading state early).
-    last_seen, deadline = time.time(), time.time() + 60
-    while "v-auto · 32 devices · 256 microbatches" not in title(page):
-        assert time.time() < deadline, "the searched chart never came"
-        if page.driver.find_elements("css selector", "#working"):
-            last_seen = time.time()
-        time.sleep(0.05)
-    assert time.time() - last_seen < 1.0, f"the message went {time.time() - last_seen:.1f} s before the chart came"
-    wait_for(page, lambda: not page.driver.find_elements("css selector", "#working"), "the message goes away")
+def test_a_heavy_search_runs_in_the_background_with_progress(page):
+    """v-auto at 16 × 64 is past the synchronous budget: a background job shows its progress, then the chart."""
+    page.driver.get(page.server_url + "/?schedule=v-auto&devices=16&microbatches=64")
+    page.wait_for_contains_text("#gantt", "in the background", timeout=15)
+    page.wait_for_contains_text("#job-status", "v-auto", timeout=15)
+    assert page.find_element("#job-box").is_displayed()
+    wait_title(page, "v-auto · 16 devices · 64 microbatches", timeout=60)
+    wait_for(page, lambda: not page.find_element("#job-box").is_displayed(), "the progress box goes away")
+    makespan = ppviz.simulate("v-auto", 16, 64).metrics.makespan
+    page.wait_for_contains_text("#card-makespan", f"{makespan:g}")
     assert page.get_logs() == []
