@@ -2,8 +2,154 @@
 
 from __future__ import annotations
 
-from dash import html
+import dash_ag_grid as dag
+from dash import dcc, html
+
+from ppviz import REGISTRY
+from ppviz.estimate import specs
+
+from .search_state import FIELDS, SearchState
+from .views import GRAPH_CONFIG
+
+CONTROLS = ("model", "gpu", *FIELDS, "schedules")
+COLUMNS = [
+    {"field": "rank", "headerName": "#", "width": 60, "pinned": "left"},
+    {"field": "schedule", "headerName": "schedule", "width": 150},
+    *({"field": k, "headerName": k, "width": 64} for k in ("tp", "pp", "dp", "cp", "vpp", "mbs")),
+    {"field": "recompute", "headerName": "recompute", "width": 100},
+    {"field": "sp", "headerName": "SP", "width": 60},
+    {"field": "zero", "headerName": "ZeRO", "width": 70},
+    {"field": "iteration_s", "headerName": "iteration (s)", "width": 110},
+    {"field": "tokens_per_s", "headerName": "tokens/s", "width": 110},
+    {"field": "mfu_pct", "headerName": "MFU (%)", "width": 90},
+    {"field": "peak_gb", "headerName": "peak (GB)", "width": 100},
+    {"field": "bubble_pct", "headerName": "bubble (%)", "width": 100},
+]
+
+
+def cid(name: str) -> str:
+    return f"{name}-search"
+
+
+def control_values(state: SearchState) -> dict[str, object]:
+    values = {name: getattr(state, name) for name in CONTROLS}
+    values["schedules"] = list(state.schedules)
+    return values
 
 
 def search_view() -> html.Div:
-    return html.Div([], id="search-view", className="main", style={"display": "none"})
+    values = control_values(SearchState())
+    return html.Div(
+        [
+            dcc.Store(id="request-search"),
+            dcc.Store(id="ran-search"),
+            html.Aside(_panel(values), className="panel"),
+            html.Section(_results(), className="views"),
+        ],
+        id="search-view",
+        className="main",
+        style={"display": "none"},
+    )
+
+
+def _row(name: str, label: str, widget, help_text: str = "") -> html.Div:
+    return html.Div(
+        [
+            html.Label(label, htmlFor=cid(name), className="label"),
+            widget,
+            html.Div(help_text, className="help") if help_text else None,
+        ],
+        className="control",
+    )
+
+
+def _panel(values: dict) -> list:
+    numbers = [
+        _row(
+            name,
+            f.label,
+            dcc.Input(
+                id=cid(name),
+                type="number",
+                min=f.low,
+                max=f.high,
+                step=1 if f.integer else "any",
+                value=values[name],
+                debounce=True,
+                className="number",
+            ),
+        )
+        for name, f in FIELDS.items()
+    ]
+    return [
+        html.Section(
+            [
+                html.H3("find the fastest layout that fits"),
+                _row(
+                    "model",
+                    "model preset",
+                    dcc.Dropdown(id=cid("model"), options=specs.model_names(), value=values["model"], clearable=False),
+                ),
+                _row(
+                    "gpu",
+                    "GPU preset",
+                    dcc.Dropdown(id=cid("gpu"), options=specs.gpu_names(), value=values["gpu"], clearable=False),
+                ),
+                *numbers,
+                _row(
+                    "schedules",
+                    "schedules to consider",
+                    dcc.Dropdown(id=cid("schedules"), options=list(REGISTRY), value=values["schedules"], multi=True),
+                    "searching schedules (v-*, zb-auto) get a 2 s budget",
+                ),
+                html.Button("search", id="run-search", n_clicks=0, className="button"),
+                html.Div(id="error-search", className="control-msg"),
+            ],
+            className="group",
+        ),
+        html.P(
+            "Every layout (tp, cp, pp, dp, micro-batch size, schedule and its chunks, recompute, sequence parallel, "
+            "ZeRO) that divides is ranked by its simulated iteration time; layouts that cannot enter the top are "
+            "skipped by a proven bound. The same ranking as `ppviz search`.",
+            className="help",
+        ),
+    ]
+
+
+def _results() -> list:
+    return [
+        html.Div(id="notes-search", className="notes"),
+        html.Div(
+            [
+                html.Div(
+                    [
+                        html.Progress(id="progress-search", value=0, max=1),
+                        html.Span("", id="status-search", className="help"),
+                        html.Button("cancel", id="cancel-search", n_clicks=0, className="button small"),
+                    ],
+                    id="box-search",
+                    className="job",
+                    style={"display": "none"},
+                ),
+            ]
+        ),
+        html.Div(id="summary-search", className="help"),
+        dag.AgGrid(
+            id="grid-search",
+            columnDefs=COLUMNS,
+            rowData=[],
+            defaultColDef={"sortable": True, "resizable": True},
+            dashGridOptions={
+                "rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True},
+                "domLayout": "autoHeight",
+            },
+            getRowId="String(params.data.rank)",
+            style={"width": "100%"},
+        ),
+        html.Div("click a row to open that layout in the model & cluster view", className="help"),
+        dcc.Graph(id="scatter-search", config=GRAPH_CONFIG, figure=_empty()),
+    ]
+
+
+def _empty() -> dict:
+    return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 120}}

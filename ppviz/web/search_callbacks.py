@@ -1,0 +1,145 @@
+"""Callbacks of the search view: inputs ↔ the URL's hash, the search as a background job with progress
+and cancel (``jobs.manager()``: diskcache here, Celery workers with ``REDIS_URL``), and a ranked row
+opened in the model & cluster view.
+"""
+
+from __future__ import annotations
+
+import time
+
+from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
+
+from . import jobs, model_state, search_state, search_views, views
+from .search_layout import CONTROLS, cid, control_values
+
+DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns what it has) before the job limit
+
+
+@callback(
+    Output("url", "hash", allow_duplicate=True),
+    *[Output(cid(name), "value") for name in CONTROLS],
+    Output("notes-search", "children"),
+    Output("request-search", "data"),
+    Output("ran-search", "data"),
+    Input("url", "hash"),
+    Input("run-search", "n_clicks"),
+    *[State(cid(name), "value") for name in CONTROLS],
+    State("ran-search", "data"),
+    prevent_initial_call="initial_duplicate",
+)
+def update_search(hash_, _clicks, *args):
+    """The search button writes the inputs into the hash and starts the search; a link that carries
+    search inputs (opened while the search view is on screen) sets the inputs and reruns it."""
+    values = dict(zip(CONTROLS, args[: len(CONTROLS)]))
+    ran = args[len(CONTROLS)]
+    nothing = (no_update,) * (len(CONTROLS) + 4)
+    if ctx.triggered_id == "run-search":
+        state, notes = search_state.bounded(values)
+        own = {"view": "search", **search_state.encode(state)}
+        new_hash = model_state.merge(hash_, own, prefix=search_state.PREFIX)
+        controls = control_values(state) if notes else {}
+    else:
+        if not search_state.in_view(hash_):
+            return nothing
+        state, notes, given = search_state.parse(hash_)
+        if not given or search_state.key_of(state) == ran:
+            return nothing
+        new_hash, controls = no_update, control_values(state)
+    key = search_state.key_of(state)
+    request = {"search": key, "at": time.time()}  # `at`: the same search asked again is a new job
+    return (
+        new_hash,
+        *[controls.get(name, no_update) for name in CONTROLS],
+        _notes(notes),
+        request,
+        key,
+    )
+
+
+@callback(
+    Output("grid-search", "rowData"),
+    Output("scatter-search", "figure"),
+    Output("summary-search", "children"),
+    Output("error-search", "children"),
+    Input("request-search", "data"),
+    background=True,
+    manager=jobs.manager(),
+    interval=jobs.POLL_MS,
+    progress=[
+        Output("progress-search", "value"),
+        Output("progress-search", "max"),
+        Output("status-search", "children"),
+    ],
+    running=[
+        (Output("box-search", "style"), {}, {"display": "none"}),
+        (Output("run-search", "disabled"), True, False),
+    ],
+    cancel=[Input("cancel-search", "n_clicks")],
+    prevent_initial_call=True,
+)
+def search_in_background(set_progress, request):
+    """Run ``ppviz.search`` in a background job; progress is the layouts decided out of the space."""
+    jobs.watch()
+    key = request.get("search") if isinstance(request, dict) else None
+    state = search_state.parse("#" + key if isinstance(key, str) else "").state
+    set_progress((0, 1, f"{state.model} on {state.gpus:,} × {state.gpu}: listing the layouts…"))
+
+    def progress(done: int, total: int) -> None:
+        set_progress((done, max(total, 1), f"{done:,} of {total:,} layouts decided…"))
+
+    try:
+        result = search_views.run(state, progress=progress, deadline_s=DEADLINE_S)
+    except jobs.JobTimeout:
+        text = f"the search took longer than {jobs.JOB_MAX_S:g} s: restrict it, or use the CLI: {cli(state)}"
+        return [], views.message_figure(text), "", _error(text)
+    except ValueError as e:  # nothing divides, nothing fits: the search says what to change
+        return [], views.message_figure(str(e)), "", _error(str(e))
+    return search_views.rows(result), search_views.scatter(result), search_views.summary(result), None
+
+
+@callback(
+    Output("url", "hash", allow_duplicate=True),
+    Input("grid-search", "selectedRows"),
+    State("url", "hash"),
+    prevent_initial_call=True,
+)
+def open_row(selected, hash_):
+    """A clicked row opens that layout in the model & cluster view (Gantt in ms, memory in GB)."""
+    row = selected[0] if isinstance(selected, list) and selected and isinstance(selected[0], dict) else None
+    if row is None:
+        return no_update
+    state = search_state.parse(hash_).state
+    try:
+        target = search_state.model_link(state, row)
+    except (KeyError, TypeError, ValueError):  # not a row of ours (a crafted request): nothing to open
+        return no_update
+    pairs = model_state.encode(target)
+    checked = model_state.parse(model_state.write_hash(pairs)).state  # the same bounds as any link
+    own = {"view": "model", **model_state.encode(checked)}
+    return model_state.merge(hash_, own, model_state.MODEL_KEYS | {"view"})
+
+
+clientside_callback(
+    """function(n) {
+        const text = "cancelled: the search stopped; change the inputs or search again";
+        return n ? text : window.dash_clientside.no_update;
+    }""",
+    Output("summary-search", "children", allow_duplicate=True),
+    Input("cancel-search", "n_clicks"),
+    prevent_initial_call=True,
+)
+
+
+def cli(state: search_state.SearchState) -> str:
+    return (
+        f"ppviz search --model {state.model} --gpu {state.gpu} --gpus {state.gpus} --gbs {state.gbs} "
+        f"--seq {state.seq} --schedules {','.join(state.schedules)} --headroom {state.headroom / 100:g}"
+    )
+
+
+def _error(text: str) -> html.Span:
+    return html.Span(text, className="msg-error", role="alert")
+
+
+def _notes(notes: list[str]):
+    return html.Ul([html.Li(n) for n in notes], className="msg-note") if notes else None

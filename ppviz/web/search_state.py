@@ -1,0 +1,124 @@
+"""The search view's inputs as plain data, their link form (``s.*`` keys of the URL's hash) and bounds.
+
+A link that carries them reruns the search. Every value is bounded before any work (clamped with a
+note, or its default when unreadable), as the other views bound theirs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+from ppviz import REGISTRY
+from ppviz.estimate import specs
+
+from . import limits
+from .model_state import Field, ModelState, _num, _number, read_hash, view_of
+
+PREFIX = "s."
+DEFAULT_SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-v")
+FIELDS: dict[str, Field] = {
+    "gpus": Field("GPUs", 1, 16_384),
+    "gbs": Field("global batch (sequences)", 1, 1_048_576),
+    "seq": Field("sequence length", 1, 1_048_576),
+    "headroom": Field("HBM kept free (%)", 0, 90, False),
+    "top": Field("layouts to rank", 1, 100),
+}
+
+
+@dataclass(frozen=True)
+class SearchState:
+    model: str = "llama3-70b"
+    gpu: str = "h100-sxm"
+    gpus: int = 512
+    gbs: int = 512
+    seq: int = 8192
+    schedules: tuple[str, ...] = DEFAULT_SCHEDULES
+    headroom: float = 10.0  # percent of HBM kept free
+    top: int = 20
+
+
+class Parsed(NamedTuple):
+    state: SearchState
+    notes: list[str]
+    given: bool  # the link carries search inputs (so it reruns the search)
+
+
+def encode(state: SearchState) -> dict[str, str]:
+    pairs = {"model": state.model, "gpu": state.gpu, "schedules": ",".join(state.schedules)}
+    pairs |= {name: _num(getattr(state, name)) for name in FIELDS}
+    return {PREFIX + k: v for k, v in pairs.items()}
+
+
+def key_of(state: SearchState) -> str:
+    """One string per search (what a run is remembered by)."""
+    return "&".join(f"{k}={v}" for k, v in encode(state).items())
+
+
+def parse(hash_: object) -> Parsed:
+    query = {k.removeprefix(PREFIX): v for k, v in read_hash(hash_).items() if k.startswith(PREFIX)}
+    raw = dict(query)
+    if "schedules" in raw:
+        raw["schedules"] = [n for n in raw["schedules"].split(",") if n]
+    state, notes = bounded(raw)
+    return Parsed(state, notes, bool(query))
+
+
+def bounded(raw: dict) -> tuple[SearchState, list[str]]:
+    """A state from raw values (text from a link, anything from a request), every field checked."""
+    base = SearchState()
+    notes: list[str] = []
+    values: dict = {}
+    for key, names, what in (("model", specs.model_names(), "model"), ("gpu", specs.gpu_names(), "GPU")):
+        v = raw.get(key)
+        if v is None:
+            continue
+        if isinstance(v, str) and v in names:
+            values[key] = v
+        else:
+            notes.append(f"unknown {what} preset {limits._show(v)}; using {getattr(base, key)}")
+    if "schedules" in raw and raw["schedules"] is not None:
+        sent = raw["schedules"] if isinstance(raw["schedules"], (list, tuple)) else [raw["schedules"]]
+        known = list(dict.fromkeys(n for n in sent if isinstance(n, str) and n in REGISTRY))
+        if len(known) != len(sent):
+            notes.append("unknown schedules left out of the search")
+        if known:
+            values["schedules"] = tuple(known)
+        else:
+            notes.append(f"no schedule to consider; using {', '.join(base.schedules)}")
+    for name, f in FIELDS.items():
+        if raw.get(name) is None or raw.get(name) == "":
+            continue
+        v = limits._in_range(name, _number(raw[name]), f.low, f.high, f.integer, notes)
+        if v is not None:
+            values[name] = v
+    return replace(base, **values), notes
+
+
+def in_view(hash_: object) -> bool:
+    return view_of(hash_) == "search"
+
+
+def model_link(state: SearchState, row: dict) -> ModelState:
+    """The model & cluster view of one ranked layout (a row of the search's answer)."""
+    seq_default = specs.model(state.model).seq
+    split = row.get("layer_split")
+    return ModelState(
+        mode="single",
+        schedule=row["schedule"],
+        model=state.model,
+        gpu=state.gpu,
+        model_over={} if state.seq == seq_default else {"seq": state.seq},
+        tp=row["tp"],
+        pp=row["pp"],
+        dp=row["dp"],
+        cp=row.get("cp", 1),
+        ep=row.get("ep", 1),
+        vpp=row.get("vpp", 1),
+        mbs=row["mbs"],
+        gbs=row["gbs"],
+        sp=bool(row["sequence_parallel"]),
+        recompute=row["recompute"],
+        zero=row["zero"],
+        split=tuple(split) if split else None,
+    )

@@ -1,0 +1,97 @@
+"""What the search view shows for a search: ``ppviz.search``'s ranking as table rows, and the scatter of
+iteration time against peak GB with the Pareto front and the capacity line. Plain functions, no Dash.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import ppviz
+from ppviz import figures
+from ppviz.estimate import specs
+
+from .search_state import SearchState
+
+GB = 1e-9
+
+
+def run(
+    state: SearchState,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    deadline_s: float | None = None,
+):
+    """``ppviz.search`` of the view's inputs; stops (marked cancelled) at ``deadline_s`` seconds."""
+    started = time.monotonic()
+
+    def stop() -> bool:
+        late = deadline_s is not None and time.monotonic() - started > deadline_s
+        return late or (cancel is not None and cancel())
+
+    model = specs.model(state.model, seq=state.seq)
+    return ppviz.search(
+        model,
+        state.gpu,
+        state.gpus,
+        state.gbs,
+        top=state.top,
+        schedules=list(state.schedules),
+        headroom=state.headroom / 100,
+        progress=progress,
+        cancel=stop,
+    )
+
+
+def rows(result) -> list[dict]:
+    """The grid's rows: the ranked layouts with their figures rounded as shown, and every field a
+    row needs to open in the model & cluster view."""
+    out = []
+    for r in result.layouts:
+        row = dict(r)
+        row.pop("breakdown_s", None)
+        row.pop("peak_bytes", None)
+        row.update(
+            sp="on" if r["sequence_parallel"] else "off",
+            iteration_s=round(r["iteration_s"], 4),
+            tokens_per_s=round(r["tokens_per_s"]),
+            mfu_pct=round(100 * r["mfu"], 1),
+            peak_gb=round(r["peak_gb"], 2),
+            bubble_pct=round(100 * r["bubble_fraction"], 1),
+        )
+        out.append(row)
+    return out
+
+
+def scatter(result):
+    """Iteration time against peak GB: the ranked layouts, the Pareto front marked, the usable capacity."""
+    points: dict[str, tuple[float, float, bool, str]] = {}
+    for front, group in ((False, result.layouts), (True, result.pareto)):
+        for r in group:
+            points[r["command"]] = (r["iteration_s"], r["peak_gb"], front, label(r))
+    x, y, on, labels = zip(*points.values()) if points else ((), (), (), ())
+    return figures.tradeoff(
+        x,
+        y,
+        labels=labels,
+        front=on,
+        capacity=result.capacity_bytes * GB,
+        title=f"{result.model} on {result.gpus:,} × {result.gpu}: iteration time against peak memory",
+    )
+
+
+def summary(result) -> str:
+    parts = [
+        f"{result.searched:,} layouts in the space: {result.simulated:,} simulated, {result.pruned:,} skipped by a "
+        f"proven bound ({result.pruned_by_time:,} by time, {result.pruned_by_memory:,} by memory), "
+        f"{result.over_capacity:,} simulated over capacity; {result.seconds:.1f} s."
+    ]
+    parts += result.notes
+    return " ".join(parts)
+
+
+def label(row: dict) -> str:
+    """A layout in a few words: ``zb-v tp 8 pp 8 dp 8 mbs 1 selective zero 1``."""
+    keys = ("tp", "pp", "dp", "cp", "vpp", "mbs")
+    parts = [row["schedule"], *(f"{k} {row[k]}" for k in keys if k in ("tp", "pp", "dp", "mbs") or row.get(k, 1) != 1)]
+    return " ".join(parts + [row["recompute"], f"zero {row['zero']}"])
