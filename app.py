@@ -10,6 +10,7 @@ from ppviz.web import (
     jobs,
     model_callbacks,  # noqa: F401  (the model & cluster view and the view switch)
     protocol,
+    search_callbacks,  # noqa: F401  (the search view)
 )
 from ppviz.web.layout import layout
 
