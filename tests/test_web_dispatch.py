@@ -182,6 +182,36 @@ def test_an_abandoned_background_job_stops_within_a_bounded_time(page):
     assert time.monotonic() - started >= jobs.ABANDONED_S - 1  # it ran until the page was known to be gone
 
 
+def stopped_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_new_view_or_the_stop_button_ends_the_running_job(page):
+    """As the renderer does: a new job request names the old job (oldJob), a newer drawing or the stop
+    button posts Dash's cancel callback (cancelJob); either way the old job's process ends at once."""
+    search = "?schedule=v-auto&devices=64&microbatches=128"
+    page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search})
+    job_dep = page.callback("job-error.children")
+    first = page.post(page.body(job_dep, [("job-request", "data")])).get_json()["job"]
+    page.set("job-request", "data", {"search": search, "at": 2})
+    second = page.post(page.body(job_dep, [("job-request", "data")]), oldJob=first).get_json()["job"]
+    assert stopped_within(int(first.split("~")[0]), 2.0)
+    for cancel in ("render-stamp.id", "job-cancel.id"):
+        (dep,) = [d for d in page.server_callbacks() if d["output"] == cancel]
+        trigger = "render-stamp.children" if cancel.startswith("render") else "job-cancel.n_clicks"
+        response = page.post({**page.body(dep, []), "changedPropIds": [trigger]}, cancelJob=second)
+        assert response.status_code in (200, 204)
+        assert stopped_within(int(second.split("~")[0]), 2.0)
+        page.set("job-request", "data", {"search": search, "at": 3})
+        second = page.post(page.body(job_dep, [("job-request", "data")])).get_json()["job"]
+    psutil.Process(int(second.split("~")[0])).kill()
+
+
 def test_each_export_is_a_background_job_named_after_the_view(page):
     dep = page.callback(PAGE)
     answer(page.fire(dep, [("url", "search")], {("url", "search"): "?schedule=zb-v&devices=8&microbatches=32"}))
