@@ -461,3 +461,23 @@ def test_context_parallel_splits_the_sequence():
     assert fast.f.comm_s == 0 < slow.f.comm_s
     assert two.model_flops == pytest.approx(one.model_flops, rel=1e-12)
     assert two.layout.gpus == 16 and two.tokens_per_s == pytest.approx(2 * 8192 / two.iteration_s)
+
+
+def test_pair_overlap_hides_the_moe_all_to_all_in_overlapped_pairs():
+    from ppviz.estimate.iteration import pair_overlap
+
+    moe = model("deepseek-v3", layers=32, dense_layers=0, seq=4096)
+    base = Layout(tp=1, pp=4, dp=8, ep=8, gbs=64, zero=1, schedule="dualpipe")
+    plain = estimate(moe, "h100-sxm", base)
+    hid = estimate(moe, "h100-sxm", dataclasses.replace(base, pair_overlap=True))
+    pl = hid.plan
+    s = 1  # a middle stage: its layers only
+    hidden = min(pl.a2a[0, s], pl.b[s] - pl.comm[1, s]) + min(pl.a2a[1, s], pl.f[s] - pl.comm[0, s])
+    assert hidden > 0 and 1 - hidden / (pl.f[s] + pl.b[s] + pl.w[s]) <= pair_overlap(pl) < 1
+    assert hid.costs.overlap == pair_overlap(pl) and hid.makespan_s < plain.makespan_s
+    one = dataclasses.replace(base, schedule="1f1b")  # no pairs: nothing changes
+    assert estimate(moe, "h100-sxm", dataclasses.replace(one, pair_overlap=True)).makespan_s == pytest.approx(
+        estimate(moe, "h100-sxm", one).makespan_s, rel=1e-12
+    )
+    dense = estimate("llama3-8b", "h100-sxm", Layout(tp=8, pp=4, gbs=8, schedule="dualpipe", pair_overlap=True))
+    assert dense.costs.overlap == 1.0

@@ -78,6 +78,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--edge-fewer", type=int, default=0, help="k fewer layers on the first and last stage")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap the gradient reduction")
     p.add_argument("--b-frees", type=float, default=0.0, help="fraction of a stage's activation that B frees")
+    p.add_argument("--pair-overlap", action="store_true",
+                   help="overlapped F&B pairs (DualPipe) hide each op's MoE all-to-all")  # fmt: skip
     for q in _schedule_params().values():
         flags = [f"--{n.replace('_', '-')}" for n in (q.name, *q.aliases)]
         p.add_argument(*flags, dest=f"sched_{q.name}", type=q.type, help=q.help)
@@ -116,7 +118,7 @@ def build(args: argparse.Namespace) -> Estimate:
         sequence_parallel=args.sequence_parallel, recompute=args.recompute, zero=args.zero,
         precision=args.precision, schedule=args.schedule, schedule_params=sched_params,
         layer_split=args.layer_split, edge_fewer=args.edge_fewer, dp_overlap=not args.no_dp_overlap,
-        b_frees=args.b_frees,
+        b_frees=args.b_frees, pair_overlap=args.pair_overlap,
     )  # fmt: skip
     return estimate(model, gpu, layout)
 

@@ -65,6 +65,7 @@ class StagePlan:
     params: np.ndarray  # per stage, held by one GPU
     expert_params: np.ndarray  # per stage, the routed-expert part of params
     recompute_flops: float  # per microbatch, summed over all stages of one GPU column
+    a2a: np.ndarray  # [kind F/B/W, stage] seconds of MoE all-to-all inside the op (part of comm)
 
 
 def shape_of(layout: Layout) -> layer.Shape:
@@ -147,6 +148,7 @@ def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ..
     hd = layer.head(model, gpu, shape, own_weights=not (model.tied_embeddings and tied_shared))
     f, b, w = np.zeros(S), np.zeros(S), np.zeros(S)
     cm = np.zeros((3, S))
+    a2a = np.zeros((3, S))
     act, lact, par, epar = np.zeros(S), np.zeros(S), np.zeros(S), np.zeros(S)
     rec = 0.0
     first = 0
@@ -165,12 +167,13 @@ def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ..
             b[s] += k * p.b.s
             w[s] += k * p.w.s
             cm[:, s] += (k * p.f.comm_s, k * (p.b.comm_s), k * p.w.comm_s)
+            a2a[:, s] += (k * p.f.a2a_s, k * p.b.a2a_s, k * p.w.a2a_s)
             act[s] += k * p.activation_bytes
             par[s] += k * p.params
             epar[s] += k * p.expert_params
             rec += k * p.recompute.flops
         lact[s] = (n - n_moe) * dense.activation_bytes + n_moe * moe.activation_bytes
-    return StagePlan(split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar, rec)
+    return StagePlan(split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar, rec, a2a)
 
 
 def p2p_links(model: Model, gpu: Gpu, layout: Layout, devices: int) -> tuple[tuple[float, ...], ...]:
@@ -233,11 +236,25 @@ def estimate(
     plan = stage_plan(model, gpu, layout, S, tied_shared)
     links = p2p_links(model, gpu, layout, schedule.devices)
     p2p = max(boundary_p2p(links, schedule), default=0.0)
-    costs = Costs(p2p=p2p, b_frees=layout.b_frees, exact_stage_times=tuple(zip(plan.f, plan.b, plan.w)),
-                  link_p2p=links if p2p else ())  # fmt: skip
+    overlap = pair_overlap(plan) if layout.pair_overlap else 1.0
+    costs = Costs(p2p=p2p, overlap=overlap, b_frees=layout.b_frees, link_p2p=links if p2p else (),
+                  exact_stage_times=tuple(zip(plan.f, plan.b, plan.w)))  # fmt: skip
     if run is None or run.schedule is not schedule or run.costs != costs:
         run = api.evaluate(schedule, costs)
     return Estimate(model, gpu, layout, run, costs, plan, p2p)
+
+
+def pair_overlap(plan: StagePlan) -> float:
+    """Time factor of an overlapped F&B pair when each op's MoE all-to-all runs behind the other's
+    compute (DualPipe, DeepSeek-V3 §3.2.1): per stage, hidden = min(a2a_F, compute_B) +
+    min(a2a_B, compute_F), factor = 1 − hidden / (F + B + W); the largest over the stages (the
+    one that hides least), so no pair is charged less than its own stage allows."""
+    f, b, w = (np.asarray(x) for x in (plan.f, plan.b, plan.w))
+    comp_f, comp_b = f - plan.comm[0], b - plan.comm[1]
+    hidden = np.minimum(plan.a2a[0], comp_b) + np.minimum(plan.a2a[1], comp_f)
+    total = f + b + w
+    factor = np.where(total > 0, 1.0 - hidden / np.where(total > 0, total, 1.0), 1.0)
+    return float(min(1.0, max(factor.max(), 1e-3)))
 
 
 def _uniform_costs(model: Model, gpu: Gpu, layout: Layout) -> Costs:

@@ -45,16 +45,18 @@ class Pass:
     compute_s: float = 0.0
     comm_s: float = 0.0
     flops: float = 0.0
+    a2a_s: float = 0.0  # the MoE all-to-all part of comm_s (what an overlapped F&B pair can hide)
 
     @property
     def s(self) -> float:
         return self.compute_s + self.comm_s
 
     def __add__(self, other: Pass) -> Pass:
-        return Pass(self.compute_s + other.compute_s, self.comm_s + other.comm_s, self.flops + other.flops)
+        return Pass(self.compute_s + other.compute_s, self.comm_s + other.comm_s, self.flops + other.flops,
+                    self.a2a_s + other.a2a_s)  # fmt: skip
 
     def scaled(self, k: float) -> Pass:
-        return Pass(self.compute_s * k, self.comm_s * k, self.flops * k)
+        return Pass(self.compute_s * k, self.comm_s * k, self.flops * k, self.a2a_s * k)
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ class _Acc:
         self.peak = peak * gpu.matmul_efficiency
         self.bw = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
         self.vec = gpu.vector_flops
-        self.t = {"f": [0.0, 0.0, 0.0], "b": [0.0, 0.0, 0.0], "w": [0.0, 0.0, 0.0]}  # compute, comm, flops
+        self.t = {k: [0.0, 0.0, 0.0, 0.0] for k in "fbw"}  # compute, comm, flops, all-to-all
 
     def gemm(self, m: float, k: float, n: float, passes: str = "fbw") -> None:
         """C[m,n] = A[m,k]·B[k,n]: F computes C, B the input gradient, W the weight gradient."""
@@ -117,8 +119,10 @@ class _Acc:
         if backward:
             self.op("b", nbytes * flops_per_byte * backward, nbytes * backward, 0.0, tensor=False)
 
-    def comm(self, p: str, seconds: float) -> None:
+    def comm(self, p: str, seconds: float, a2a: bool = False) -> None:
         self.t[p][1] += seconds
+        if a2a:
+            self.t[p][3] += seconds
 
     def op(self, p: str, flops: float, nbytes: float, model_flops: float, tensor: bool) -> None:
         """One kernel in pass ``p``: a roofline of its FLOPs and bytes, plus the launch overhead."""
@@ -250,8 +254,8 @@ def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
     if moe and shape.ep > 1:
         ep_k = comm.per_domain(shape.ep, t * shape.cp, dom)
         a2a = comm.all_to_all_s(BF16 * T * model.top_k * h / (t if sp else 1), shape.ep, ep_k, gpu)
-        acc.comm("f", 2 * a2a)
-        acc.comm("b", 2 * a2a)
+        acc.comm("f", 2 * a2a, a2a=True)
+        acc.comm("b", 2 * a2a, a2a=True)
 
     f, b, w = acc.passes()
     model_flops = f.flops + b.flops + w.flops

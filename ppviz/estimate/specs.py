@@ -152,6 +152,7 @@ class Layout:
     edge_fewer: int = 0
     dp_overlap: bool = True  # overlap the gradient reduction with the last backward (Megatron's default)
     b_frees: float = 0.0  # fraction of a stage's activation that B frees (W frees the rest)
+    pair_overlap: bool = False  # overlapped F&B pairs (DualPipe) hide each op's MoE all-to-all
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
@@ -164,7 +165,7 @@ class Layout:
             raise SpecError(f"precision must be one of {', '.join(PRECISIONS)} (got {self.precision!r})")
         if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
             raise SpecError(f"zero must be 0, 1, 2 or 3 (got {self.zero!r})")
-        for name in ("sequence_parallel", "dp_overlap"):
+        for name in ("sequence_parallel", "dp_overlap", "pair_overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(f"{name} must be true or false (got {getattr(self, name)!r})")
         _check_int("edge_fewer", self.edge_fewer, 0)
