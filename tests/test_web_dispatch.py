@@ -287,12 +287,31 @@ def test_zooming_into_an_overview_draws_bars_once(page):
     big = "?schedule=1f1b&devices=16&microbatches=512"
     answer(page.fire(dep, [("url", "search")], {("url", "search"): big}))
     assert page.value("render-stamp", "children") == "overview:16384"
-    zoom = page.callback("zoom-stamp.children")
+    zoom = page.callback("zoom-job.data")
     event = {"xaxis.range[0]": 100.0, "xaxis.range[1]": 130.0}
     out = answer(page.fire(zoom, [("zoom-request", "data")], {("zoom-request", "data"): event}))
     assert any(t["type"] == "bar" for t in out["gantt"]["figure"]["data"])
     again = page.fire(zoom, [("zoom-request", "data")], {("zoom-request", "data"): event})
     assert again.status_code == 204 or "gantt" not in again.get_json()["response"]  # already drawn so
+
+
+def test_zooming_into_a_run_drawn_in_the_background_is_a_background_job_too(page):
+    """interleaved-1f1b 64 × 512 × 4 chunks (262,144 actions) is past the synchronous budget: drawn by
+    a job, so no worker holds the run; a zoom hands the window to another job, which draws bars."""
+    search = "?schedule=interleaved-1f1b&devices=64&microbatches=512&interleaved-1f1b.chunks=4"
+    answer(page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search}))
+    page.run_background(page.callback("job-error.children"), [("job-request", "data")])
+    assert page.value("render-stamp", "children") == "overview:262144"
+    views.clear_run_cache()  # as in another worker
+    event = {"xaxis.range[0]": 1000.0, "xaxis.range[1]": 1003.0}
+    out = answer(
+        page.fire(page.callback("zoom-job.data"), [("zoom-request", "data")], {("zoom-request", "data"): event})
+    )
+    assert "gantt" not in out and out["zoom-job"]["data"]["window"] == [1000.0, 1003.0]
+    page.run_background(page.callback("zoom-stamp.children@"), [("zoom-job", "data")])
+    figure = page.value("gantt", "figure")
+    assert any(t["type"] == "bar" for t in figure["data"]) and figure["layout"]["xaxis"]["range"] == [1000.0, 1003.0]
+    assert page.value("zoom-stamp", "children").endswith("|bars")
 
 
 @pytest.mark.parametrize(
@@ -313,7 +332,8 @@ def test_malformed_protocol_requests_get_400_without_a_traceback(page, body, cap
 
 def test_every_server_callback_of_this_page_is_covered_here(page):
     """A new server callback in ppviz/web/callbacks.py must get its triggers tested above."""
-    covered = {"url.search", "row-compare.style", "download.data", "upload-store.data", "zoom-stamp", "job-error"}
+    covered = {"url.search", "row-compare.style", "download.data", "upload-store.data", "job-error"}
+    covered |= {"zoom-job.data", "zoom-stamp.children@"}  # zoom_detail, zoom_in_background
     mine = [dep for dep in page.server_callbacks() if dep["output"] in OWN]
     assert len(mine) == len(covered)
     for dep in mine:

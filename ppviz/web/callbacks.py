@@ -236,6 +236,7 @@ def read_upload(checked):
 @callback(
     Output("gantt", "figure", allow_duplicate=True),
     Output("zoom-stamp", "children"),
+    Output("zoom-job", "data"),
     Input("zoom-request", "data"),
     State("url", "search"),
     State("render-stamp", "children"),
@@ -251,21 +252,50 @@ def zoom_detail(relayout, search, stamp, last):
     """
     window = views.zoom_window(relayout)
     if window is None or not str(stamp or "").startswith("overview"):
-        return no_update, no_update
+        return no_update, no_update, no_update
     key = f"{stamp}|{search}|{window}"
     if (window == "full" and not last) or str(last or "").rsplit("|", 1)[0] == key:
-        return no_update, no_update  # already drawn so
+        return no_update, no_update, no_update  # already drawn so
     state = sync.read(search).state
     if state.mode != "single":
-        return no_update, no_update
+        return no_update, no_update, no_update
     try:
         figure, drawn_as = views.zoomed(state, window)
-    except (ValueError, LookupError):  # past the budget and not held here, or refused: the overview stays
-        return no_update, no_update
+    except LookupError:  # past the budget and drawn by a background job: zoom in one too
+        return no_update, no_update, {"search": search, "window": window, "key": key}
+    except ValueError:  # refused: the overview stays
+        return no_update, no_update, no_update
     except Exception:  # the view drew a moment ago; if it cannot now, the overview stays as it is
         views.log.exception("zooming into %s failed", search)
+        return no_update, no_update, no_update
+    return figure, "" if window == "full" else f"{key}|{drawn_as}", no_update
+
+
+@callback(
+    Output("gantt", "figure", allow_duplicate=True),
+    Output("zoom-stamp", "children", allow_duplicate=True),
+    Input("zoom-job", "data"),
+    background=True,
+    manager=jobs.manager(),
+    interval=jobs.POLL_MS,
+    cancel=[Input("render-stamp", "children")],
+    prevent_initial_call=True,
+)
+def zoom_in_background(request):
+    """A zoom into a run past the synchronous budget: simulated again (the job that drew it is gone)."""
+    jobs.watch()
+    request = request if isinstance(request, dict) else {}
+    window = request.get("window")
+    window = tuple(window) if isinstance(window, list) and len(window) == 2 else window
+    checked = views.zoom_window({"xaxis.range": list(window)} if isinstance(window, tuple) else {"xaxis.autorange": 1})
+    state = sync.read(request.get("search")).state
+    if checked is None or state.mode != "single":
         return no_update, no_update
-    return figure, "" if window == "full" else f"{key}|{drawn_as}"
+    try:
+        figure, drawn_as = views.zoomed(state, checked, background=True)
+    except (ValueError, jobs.JobTimeout):
+        return no_update, no_update
+    return figure, "" if checked == "full" else f"{request.get('key')}|{drawn_as}"
 
 
 clientside_callback(

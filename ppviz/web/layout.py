@@ -54,6 +54,7 @@ def layout() -> html.Div:
             dcc.Store(id="upload-checked"),
             dcc.Store(id="upload-limit", data=UPLOAD_MAX_BYTES),
             dcc.Store(id="job-request"),
+            dcc.Store(id="zoom-job"),
             dcc.Store(id="axes-sync"),
             dcc.Store(id="zoom-request"),
             header(),

@@ -237,14 +237,14 @@ def zoom_window(relayout: dict | None) -> tuple[float, float] | str | None:
     return (t0, t1) if math.isfinite(t0) and math.isfinite(t1) and t0 < t1 else None
 
 
-def zoomed(state: ViewState, window: tuple[float, float] | str) -> tuple[object, str]:
+def zoomed(state: ViewState, window: tuple[float, float] | str, background: bool = False) -> tuple[object, str]:
     """The single view's Gantt chart for a time window ("full": the whole run), and how it is drawn.
 
-    Within a synchronous request's budget only: a run past it that this worker does not hold
-    (it was drawn by a background job) is not computed again here; the overview stays.
+    A run past a synchronous request's budget that this worker does not hold (a background job
+    drew it) raises LookupError unless ``background``: the zoom is then left to a background job.
     """
     limits.check(state)
-    if limits.in_background(state) and not is_cached(state, state.schedule):
+    if not background and limits.in_background(state) and not is_cached(state, state.schedule):
         raise LookupError("the run is not held by this worker")
     run = cached_run(state, state.schedule)
     return gantt_figure(run, window=None if window == "full" else window)
