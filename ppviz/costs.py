@@ -54,8 +54,9 @@ class Costs:
         for a, row in enumerate(links):
             if len(row) != len(links):
                 raise ValueError(f"link_p2p must be square: row {a} has {len(row)} entries for {len(links)} devices")
-            for b, v in enumerate(row):
-                _check_number(f"link_p2p[{a}][{b}]", v, low=0.0, high=MAX_TIME)
+            if not all((type(v) is float or type(v) is int) and 0.0 <= v <= MAX_TIME for v in row):  # fast path
+                for b, v in enumerate(row):
+                    _check_number(f"link_p2p[{a}][{b}]", v, low=0.0, high=MAX_TIME)
         for name in ("f", "b", "w", "p2p"):
             _check_number(name, getattr(self, name), low=0.0, high=MAX_TIME)
         _check_number("overlap", self.overlap, low=0.0, high=100.0, low_open=True)
