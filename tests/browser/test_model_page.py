@@ -1,0 +1,87 @@
+"""The model & cluster view in a real browser: the view switch, presets chosen in the dropdowns, the
+Gantt in ms and memory in GB with the capacity line, the cards, and a reload that keeps it all.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import ppviz
+from ppviz.estimate import Layout
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(dash_duo):
+    import app
+
+    dash_duo.start_server(app.app)
+    dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)  # the abstract view drew
+    return dash_duo
+
+
+def chart(duo, name: str, script: str):
+    return duo.driver.execute_script(f"const gd = document.querySelector('#{name} .js-plotly-plot'); {script}")
+
+
+def wait_for(check, what: str, timeout: float = 20):
+    deadline = time.time() + timeout
+    while not check():
+        assert time.time() < deadline, f"never: {what}"
+        time.sleep(0.1)
+
+
+def pick(duo, dropdown: str, name: str) -> None:
+    """Choose an option of a Dash 4 dropdown as a user does: open it, click the option."""
+    duo.find_element(dropdown).click()
+    options = duo.find_elements(".dash-dropdown-option")
+    next(o for o in options if o.text.split(":")[0] == name).click()
+
+
+def card(duo, key: str) -> str:
+    return duo.find_element(f"#card-{key}-model").text
+
+
+def test_presets_give_a_gantt_in_ms_memory_in_gb_and_cards(page):
+    page.find_element("#view-tabs .tab:nth-child(2)").click()  # "model & cluster"
+    wait_for(lambda: page.find_element("#model-view").is_displayed(), "the model view is shown")
+    assert not page.find_element("#abstract-view").is_displayed()
+    page.wait_for_contains_text("#card-iteration-model", "ms", timeout=20)
+
+    pick(page, "#model-model", "llama3-8b")
+    wait_for(lambda: page.find_element("#layers-model").get_attribute("value") == "32", "llama3-8b's 32 layers")
+    pick(page, "#gpu-model", "h200")
+    wait_for(lambda: "gpu=h200" in page.driver.current_url, "the link carries the GPU")
+    assert "model=llama3-8b" in page.driver.current_url and "view=model" in page.driver.current_url
+
+    est = ppviz.estimate("llama3-8b", "h200", Layout(tp=8, pp=8, gbs=64, sequence_parallel=True,
+                                                     recompute="selective", zero=1))  # fmt: skip
+    for reload in (False, True):
+        if reload:
+            page.driver.refresh()
+        page.wait_for_contains_text("#card-iteration-model", f"{est.iteration_s * 1e3:,.0f} ms", timeout=20)
+        assert f"{est.tokens_per_s:,.0f}" in card(page, "tokens")
+        assert f"{est.mfu:.1%}" in card(page, "mfu")
+        assert f"{est.peak_bytes.max() * 1e-9:.1f} / 141 GB" in card(page, "peak")
+        wait_for(lambda: chart(page, "gantt-model", "return gd && gd.layout.xaxis.title.text;") == "time (ms)",
+                 "the Gantt's time axis in ms")  # fmt: skip
+        end = chart(page, "gantt-model", "return gd._fullLayout.xaxis.range[1];")
+        assert end == pytest.approx(est.makespan_s * 1e3, rel=1e-3)
+        assert chart(page, "memory-model", "return gd.layout.yaxis.title.text;") == "memory (GB)"
+        names = chart(page, "memory-model", "return gd.data.map(t => t.name);")
+        assert "capacity 141 GB" in names
+        parts = chart(page, "breakdown-model", "return gd.data.map(t => t.name);")
+        assert parts[:2] == ["compute", "tp comm"]
+        assert page.find_element("#model-view").is_displayed()  # the link reopens this view
+        assert page.find_element("#model-model").text.startswith("llama3-8b")
+
+    # An estimate error shows beside the control to change, and the chart says why it is empty.
+    box = page.find_element("#tp-model")
+    box.clear()
+    box.send_keys("3\t")
+    page.wait_for_contains_text("#row-tp-model .msg-error", "tp 3 must divide the 32 attention heads", timeout=15)
+    page.wait_for_contains_text("#gantt-model", "Nothing to draw")
+    assert page.get_logs() == []

@@ -1,0 +1,178 @@
+"""The search view through Dash's real dispatch: the search button and links start ``ppviz.search`` as a
+background job whose table equals the search's own ranking; bad inputs get clear errors; a row opens
+in the model & cluster view with that layout's estimate.
+"""
+
+from __future__ import annotations
+
+import pytest
+from web_dispatch import Page, text_of
+
+import app as page_app
+import ppviz
+from ppviz import figures
+from ppviz.estimate import Layout, model
+from ppviz.web import model_views, search_state, search_views
+from ppviz.web.search_layout import CONTROLS, cid
+
+SERVER = page_app.server
+SYNC = "ran-search.data"
+JOB = "error-search.children"
+SMALL = {"model": "llama3-8b", "gpus": 16, "gbs": 32, "seq": 4096, "schedules": ["1f1b", "zb-v"], "headroom": 10}
+SMALL_LINK = (
+    "#view=search&s.model=llama3-8b&s.gpu=h100-sxm&s.gpus=16&s.gbs=32&s.seq=4096&s.schedules=1f1b,zb-v"
+    "&s.headroom=10&s.top=20"
+)
+
+
+@pytest.fixture
+def page() -> Page:
+    model_views.clear_cache()
+    p = Page.open(SERVER)
+    p.load()
+    return p
+
+
+@pytest.fixture(scope="module")
+def expected():
+    """The search itself, with the same inputs as SMALL (what the page must show)."""
+    return ppviz.search(
+        model("llama3-8b", seq=4096), "h100-sxm", 16, 32, top=20, schedules=["1f1b", "zb-v"], headroom=0.1
+    )
+
+
+def answer(response) -> dict:
+    assert response.status_code == 200, response.get_data(as_text=True)[:3000]
+    return response.get_json()["response"]
+
+
+def unchanged(response) -> bool:
+    return response.status_code == 204 or (response.status_code == 200 and not response.get_json().get("response"))
+
+
+def press_search(page: Page, inputs: dict) -> dict:
+    values = {(cid(k), "value"): v for k, v in inputs.items()}
+    values[("run-search", "n_clicks")] = (page.value("run-search", "n_clicks") or 0) + 1
+    return answer(page.fire(page.callback(SYNC), [("run-search", "n_clicks")], values))
+
+
+def run_job(page: Page):
+    first, final, _ = page.run_background(page.callback(JOB), [("request-search", "data")], timeout_s=120)
+    assert set(first.get_json()) >= {"cacheKey", "job"}
+    return final
+
+
+def open_row_callback(page: Page) -> dict:
+    (dep,) = [d for d in page.server_callbacks() if any(i["id"] == "grid-search" for i in d["inputs"])]
+    return dep
+
+
+def test_nothing_runs_on_page_load(page):
+    assert unchanged(page.fire(page.callback(SYNC)))
+    assert page.value("grid-search", "rowData") == []
+
+
+def test_the_search_button_runs_the_search_in_the_background_and_ranks_like_ppviz_search(page, expected):
+    out = press_search(page, SMALL)
+    hash_ = out["url"]["hash"]
+    assert search_state.in_view(hash_) and "s.gpus=16" in hash_ and "s.schedules=1f1b,zb-v" in hash_
+    assert out["request-search"]["data"]["search"] == search_state.key_of(search_state.parse(hash_).state)
+    run_job(page)
+    rows = page.value("grid-search", "rowData")
+    assert [r["command"] for r in rows] == [r["command"] for r in expected.layouts]
+    assert [r["iteration_s"] for r in rows] == [round(r["iteration_s"], 4) for r in expected.layouts]
+    assert all(r["peak_gb"] <= 72 for r in rows)  # 80 GB less 10% headroom
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    fig = page.value("scatter-search", "figure")
+    (front,) = [t for t in fig["data"] if t["name"] == "Pareto front"]
+    assert len(figures.decode_typed_array(front["x"])) == len(expected.pareto)
+    (capacity,) = [t for t in fig["data"] if t["name"].startswith("capacity")]
+    assert capacity["y"] == [pytest.approx(72.0), pytest.approx(72.0)]
+    assert fig["layout"]["xaxis"]["title"]["text"] == "iteration time (s)"
+    assert fig["layout"]["yaxis"]["title"]["text"] == "peak memory (GB)"
+    assert f"{expected.searched:,} layouts in the space" in text_of(page.value("summary-search", "children"))
+
+
+def test_a_link_with_search_inputs_sets_them_and_reruns_once(page):
+    out = answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK}))
+    assert out[cid("model")]["value"] == "llama3-8b" and out[cid("gpus")]["value"] == 16
+    assert out[cid("schedules")]["value"] == ["1f1b", "zb-v"] and out[cid("headroom")]["value"] == 10
+    assert out["request-search"]["data"]["search"].startswith("s.model=llama3-8b")
+    again = page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK + "&model=x"})
+    assert unchanged(again)  # another view's keys changed: the same search is not run again
+    other_view = SMALL_LINK.replace("view=search", "view=model")
+    assert unchanged(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): other_view}))
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_every_input_is_bounded_before_the_search(page, name):
+    junk = {"model": {"x": 1}, "gpu": "tpu-v9", "schedules": ["nope"], "gpus": 10**9, "gbs": -5, "seq": "long"}
+    junk |= {"headroom": 150, "top": 2.5}
+    out = press_search(page, {**SMALL, name: junk[name]})
+    notes = text_of(out["notes-search"]["children"])
+    assert notes, f"{name}={junk[name]!r} passed without a note"
+    state = search_state.parse(out["url"]["hash"]).state
+    assert state == search_state.bounded({**SMALL, name: junk[name]})[0]
+    if name == "gpus":
+        assert out[cid("gpus")]["value"] == 16_384 and "outside 1–16384" in notes
+
+
+def test_a_search_that_cannot_divide_says_what_to_change(page):
+    press_search(page, {**SMALL, "gpus": 97, "schedules": ["1f1b"]})
+    run_job(page)
+    error = text_of(page.value("error-search", "children"))
+    assert "no layout of 97 GPUs divides" in error and "96" in error
+    assert page.value("grid-search", "rowData") == []
+
+
+def test_a_search_where_nothing_fits_says_how_close_it_came(page):
+    press_search(page, {"model": "llama3-405b", "gpu": "a100-40gb", "gpus": 8, "gbs": 8, "seq": 8192})
+    run_job(page)
+    error = text_of(page.value("error-search", "children"))
+    assert "fit" in error and "GB" in error
+
+
+def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
+    answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK}))
+    row = search_views.rows(expected)[1]
+    out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
+        ("grid-search", "selectedRows"): [row]}))  # fmt: skip
+    hash_ = out["url"]["hash"]
+    assert "view=model" in hash_ and "s.gpus=16" in hash_  # the search stays in the link
+    view = answer(page.fire(page.callback("drawn-model.data"), [("url", "hash")], {("url", "hash"): hash_}))
+    assert view["schedule-model"]["value"] == row["schedule"] and view["tp-model"]["value"] == row["tp"]
+    lay = Layout(**{k: row[k] for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "recompute", "zero")},
+                 sequence_parallel=row["sequence_parallel"], schedule=row["schedule"])  # fmt: skip
+    est = ppviz.estimate(model("llama3-8b", seq=4096), "h100-sxm", lay)
+    assert est.iteration_s == pytest.approx(expected.layouts[1]["iteration_s"])
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in text_of(page.value("cards-model", "children"))
+    assert view["gantt-model"]["figure"]["layout"]["xaxis"]["title"]["text"] == "time (ms)"
+    assert view["memory-model"]["figure"]["layout"]["yaxis"]["title"]["text"] == "memory (GB)"
+
+
+@pytest.mark.parametrize("junk", [None, [], [1], ["x"], [{"tp": "a"}], {"rank": 1}, [{}]])
+def test_a_junk_selection_opens_nothing(page, junk):
+    response = page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
+        ("grid-search", "selectedRows"): junk})  # fmt: skip
+    assert unchanged(response)
+
+
+def test_the_search_stops_itself_at_its_deadline_with_what_it_has():
+    state = search_state.bounded(SMALL)[0]
+    result = search_views.run(state, deadline_s=0.0)
+    assert result.cancelled and any("cancelled" in n for n in result.notes)
+
+
+def test_every_server_callback_of_the_model_and_search_views_is_tested():
+    """A new callback in model_callbacks.py or search_callbacks.py must get its triggers tested here or in
+    tests/test_web_model.py (then named below)."""
+    from ppviz.web import model_callbacks, search_callbacks
+
+    modules = {model_callbacks.__name__, search_callbacks.__name__}
+    names = {
+        v["callback"].__name__
+        for v in page_app.app.callback_map.values()
+        if getattr(v.get("callback"), "__module__", "") in modules
+    }
+    tested = {"update_model_view", "estimate_in_background", "update_search", "search_in_background", "open_row"}
+    assert names == tested
