@@ -81,3 +81,30 @@ def test_a_shared_link_with_an_order_fits_the_request_line(served):
     """A long query string (an uploaded order travels in the link) is accepted, not refused with 414."""
     status, _ = fetch(served + "/?schedule=1f1b&order=" + "A" * 6000)
     assert status == 200
+
+
+def test_an_abandoned_heavy_request_stops_within_a_bounded_time(served):
+    """A background job nobody polls any more (the tab closed) ends ABANDONED_S after its start, under gunicorn."""
+    import re
+
+    import psutil
+    from web_dispatch import Page
+
+    import app
+    from ppviz.web import jobs
+
+    page = Page.open(app.server)  # the callback map and props; the page load's token comes from the server
+    status, index = fetch(served + "/")
+    config = re.search(rb'<script id="_dash-config" type="application/json">(.*?)</script>', index, re.S)
+    end_id = json.loads(config.group(1))["end_id"]
+    page.set("job-request", "data", {"search": "?schedule=v-auto&devices=64&microbatches=128", "at": 1})
+    body = json.dumps(page.body(page.callback("job-error.children"), [("job-request", "data")])).encode()
+    request = urllib.request.Request(
+        f"{served}/_dash-update-component?endId={end_id}", body, {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as r:
+        pid = int(json.loads(r.read())["job"].split("~")[0])
+    started = time.monotonic()
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() - started < jobs.ABANDONED_S + 3, "the abandoned job is still running"
+        time.sleep(0.1)
