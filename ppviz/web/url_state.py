@@ -186,7 +186,7 @@ def pack_order(text: str) -> str:
     return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii").rstrip("=")
 
 
-def unpack_order(packed: str, max_chars: int = 4_000_000) -> str:
+def unpack_order(packed: str, max_chars: int = 256 * 1024) -> str:  # the upload limit: no bigger order inflates
     """The inverse of ``pack_order``; refuses damaged text and anything that inflates past ``max_chars``."""
     try:
         raw = base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4))
