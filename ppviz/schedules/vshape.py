@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..costs import Costs
 from ..ir import Action, B, F, Kind, Placement, Schedule, Step, W, make_schedule
+from . import vfamily
 from .greedy import order_peak, pick_best, repairs
 from .registry import Param, Spec, register
 
@@ -121,26 +122,37 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
     return order
 
 
+FAMILY_WORK = 50_000  # blocks built per search × p × max(m, 2p): about 12 blocks, 1 s, at 32 × 128
+REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (0.8 s each at 32 × 128)
+
+
 def controlled(p: int, m: int, references: list[list[list[Action]]], limit: float | None, costs: Costs | None):
-    """The least-bubble schedule among the references and their greedy repairs within ``limit``
-    (default: each reference's own peak, so a repair never raises it)."""
+    """The least-bubble V schedule within ``limit`` (default: the largest reference's own peak).
+
+    Candidates: the authors' family under that limit (``vfamily.search``: their blocks, warm-up
+    and cool-down rules) and ppviz's own reference orders; the best of each, and for sizes up to
+    ``REPAIR_SIZE`` their greedy re-timings under the real op times (W deferred while anything
+    else is ready). All are simulated exactly; the shortest longest span wins, so the result is
+    never longer than the authors' choice among the blocks built.
+    """
     costs = costs or Costs()
     placement = Placement.vshape(p)
     unit = 0.5
-    best_limit = None
-    candidates = []
-    for ref in references:
-        own = order_peak(ref, unit)
-        cap = own if limit is None else limit
-        if own > cap + 1e-9:
-            best_limit = own if best_limit is None else min(best_limit, own)
-            continue
-        candidates.append(ref)
-        candidates.extend(repairs(placement, m, ref, cap, costs))
-    if not candidates:
-        raise ValueError(f"no V schedule fits in max_memory {limit:g}: raise it to at least {best_limit:g}")
-    cap = max(order_peak(c, unit) for c in candidates) if limit is None else limit
-    return pick_best(placement, m, candidates, cap, costs)
+    own = [order_peak(ref, unit) for ref in references]
+    cap = max(own) if limit is None else limit
+    fits = [ref for ref, peak in zip(references, own) if peak <= cap + 1e-9]
+    family = [vfamily.to_order(rows) for rows in vfamily.search(p, m, cap, FAMILY_WORK)]
+    if not fits and not family:
+        need = min([*own, vfamily.lowest_peak(p)])
+        raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it to at least {need:g}")
+    best = [pick_best(placement, m, group, cap, costs) for group in (fits, family) if group]
+    best = [s for s in best if s is not None]
+    if not best:
+        raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it")
+    tried = [[list(row) for row in s.order] for s in best]
+    if p * m <= REPAIR_SIZE:
+        tried += [r for ref in tried for r in repairs(placement, m, ref, cap, costs)]
+    return pick_best(placement, m, tried, cap, costs)
 
 
 def _stretch_reference(p: int, m: int, stretch: int) -> list[list[Action]]:
@@ -151,21 +163,23 @@ def _stretch_reference(p: int, m: int, stretch: int) -> list[list[Action]]:
 
 
 def v_min(p: int, m: int, costs: Costs | None = None) -> Schedule:
+    """The best V schedule within V-Min's memory (its block's peak, (p+4)//3)."""
     return controlled(p, m, [_stretch_reference(p, m, 1)], None, costs)
 
 
 def v_half(p: int, m: int, costs: Costs | None = None) -> Schedule:
+    """The best V schedule within V-Half's memory (its block's peak, (p+2)//2)."""
     return controlled(p, m, [_stretch_reference(p, m, 2)], None, costs)
 
 
 def v_zb(p: int, m: int, costs: Costs | None = None) -> Schedule:
-    """V-ZB's block at memory p is ZB-V's steady state; its handcrafted warm-up is the repair."""
-    return controlled(p, m, [zb_v(p, m).order], None, costs)
+    """The best V schedule within V-ZB's memory p; ZB-V's handcrafted order is its reference."""
+    return controlled(p, m, [[list(r) for r in zb_v(p, m).order]], None, costs)
 
 
 def v_auto(p: int, m: int, max_memory: float | None = None, costs: Costs | None = None) -> Schedule:
-    """Every building block (stretch 1, 2, 3 and ZB-V's) whose pattern fits ``max_memory``, each
-    repaired up to that limit; the least bubble wins."""
+    """The best V schedule within ``max_memory`` (default p): the authors' family under that
+    limit, and ppviz's own blocks (stretch 1, 2, 3 and ZB-V's) where they fit."""
     limit = p if max_memory is None else max_memory
     refs = [repeat_block(p, m, b) for b in (v_block(p, s) for s in (1, 2, 3)) if b is not None]
     return controlled(p, m, refs + [[list(r) for r in zb_v(p, m).order]], limit, costs)

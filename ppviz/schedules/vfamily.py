@@ -1,0 +1,527 @@
+"""The controllable-memory authors' family of V schedules (Qi et al., NeurIPS 2024), rebuilt for ppviz.
+
+Device i of p holds stage i and stage 2p−1−i. One microbatch is six ops per device, written as
+letters: ``F`` (first chunk's forward), ``f`` (second chunk's forward), ``B`` (second chunk's
+backward, which runs first), ``b`` (first chunk's backward), ``W``/``w`` (their weight
+gradients). A *block* gives each letter a slot in a 6-slot period per device; repeated every 6
+slots, it is the steady state, and how far apart its ops sit sets the peak memory.
+
+The family is the authors': device 0's block (F at 0, f, B, b anywhere in 1..5, each W in the
+first free slot after its B), then per device hop F and B move ``o`` slots (o in 1..5) while f
+and b move one, with one stretch ``o0`` for the first ``len0`` hops and a smaller ``o1`` after.
+Each block is turned into a whole order by their rules, kept as they are:
+
+- warm-up: device i runs forwards first, then holds min(i+1, peak//2) second-chunk forwards
+  before its first B, then (B, W, forward) triples, moving the needed ops from after its first b;
+- cool-down: after the last f, (peak+1)//2 second-chunk backwards and min(i+1, peak − that)
+  first-chunk ones are packed tight, the tail W moved after them;
+- squeezes in between: every op as early as its order and inputs allow, one slot each.
+
+Building an order does not depend on op times, so each (p, m, block) is built once and cached;
+the times only choose among them (``vshape.py``). Memory counts are in half device shares.
+"""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+from itertools import repeat
+
+import numpy as np
+
+from ..ir import Action, B, F, W
+
+SIZE = 6
+LETTERS = "FfBbWw"
+OFFSETS = tuple(range(1, 6))  # slots F and B move per device hop (f and b move one)
+LEVELS = 1  # peak levels searched, from the highest under the limit down
+Block = tuple[tuple[int, ...], ...]  # per device, the slot (0..5) of each letter of LETTERS
+_STEP = np.zeros(256, dtype=np.int64)
+_STEP[[ord("F"), ord("f")]] = 1
+_STEP[[ord("W"), ord("w")]] = -1
+
+
+def _fill_w(slots: list[int]) -> list[int]:
+    taken = {s for s in slots[:4]}
+    for back, weight in ((2, 4), (3, 5)):
+        t = slots[back]
+        while t % SIZE in taken:
+            t += 1
+        slots[weight] = t % SIZE
+        taken.add(t % SIZE)
+    return slots
+
+
+def _first_blocks() -> list[list[int]]:
+    slots = range(1, SIZE)
+    return [_fill_w([0, f, bb, b, -1, -1]) for f in slots for bb in slots for b in slots if len({f, bb, b}) == 3]
+
+
+@cache
+def _hop(row: tuple[int, ...], o: int) -> tuple[int, ...] | None:
+    """The next device's slots: F and B ``o`` on, f and b one back; None if two collide."""
+    moved = [(row[0] + o) % SIZE, (row[1] - 1) % SIZE, (row[2] + o) % SIZE, (row[3] - 1) % SIZE]
+    if len(set(moved)) < 4:
+        return None
+    return tuple(_fill_w(moved + [-1, -1]))
+
+
+def _whole(first: list[int], o0: int, o1: int, len0: int, p: int) -> Block | None:
+    rows = [tuple(first)]
+    for hop in range(p - 1):
+        nxt = _hop(rows[-1], o0 if hop < len0 else o1)
+        if nxt is None:
+            return None
+        rows.append(nxt)
+    return tuple(rows)
+
+
+@lru_cache(maxsize=8)
+def blocks(p: int) -> tuple[Block, ...]:
+    """Every distinct whole block of the family for p devices, in the authors' search order."""
+    out: dict[Block, None] = {}
+    for first in _first_blocks():
+        for i0, o0 in enumerate(OFFSETS):
+            for o1 in OFFSETS[: i0 + 1]:
+                for len0 in range(1, p) if o1 != o0 else (p - 1,):
+                    whole = _whole(first, o0, o1, len0, p)
+                    if whole is not None:
+                        out.setdefault(whole)
+    return tuple(out)
+
+
+# --- from a block to an order ------------------------------------------------------------------
+
+
+def _peaks(rows) -> list[int]:
+    """Each row's highest activation (F, f add one; W, w free one), counted at C speed."""
+    out = []
+    for row in rows:
+        codes = np.frombuffer("".join(row).encode("ascii"), dtype=np.uint8)
+        levels = np.cumsum(_STEP[codes])
+        out.append(max(0, int(levels.max())) if len(levels) else 0)
+    return out
+
+
+def _first_slots(p: int, block: Block) -> list[dict[str, int]]:
+    """Per device, the slot of each letter's microbatch 0: after the previous device's (F and B
+    going down the devices, f and b going up), each W in the first of its slots after its B."""
+    first: list[dict[str, int]] = [{} for _ in range(p)]
+    index = SIZE
+    for letter in "FfBb":
+        li = LETTERS.index(letter)
+        for i in range(p) if letter in "FB" else range(p - 1, -1, -1):
+            at = index + (block[i][li] - index) % SIZE
+            first[i][letter] = at
+            index = at + 1
+            if letter in "Bb":
+                first[i][LETTERS[li + 2]] = index + (block[i][li + 2] - index) % SIZE
+    return first
+
+
+def _repeated(p: int, n: int, block: Block) -> list[list[str]]:
+    """Microbatches 0..n−1 of every letter, each 6 slots after the one before."""
+    width = SIZE * (4 * p + n + 1)
+    rows = [[" "] * width for _ in range(p)]
+    for row, first in zip(rows, _first_slots(p, block)):
+        for letter, at in first.items():
+            row[at : at + SIZE * n : SIZE] = [letter] * n
+    return rows
+
+
+def _warm_up(rows: list[list[str]], n: int) -> bool:
+    """The authors' warm-up rule (see the module docstring), in place; False where their checks fail."""
+    p = len(rows)
+    peak = min(max(_peaks(rows)), 2 * p)
+    n_ff = [min(i + 1, peak // 2, n) for i in range(p)]
+    n_f = [min(peak - n_ff[i], n) for i in range(p)]
+    last = rows[p - 1]
+    gap = 0
+    if "B" in last:
+        j = last.index("B")
+        if "b" in last[j:]:
+            gap = last.index("b", j) - j
+    for i, row in enumerate(rows):
+        start = row.index("b")
+        head = row[:start]
+        if "w" in head:
+            return False
+        c_f, c_ff, c_b, c_w = (head.count(x) for x in "FfBW")
+        extra = n_ff[p - 1] - n_ff[i]
+        cap_b = max((2 * (p - i) + gap) // 3, extra)
+        cap_w = max((2 * (p - i) + gap - 1) // 3, extra)
+        for j in range(start, len(row)):
+            c = row[j]
+            if c == "f" and c_ff < n_ff[p - 1]:
+                row[j] = " "
+                c_ff += 1
+            elif c == "B" and c_b < c_ff and c_b < cap_b:
+                row[j] = " "
+                c_b += 1
+            elif c == "W" and c_w < c_b and c_w < cap_w:
+                row[j] = " "
+                c_w += 1
+            elif c_ff >= n_ff[p - 1] and c_b >= min(c_ff, cap_b) and c_w >= min(c_b, cap_w):
+                break
+        for j in range(start, len(row)):
+            if row[j] == "F":
+                if c_f < c_ff or c_f < n_f[i] or c_f - n_f[i] + c_ff - n_ff[i] < c_w - 1:
+                    row[j] = " "
+                    c_f += 1
+                else:
+                    break
+        if c_f < n_f[i] or c_ff < n_ff[i] or c_w < extra or c_b < extra:
+            return False
+        row[:start] = [" "] * start
+        if not _rewrite_head(row, i, p, n_f[i], n_ff[i], c_f, c_ff, c_b, c_w):
+            return False
+    return True
+
+
+def _rewrite_head(row: list[str], i: int, p: int, n_f: int, n_ff: int, c_f: int, c_ff: int, c_b: int, c_w: int):
+    """Forwards first, then (F, f) pairs, then (B, W, f-or-F) triples, from slot i."""
+    j = i
+    u_f = u_ff = u_b = u_w = 0
+    for _ in range(2 * (p - 1 - i)):
+        if u_f < n_f and u_f < c_f:
+            row[j] = "F"
+            u_f += 1
+        j += 1
+    for _ in range(i + 1):
+        if u_f < n_f and u_f < c_f:
+            row[j] = "F"
+            u_f += 1
+        j += 1
+        if u_ff < n_ff and u_ff < c_ff:
+            row[j] = "f"
+            u_ff += 1
+        j += 1
+    while u_f < c_f or u_ff < c_ff or u_b < c_b or u_w < c_w:
+        if u_b < c_b:
+            row[j] = "B"
+            u_b += 1
+        j += 1
+        if u_w < c_w:
+            row[j] = "W"
+            u_w += 1
+        j += 1
+        if u_ff < c_ff:
+            if u_ff >= u_f:
+                return False
+            row[j] = "f"
+            u_ff += 1
+        elif u_f < c_f:
+            row[j] = "F"
+            u_f += 1
+        j += 1
+    return True
+
+
+def _squeeze(rows: list[list[str]]) -> list[list[str]] | None:
+    """Every op one slot, as early as its row order and its input on the next device allow
+    (F, B from the device above, f, b from the one below); None if the rows cannot run."""
+    p = len(rows)
+    width = len(rows[0])
+    seqs = ["".join(row).replace(" ", "") for row in rows]
+    placed = [{x: [] for x in "FfBb"} for _ in range(p)]  # device -> letter -> slot per microbatch
+    sources = [{"F": i - 1, "B": i - 1, "f": i + 1 if i + 1 < p else -1, "b": i + 1 if i + 1 < p else -1,
+                "W": -1, "w": -1} for i in range(p)]  # fmt: skip
+    pos = [0] * p
+    nxt = [0] * p
+    slots: list[list[int]] = [[] for _ in range(p)]
+    left = sum(map(len, seqs))
+    while left:
+        moved = False
+        for i in range(p):
+            k0 = k = pos[i]
+            seq = seqs[i]
+            if k == len(seq):
+                continue
+            mine, src_of, t, at = placed[i], sources[i], nxt[i], slots[i]
+            n = len(seq)
+            while k < n:
+                c = seq[k]
+                src = src_of[c]
+                if src >= 0:
+                    theirs = placed[src][c]
+                    mb = len(mine[c])
+                    if mb >= len(theirs):
+                        break
+                    if theirs[mb] >= t:
+                        t = theirs[mb] + 1
+                if c in mine:
+                    mine[c].append(t)
+                at.append(t)
+                t += 1
+                k += 1
+            if k != k0:
+                left -= k - k0
+                pos[i], nxt[i] = k, t
+                moved = True
+        if not moved:
+            return None
+    if max(nxt) > width:
+        return None
+    out = []
+    for seq, at in zip(seqs, slots):
+        row = [" "] * width
+        for t, c in zip(at, seq):
+            row[t] = c
+        out.append(row)
+    return out
+
+
+def _cool_down(rows: list[list[str]], m: int) -> list[list[str]] | None:
+    """The authors' cool-down rule (see the module docstring); None if it does not fit."""
+    p = len(rows)
+    peak = max(_peaks(rows))
+    n_bb = min((peak + 1) // 2, m)
+    n_b = min(peak - n_bb, m)
+    start = -1
+    for i, row in enumerate(rows):
+        c_b = c_bb = c_w = c_ww = 0
+        last_ff = -1
+        for j in range(len(row) - 1, -1, -1):
+            c = row[j]
+            if c == "f" and last_ff == -1:
+                last_ff = j
+            elif c == "B" and c_b < i + 1 and c_b < n_b:
+                row[j] = " "
+                c_b += 1
+            elif c == "b" and c_bb < n_bb:
+                row[j] = " "
+                c_bb += 1
+            if last_ff >= 0 and c_bb >= n_bb and c_b >= min(i + 1, n_b):
+                break
+        for j in range(len(row) - 1, -1, -1):
+            if c_w + c_ww >= peak:
+                break
+            c = row[j]
+            if c == "W":
+                row[j] = " "
+                c_w += 1
+            elif c == "w":
+                row[j] = " "
+                c_ww += 1
+        if i == 0:
+            start = last_ff
+        for k in range(c_bb):
+            at = start - i + 2 * p - 2 * k
+            if not 0 <= at < len(row) or row[at] != " ":
+                return None
+            row[at] = "b"
+        for k in range(c_b):
+            at = start + 1 + i - 2 * k
+            if not 0 <= at < len(row) or row[at] != " ":
+                return None
+            row[at] = "B"
+    rows = _squeeze(rows)
+    if rows is None:
+        return None
+    for row in rows:
+        last_w = -2  # the two last W/w go; the third from the end marks where refilling starts
+        for j in range(len(row) - 1, -1, -1):
+            if row[j] in "Ww":
+                if last_w < 0:
+                    row[j] = " "
+                    last_w += 1
+                else:
+                    last_w = j
+                    break
+        head = row[: max(0, last_w + 1)]
+        c_w = head.count("B") - head.count("W")
+        c_ww = head.count("b") - head.count("w")
+        for j in range(last_w + 1, len(row)):
+            c = row[j]
+            if c == "B":
+                c_w += 1
+            elif c == "b":
+                c_ww += 1
+            elif c == "W":
+                c_w -= 1
+            elif c == "w":
+                c_ww -= 1
+            elif c == " ":
+                if c_w > 0:
+                    row[j] = "W"
+                    c_w -= 1
+                elif c_ww > 0:
+                    row[j] = "w"
+                    c_ww -= 1
+    return _squeeze(rows)
+
+
+def _cut(rows: list[list[str]], m: int) -> None:
+    for row in rows:
+        seen = dict.fromkeys(LETTERS, 0)
+        for j, c in enumerate(row):
+            if c != " ":
+                if seen[c] >= m:
+                    row[j] = " "
+                else:
+                    seen[c] += 1
+
+
+@lru_cache(maxsize=1024)
+def build_rows(p: int, m: int, block: Block) -> tuple[list[str], int] | None:
+    """(per-device letter strings, peak in half shares) of one block, or None where the
+    authors' rules reject it (peak above 2p, or raised by the warm-up or cool-down)."""
+    n = max(m, 2 * p)
+    rows = _repeated(p, n, block)
+    first_peak = max(_peaks(rows))
+    if first_peak > 2 * p:
+        return None
+    if not _warm_up(rows, n):
+        return None
+    if n > m:
+        _cut(rows, m)
+    if max(_peaks(rows)) > first_peak:
+        return None
+    rows = _squeeze(rows)
+    if rows is None:
+        return None
+    rows = _cool_down(rows, m)
+    if rows is None:
+        return None
+    peak = max(_peaks(rows))
+    if peak > first_peak:
+        return None
+    out = ["".join(r).replace(" ", "") for r in rows]
+    if any(row.count(x) != m for row in out for x in LETTERS):
+        return None  # an op fell off the end of its row
+    return out, peak
+
+
+def block_peaks(p: int, family: tuple[Block, ...]) -> np.ndarray:
+    """Each repeated block's peak (before the warm-up and cool-down rules, which never raise it),
+    for all blocks at once: every letter's microbatch-0 slot as in ``_first_slots``, then the
+    highest level over one period once every letter has started."""
+    slots = np.array(family, dtype=np.int64).reshape(len(family), p, SIZE)
+    first = np.zeros_like(slots)
+    index = np.full(len(family), SIZE, dtype=np.int64)
+    for letter in range(4):  # F, f, B, b
+        for i in range(p) if letter in (0, 2) else range(p - 1, -1, -1):
+            at = index + (slots[:, i, letter] - index) % SIZE
+            first[:, i, letter] = at
+            index = at + 1
+            if letter >= 2:
+                first[:, i, letter + 2] = index + (slots[:, i, letter + 2] - index) % SIZE
+    t = first.max(axis=2, keepdims=True) + np.arange(SIZE)  # [block, device, phase]
+    sign = np.array([1, 1, 0, 0, -1, -1])
+    level = ((t[..., None] - first[:, :, None, :]) // SIZE * sign).sum(axis=3)
+    return level.max(axis=(1, 2))
+
+
+@lru_cache(maxsize=8)
+def levels(p: int) -> dict[int, tuple[Block, ...]]:
+    """The family's blocks by peak (half device shares), each level in the authors' order;
+    blocks above 2p, which the authors drop, are left out."""
+    family = blocks(p)
+    if p > 2:
+        peaks = block_peaks(p, family).tolist()
+    else:  # too short for a steady state: count the repeated rows
+        peaks = [max(_peaks(_repeated(p, 2 * p, b))) for b in family]
+    out: dict[int, list[Block]] = {}
+    for block, peak in zip(family, peaks):
+        if peak <= 2 * p:
+            out.setdefault(peak, []).append(block)
+    return {k: tuple(v) for k, v in sorted(out.items())}
+
+
+def runs_in_order(rows: list[str]) -> bool:
+    """True when every op follows, on its own device, the op it needs there: W after its B, w
+    after its b, and at the V's turn and top the second op after the first."""
+    p = len(rows)
+    for i, row in enumerate(rows):
+        codes = np.frombuffer(row.encode("ascii"), dtype=np.uint8)
+        need = [("B", "W"), ("b", "w")] + ([("F", "f"), ("B", "b")] if i == p - 1 else [])
+        for first, then in need + ([("f", "B")] if i == 0 else []):
+            if not np.all(np.flatnonzero(codes == ord(then)) > np.flatnonzero(codes == ord(first))):
+                return False
+    return True
+
+
+def defer_early_w(rows: list[str]) -> list[str] | None:
+    """The rows with each W (w) that comes before its own B (b) moved to just after it; None if
+    another op comes before the op it needs.
+
+    The authors' timing does not check that a W follows its B, and their cool-down, which moves
+    the last B later, leaves some W ahead of it in a few orders at larger p (all of them run as
+    they are up to p = 8). Deferring such a W is the least change that makes the order run.
+    """
+    out = []
+    for row in rows:
+        count = dict.fromkeys(LETTERS, 0)
+        waiting = {"W": 0, "w": 0}
+        fixed = []
+        for c in row:
+            if c in "Ww" and count["B" if c == "W" else "b"] <= count[c] + waiting[c]:
+                waiting[c] += 1
+                continue
+            fixed.append(c)
+            count[c] += 1
+            if c in "Bb":
+                wl = "W" if c == "B" else "w"
+                while waiting[wl] and count[wl] < count[c]:
+                    fixed.append(wl)
+                    count[wl] += 1
+                    waiting[wl] -= 1
+        out.append("".join(fixed))
+    return out if runs_in_order(out) else None
+
+
+def search(p: int, m: int, limit: float, work: int) -> list[list[str]]:
+    """The family's orders within ``limit`` (device shares): the blocks of the ``LEVELS`` highest
+    peaks under it, best first, each level in the authors' order, built until ``work``
+    (p × max(m, 2p) per block) is spent. Orders with an early W get it deferred.
+
+    Compared over the whole family at p = 4..16 (under equal, uneven and latency costs), the
+    authors' choice at a limit always had the highest peak under it, and came within the first
+    25 blocks of that level in their order.
+    """
+    half = int(2 * limit + 1e-9)
+    per = p * max(m, 2 * p)
+    spent, out = 0, []
+    for peak in sorted((k for k in levels(p) if k <= half), reverse=True)[:LEVELS]:
+        for block in levels(p)[peak]:
+            if spent + per > work and (out or spent + per > 2 * work):
+                return out
+            spent += per
+            built = build_rows(p, m, block)
+            if built is None:
+                continue
+            rows = built[0] if runs_in_order(built[0]) else defer_early_w(built[0])
+            if rows is not None:
+                out.append(rows)
+    return out
+
+
+def lowest_peak(p: int) -> float:
+    """The family's least peak, in device shares (V-Min's)."""
+    return min(levels(p)) / 2
+
+
+def to_order(rows: list[str]) -> list[list[Action]]:
+    """Letter strings as ppviz orders on the V placement (microbatch = the letter's count so far)."""
+    p = len(rows)
+    out = []
+    for i, row in enumerate(rows):
+        upper = 2 * p - 1 - i
+        stage = {"F": i, "f": upper, "B": upper, "b": i, "W": upper, "w": i}
+        codes = np.frombuffer(row.encode("ascii"), dtype=np.uint8)
+        mb = np.empty(len(row), dtype=np.int64)
+        for c in LETTERS:
+            at = codes == ord(c)
+            mb[at] = np.arange(int(at.sum()))
+        out.append(
+            list(
+                map(
+                    tuple.__new__,
+                    repeat(Action),
+                    zip(map(stage.__getitem__, row), mb.tolist(), map(_KIND.__getitem__, row)),
+                )
+            )
+        )
+    return out
+
+
+_KIND = {"F": F, "f": F, "B": B, "b": B, "W": W, "w": W}
