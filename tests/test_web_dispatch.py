@@ -8,6 +8,7 @@ so Dash validates every return shape (a bare ``no_update`` for a wildcard output
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import time
 
@@ -91,10 +92,17 @@ def test_a_slider_release_writes_the_url_and_redraws(page):
     assert "makespan 39 closed form 39" in text_of(out["cards"]["children"])  # (m + p − 1)(f + b + w) = 13 · 3
 
 
-def test_the_limit_box_in_single_mode_sends_only_the_memory_chart(page):
-    out = answer(page.fire(page.callback(PAGE), [("limit", "value")], {("limit", "value"): 3}))
-    assert "gantt" not in out and "cards" not in out
-    assert any(t.get("name") == "limit 3" for t in out["memory"]["figure"]["data"])
+def test_the_limit_box_in_single_mode_patches_only_the_limit_line(page):
+    """A Patch of the memory chart's limit line (added, moved, removed): the chart then equals a full redraw."""
+    dep = page.callback(PAGE)
+    for limit in (3, 5, None):
+        out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): limit}))
+        assert set(out) <= {"url", "link-notes", "memory"}  # the Gantt chart, cards and the rest stay
+        assert "__dash_patch_update" in out["memory"]["figure"]
+        full = views.render(parse(page.value("url", "search")).state).memory
+        assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
+        names = [t.get("name") for t in page.value("memory", "figure")["data"]]
+        assert (f"limit {limit}" in names) == (limit is not None)
 
 
 def test_clearing_the_compare_picker_says_what_to_do(page):

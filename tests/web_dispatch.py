@@ -157,7 +157,10 @@ class Page:
     def apply(self, answer: dict) -> None:
         for key, props in answer.get("response", {}).items():
             for prop, value in props.items():
-                self.props.setdefault(key, {})[prop.split("@")[0]] = value
+                prop = prop.split("@")[0]
+                if isinstance(value, dict) and "__dash_patch_update" in value:
+                    value = patched(self.props.get(key, {}).get(prop), value["operations"])
+                self.props.setdefault(key, {})[prop] = value
 
     def load(self) -> None:
         """What the renderer does on page load: every callback without prevent_initial_call, once."""
@@ -178,3 +181,22 @@ def text_of(node) -> str:
     if isinstance(node, dict):
         return text_of(node.get("props", {}).get("children"))
     return ""
+
+
+def patched(value, operations: list[dict]):
+    """A prop after a Dash ``Patch`` (the operations the page's callbacks use: Assign, Append, Delete)."""
+    value = json.loads(json.dumps(value))
+    for op in operations:
+        *path, last = op["location"]
+        target = value
+        for step in path:
+            target = target[step]
+        if op["operation"] == "Assign":
+            target[last] = op["params"]["value"]
+        elif op["operation"] == "Append":
+            target[last].append(op["params"]["value"])
+        elif op["operation"] == "Delete":
+            del target[last]
+        else:
+            raise NotImplementedError(op["operation"])
+    return value

@@ -7,7 +7,19 @@ from __future__ import annotations
 
 import time
 
-from dash import ALL, ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, html, no_update
+from dash import (
+    ALL,
+    ClientsideFunction,
+    Input,
+    Output,
+    Patch,
+    State,
+    callback,
+    clientside_callback,
+    ctx,
+    html,
+    no_update,
+)
 
 from . import controls, jobs, limits, sync, views
 from .layout import EXPORTS
@@ -68,8 +80,14 @@ def update_page(search, *args):
         _notes(out.notes) if out.notes is not None else no_update,
     )
     names = [i.get("name") if isinstance(i, dict) else None for i in _pattern_ids(ctx.outputs_list, "control-msg")]
-    view = drawn(out.state, names)
     trigger = _trigger()
+    if trigger == "limit" and out.state.mode == "single":
+        patch = _limit_patch(sync.read(search).state, out.state)
+        if patch is not None:  # the limit line is all that changed: a Patch of it, nothing drawn again
+            kept = [no_update] * VIEW_OUTPUTS
+            kept[1], kept[6] = patch, [no_update] * len(names)
+            return synced + tuple(kept) + (no_update,)
+    view = drawn(out.state, names)
     if view[-1] == "queued":
         job = {"search": out.search or search, "at": time.time()}  # `at`: a repeated request is a new job
         return synced + view[:-1] + (job,)
@@ -108,6 +126,28 @@ def _keep_layout(view: tuple, compare: bool) -> tuple:
     if not compare:
         kept[4] = no_update  # the ranking (empty outside compare mode)
     return tuple(kept)
+
+
+VIEW_OUTPUTS = 9 + len(TOGGLED)  # what drawn() returns before how the Gantt is drawn
+
+
+def _limit_patch(before, after):
+    """A Patch of the memory chart's limit line, no_update when the line stays, None to redraw instead."""
+    try:
+        change = views.limit_change(before, after)
+    except (LookupError, ValueError):  # not held here, or the view cannot be drawn: the full path says why
+        return None
+    if change is None:
+        return no_update
+    index, had, line = change
+    patch = Patch()
+    if line is None:
+        del patch["data"][index]
+    elif had:
+        patch["data"][index] = line
+    else:
+        patch["data"].append(line)
+    return patch
 
 
 def _only_memory(view: tuple, messages: int) -> tuple:

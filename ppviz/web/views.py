@@ -462,6 +462,23 @@ def _disabled(state: ViewState, runs: list) -> tuple[dict[str, bool], dict[str, 
     return disabled, reasons
 
 
+def limit_change(before: ViewState, after: ViewState) -> tuple[int, bool, dict | None] | None:
+    """How the memory chart's limit line changes between two views that differ only in the limit:
+    None if it does not, else (the line's index among the traces, whether there was a line, the
+    new line or None). Raises LookupError when the run is not at hand within the request's budget."""
+    old, new = _limit(before), _limit(after)
+    if old == new:
+        return None
+    if limits.in_background(after) and not is_cached(after, after.schedule):
+        raise LookupError("the run is not held by this worker")
+    run = cached_run(after, after.schedule)
+    line = None
+    if new is not None:
+        with figures.plain():
+            line = ready(figures.memory(run, limit=new)["data"][-1])
+    return run.schedule.devices + 1, old is not None, line  # after one trace per device and the peaks
+
+
 def _limit(state: ViewState) -> float | None:
     """The memory-limit line: the schedule's own max_memory when it has one, else the page's limit."""
     own = state.params_of(state.schedule).get("max_memory")

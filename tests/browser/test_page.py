@@ -111,6 +111,11 @@ def test_an_export_downloads(page):
     time.sleep(0.2)
     assert ppviz.from_torch_csv(target.read_text()).order == ppviz.build("1f1b", 4, 8).order
 
+    # A memory limit is patched into the memory chart.
+    page.find_element("#limit").send_keys("3", Keys.ENTER)
+    names = "return gd.data.map(t => t.name);"
+    wait_for(page, lambda: "limit 3" in (plotted(page, "memory", names) or []), "the limit line is drawn")
+
     # The image format applies at once to both camera buttons, named after the view.
     page.find_element("#image-format input[value=png]").click()
     script = "return document.querySelector('#{} .js-plotly-plot')._context.toImageButtonOptions;"
