@@ -290,6 +290,13 @@ def test_schedule_parameters_and_their_blocks(page):
     assert blocks["row-compare"]["style"] == {"display": "none"}
 
 
+@pytest.mark.parametrize("compare", [5, "zb-h1", None, [["x"]], {"a": 1}])
+def test_the_parameter_blocks_take_any_compare_value(page, compare):
+    dep = page.callback("row-compare.style")
+    out = answer(page.fire(dep, [("compare", "value")], {("mode", "value"): "compare", ("compare", "value"): compare}))
+    assert out["row-compare"]["style"] == {}
+
+
 def test_zooming_into_an_overview_draws_bars_once(page):
     dep = page.callback(PAGE)
     big = "?schedule=1f1b&devices=16&microbatches=512"

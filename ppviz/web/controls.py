@@ -126,7 +126,8 @@ def param_blocks(state: ViewState) -> list[html.Div]:
 
 
 def block_style(name: str, mode: str, schedule: str, compare: list | tuple | None) -> dict:
-    shown = (compare or []) if mode == "compare" else [schedule]
+    compare = list(compare) if isinstance(compare, (list, tuple)) else []  # any value a request sends
+    shown = compare if mode == "compare" else [schedule]
     return {} if name in shown else {"display": "none"}
 
 
