@@ -64,13 +64,19 @@ def test_pruned_search_equals_brute_force(brute, quantile):
     g = _gpu(capacity)
     brute_est = [estimate(TINY, g, e.layout) for e in ests] if quantile != 1.0 else ests
     want, fit = _ranked(brute_est, capacity, 7)
-    got = ppviz.search(TINY, g, 8, 16, top=7, budget_s=1e9, options=opt)
+    got = ppviz.search(TINY, g, 8, 16, top=7, budget_s=1e9, options=opt, pareto_within=1e9)
     assert got.searched == len(ests)
     assert got.simulated < len(ests) / 3  # the bounds do prune
     assert [engine.rank_key(e.layout) for e in want] == [_key(r) for r in got.layouts]
     assert [e.iteration_s for e in want] == [r["iteration_s"] for r in got.layouts]
     assert [(r["iteration_s"], max(r["peak_bytes"])) for r in got.pareto] == _front(fit)
     assert got.complete and got.budget_cut == 0
+    near = ppviz.search(TINY, g, 8, 16, top=7, budget_s=1e9, options=opt, pareto_within=0.1)
+    best = want[0].iteration_s
+    assert [(r["iteration_s"], max(r["peak_bytes"])) for r in near.pareto] == [
+        p for p in _front(fit) if p[0] <= 1.1 * best
+    ]
+    assert near.layouts == got.layouts
 
 
 def _key(row):

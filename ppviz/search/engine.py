@@ -106,6 +106,7 @@ def search(
     options: space.Options | None = None,
     budget_s: float = 2.0,
     pareto: bool = True,
+    pareto_within: float = 0.25,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
     partition: tuple[int, int] | None = None,
@@ -113,7 +114,7 @@ def search(
 ) -> SearchResult:
     """The ``top`` fastest layouts of ``model`` on ``gpus`` GPUs at ``global_batch`` sequences that fit
     in HBM, each simulated by ``ppviz.estimate``, and the Pareto front of iteration time against peak
-    memory.
+    memory among the layouts at most ``pareto_within`` (a fraction) slower than the best.
 
     ``restrictions`` (or ``options``) restrict dimensions: ``tp=[4, 8]``, ``schedules=["1f1b", "zb-v"]``,
     ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.Options``). Schedules that search
@@ -134,7 +135,10 @@ def search(
         options = space.Options(**restrictions)
     elif restrictions:
         options = replace(options, **restrictions)
+    if isinstance(pareto_within, bool) or not isinstance(pareto_within, (int, float)) or pareto_within < 0:
+        raise ValueError(f"pareto_within is a fraction ≥ 0 of the best time (got {pareto_within!r})")
     s = _Search(model, gpu, gpus, global_batch, top, options, budget_s, pareto, progress, cancel)
+    s.pareto_within = float(pareto_within)
     s.partition = partition
     s.run()
     return s.result(time.perf_counter() - t0)
@@ -154,6 +158,7 @@ class _Search:
         self.front = _Front()
         self.orders: OrderedDict = OrderedDict()
         self.plans: dict = {}
+        self.dp_floors: dict = {}
         self.p2ps: dict = {}
         self.runs: OrderedDict = OrderedDict()
         self.searched = self.pruned_time = self.pruned_memory = self.simulated = self.over = self.cut = 0
@@ -163,6 +168,7 @@ class _Search:
         self.invalid = 0
         self._last_progress = 0.0
         self.partition: tuple[int, int] | None = None
+        self.pareto_within = 0.25
 
     # --- driver -------------------------------------------------------------------------------
 
@@ -193,7 +199,7 @@ class _Search:
             lb, _, node = heapq.heappop(self.heap)
             if not self._needed(lb, node):
                 self._skip(node)
-                if not self.pareto and lb > self._threshold():
+                if lb > self._threshold() and (not self.pareto or lb > (1 + self.pareto_within) * self._best_time()):
                     for _, _, rest in self.heap:
                         self._skip(rest)
                     self.heap.clear()
@@ -215,7 +221,12 @@ class _Search:
     def _needed(self, lb: float, node) -> bool:
         if lb <= self._threshold():
             return True
-        return self.pareto and not self.front.dominated(lb, node.mem_lb if isinstance(node, _Group) else node.mem)
+        if not self.pareto or lb > (1 + self.pareto_within) * self._best_time():
+            return False
+        return not self.front.dominated(lb, node.mem_lb if isinstance(node, _Group) else node.mem)
+
+    def _best_time(self) -> float:
+        return min((-t for t, _ in self.best), default=np.inf)
 
     def _skip(self, node) -> None:
         self.pruned_time += 1 if isinstance(node, _Leaf) else node.count
@@ -304,10 +315,11 @@ class _Search:
         pre = Estimate(self.model, self.gpu, replace(lay, zero=zero), stub, None, plan, p2p)
         st = pre.static_bytes
         mem = float((st["weight"] + st["grad"] + st["optimizer"] + act).max())
-        dp = min(
-            _dp_floor_s(pre, slot),
-            *(_dp_floor_s(_rezero(pre, z), slot) for z in {min(self.zeros), 1} if z in self.zeros),
-        )
+        key = (lay.tp, lay.cp, lay.dp, lay.ep, pl.devices_of, order.param_versions, id(plan), tuple(slot))
+        dp = self.dp_floors.get(key)
+        if dp is None:  # ZeRO 0 all-reduces, ZeRO ≥ 1 reduce-scatters and all-gathers: the smaller exposure
+            modes = {min(z, 1) for z in self.zeros}
+            dp = self.dp_floors[key] = min(_dp_floor_s(_rezero(pre, z), slot) for z in modes)
         lb = span + pre.optimizer_s + dp
         return _Variant(lay, v, order, plan, p2p, span, act, exact, lb, mem, len(self.zeros), pre, slot)
 
@@ -412,7 +424,8 @@ class _Search:
     def result(self, seconds: float) -> SearchResult:
         ranked = sorted((-t, _unneg(nk)) for t, nk in self.best)
         rows = [row_of(self.estimates[k], i + 1) for i, (_, k) in enumerate(ranked)]
-        front = [row_of(self.estimates[k], None) for k in self.front.keys] if self.pareto else []
+        limit = (1 + self.pareto_within) * self._best_time()
+        front = [row_of(self.estimates[k], None) for t, k in zip(self.front.t, self.front.keys) if t <= limit]
         return SearchResult(
             model=self.model.name, gpu=self.gpu.name, gpus=self.gpus, global_batch=self.gbs, layouts=rows,
             pareto=front, searched=self.searched, pruned=self.pruned_time + self.pruned_memory,

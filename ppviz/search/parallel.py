@@ -1,6 +1,7 @@
 """``--jobs N``: the groups of the space dealt round-robin to N local processes, each running the same
 exact search on its share; the merged top k and Pareto front are exact because the top k of a union
-is the top k of the parts' top k's, and a point on the union's front is on its part's front."""
+is the top k of the parts' top k's, and a point on the union's front is on its part's front (each
+part's window, relative to its own best time, holds the union's)."""
 
 from __future__ import annotations
 
@@ -56,8 +57,9 @@ def search_parallel(model, gpu, gpus: int, global_batch: int, *, jobs: int, prog
     for i, r in enumerate(rows):
         r["rank"] = i + 1
     front = []
+    limit = (1 + kw.get("pareto_within", 0.25)) * (rows[0]["iteration_s"] if rows else 0.0)
     for r in sorted((r for p in parts for r in p.pareto), key=lambda r: (r["iteration_s"], max(r["peak_bytes"]))):
-        if not front or max(r["peak_bytes"]) < max(front[-1]["peak_bytes"]):
+        if r["iteration_s"] <= limit and (not front or max(r["peak_bytes"]) < max(front[-1]["peak_bytes"])):
             front.append(r)
     if not rows:  # no part found a layout that fits: the whole search says what is closest
         return search(model, gpu, gpus, global_batch, **{**kw, "pareto": False})

@@ -60,8 +60,9 @@ def row_of(est: Estimate, rank: int | None) -> dict:
 
 @dataclass
 class SearchResult:
-    """Ranked layouts (``layouts``), the Pareto front of time against peak memory (``pareto``, by
-    rising peak), and what the search did: layouts in the space, pruned by a bound, simulated."""
+    """Ranked layouts (``layouts``); the Pareto front of time against peak memory (``pareto``, time
+    rising and peak falling, among the layouts at most ``pareto_within`` slower than the best); and
+    what the search did: layouts in the space, pruned by a bound, simulated."""
 
     model: str
     gpu: str

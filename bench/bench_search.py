@@ -1,0 +1,45 @@
+"""Benchmark of the layout search: how many layouts it ranks, how many it simulates, and how long it
+takes. Target (issue #10): a space of ≥ 10,000 layouts (Llama-3 70B on 1,024 H100s, global batch
+1,024, every schedule) ranked in ≤ 10 s on a 2-core machine. Run it with `nice`:
+
+    nice .venv/bin/python bench/bench_search.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import ppviz
+
+CASES = [
+    # (label, model, gpu, gpus, global batch, options)
+    ("Llama-3 70B, 1,024 H100, gbs 1,024, every schedule", "llama3-70b", "h100-sxm", 1024, 1024, {}),
+    ("  the same, without the Pareto front", "llama3-70b", "h100-sxm", 1024, 1024, {"pareto": False}),
+    ("  the same, without the searching schedules (v-*, zb-auto)", "llama3-70b", "h100-sxm", 1024, 1024,
+     {"schedules": [n for n, s in ppviz.REGISTRY.items() if not s.uses_costs]}),
+    ("Llama-3 70B, 512 H100, gbs 512 (the issue's newcomer)", "llama3-70b", "h100-sxm", 512, 512, {}),
+    ("Llama-3 8B, 16 H100, gbs 64", "llama3-8b", "h100-sxm", 16, 64, {}),
+]  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="only the first case")
+    args = ap.parse_args()
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"{'case':<62} {'layouts':>9} {'pruned':>9} {'simulated':>9} {'cut':>5} {'seconds':>8}  best")
+    for label, model, gpu, gpus, gbs, kw in CASES[:1] if args.quick else CASES:
+        t = time.perf_counter()
+        r = ppviz.search(model, gpu, gpus, gbs, **kw)
+        dt = time.perf_counter() - t
+        best = r.layouts[0]
+        print(f"{label:<62} {r.searched:>9,} {r.pruned:>9,} {r.simulated:>9,} {r.budget_cut:>5,} {dt:>8.2f}  "
+              f"{best['iteration_s']:.3f} s, MFU {best['mfu'] * 100:.1f}%, {best['peak_gb']:.1f} GB "
+              f"({best['schedule']} tp {best['tp']} pp {best['pp']} dp {best['dp']} cp {best['cp']})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
