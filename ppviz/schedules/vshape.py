@@ -7,6 +7,10 @@ Memory" (Qi et al., NeurIPS 2024): one microbatch's building block of six ops pe
 block's ops sit sets its lifetime, hence the peak memory; warm-up and cool-down are then repaired
 without raising the peak. Each V chunk is half a device share, so its ops take f/2, b/2, w/2 and
 its forward adds 1/2 activation unit.
+
+V-Min, V-Half, V-ZB and v-auto are one search at a memory limit (V-Min's, V-Half's and V-ZB's
+block peaks, or ``max_memory``): the authors' family of blocks with their warm-up and cool-down
+rules (``vfamily.py``), ppviz's own blocks below, and greedy re-timings under the real op times.
 """
 
 from __future__ import annotations
@@ -208,39 +212,39 @@ _PATTERN_REF = "Qi et al., Pipeline Parallelism with Controllable Memory, NeurIP
 register(
     Spec(
         name="v-min",
-        description="V-Min: V schedule built from a repeated block of least lifetime; about a third of 1F1B's memory.",
+        description="V-Min: least-bubble V schedule at the least memory of the block family, about a third of 1F1B's.",
         reference=_PATTERN_REF,
         build=v_min,
         chunks=2,
         split_backward=True,
         uses_costs=True,
-        formula_text="measured; bubble about 2/3 of 1F1B's",
+        formula_text="searched; never longer than the authors' search at this memory",
         memory_text="(p+4)//3",
     )
 )
 register(
     Spec(
         name="v-half",
-        description="V-Half: V schedule from a block twice as stretched; half of 1F1B's memory, half its bubble.",
+        description="V-Half: least-bubble V schedule at half of 1F1B's memory (V-Half's block peak).",
         reference=_PATTERN_REF,
         build=v_half,
         chunks=2,
         split_backward=True,
         uses_costs=True,
-        formula_text="measured; bubble about 1/2 of 1F1B's",
+        formula_text="searched; never longer than the authors' search at this memory",
         memory_text="(p+2)//2",
     )
 )
 register(
     Spec(
         name="v-zb",
-        description="V-ZB: V schedule at 1F1B's memory, zero span bubble if f = b = w; its block is ZB-V's order.",
+        description="V-ZB: least-bubble V schedule at 1F1B's memory p; zero span bubble if f = b = w.",
         reference=_PATTERN_REF,
         build=v_zb,
         chunks=2,
         split_backward=True,
         uses_costs=True,
-        formula_text="span m(f+b+w) when f = b = w, m ≥ 2p",
+        formula_text="span m(f+b+w) when f = b = w, m ≥ 2p; searched",
         memory_text="p",
     )
 )
@@ -255,7 +259,7 @@ register(
         chunks=2,
         split_backward=True,
         uses_costs=True,
-        formula_text="searched",
+        formula_text="searched; never longer than the authors' search at max_memory",
         memory_text="≤ max_memory",
     )
 )
