@@ -142,8 +142,9 @@ def _results() -> list:
             dashGridOptions={
                 "rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True},
                 "domLayout": "autoHeight",
+                "suppressColumnVirtualisation": True,
             },
-            getRowId="String(params.data.rank)",
+            getRowId="params.data.command",
             style={"width": "100%"},
         ),
         html.Div("click a row to open that layout in the model & cluster view", className="help"),

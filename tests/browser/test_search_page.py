@@ -1,0 +1,111 @@
+"""The search view in a real browser: a background search whose progress bar moves and whose cancel
+button stops it (its job process ends), and a small search whose table, scatter and row click work.
+"""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+
+import ppviz
+from ppviz.estimate import model
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(dash_duo):
+    import app
+
+    dash_duo.start_server(app.app)
+    dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)
+    return dash_duo
+
+
+def wait_for(check, what: str, timeout: float = 20):
+    deadline = time.time() + timeout
+    while not (value := check()):
+        assert time.time() < deadline, f"never: {what}"
+        time.sleep(0.1)
+    return value
+
+
+def progress(duo) -> tuple[float, float]:
+    return tuple(duo.driver.execute_script(
+        "const p = document.querySelector('#progress-search'); return [p.value, p.max];"))  # fmt: skip
+
+
+def jobs() -> set[int]:
+    """This process's child Python processes: the background jobs of the server thread."""
+    me = psutil.Process()
+    out = set()
+    for child in me.children(recursive=True):
+        try:
+            python = child.exe() == me.exe() or "python" in child.name()
+            if python and child.status() != psutil.STATUS_ZOMBIE:
+                out.add(child.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def test_a_search_shows_a_moving_progress_bar_and_cancel_stops_it(page):
+    before = jobs()
+    # The default inputs (Llama-3 70B on 512 H100s, four schedules) take tens of seconds here.
+    page.driver.get(page.server_url + "/#view=search")
+    wait_for(lambda: page.find_element("#search-view").is_displayed(), "the search view is shown")
+    page.find_element("#run-search").click()
+    wait_for(lambda: page.find_element("#box-search").is_displayed(), "the progress box", timeout=15)
+    assert "view=search" in page.driver.current_url and "s.gpus=512" in page.driver.current_url
+    first = wait_for(lambda: (p := progress(page))[1] > 1 and p[0] > 0 and p, "progress with a total", timeout=30)
+    later = wait_for(lambda: (p := progress(page))[0] > first[0] and p, "the progress bar moves", timeout=30)
+    assert later[1] == first[1] and 0 < first[0] < later[0] < later[1]
+    assert "layouts decided" in page.find_element("#status-search").text
+    running = jobs() - before
+    assert running, "no job process found"
+
+    page.find_element("#cancel-search").click()
+    wait_for(lambda: not page.find_element("#box-search").is_displayed(), "the progress box goes away", timeout=15)
+    page.wait_for_contains_text("#summary-search", "cancelled")
+    wait_for(lambda: not (running & jobs()), "the job process ends", timeout=15)
+    assert page.driver.execute_script("return document.querySelectorAll('#grid-search .ag-row').length;") == 0
+    assert not page.find_element("#run-search").get_attribute("disabled")
+
+
+def test_a_small_search_ranks_layouts_and_a_row_opens_in_the_model_view(page):
+    expected = ppviz.search(
+        model("llama3-8b", seq=4096), "h100-sxm", 16, 32, top=20, schedules=["1f1b", "zb-v"], headroom=0.1
+    )
+    link = "/#view=search&s.model=llama3-8b&s.gpu=h100-sxm&s.gpus=16&s.gbs=32&s.seq=4096&s.schedules=1f1b,zb-v"
+    page.driver.get(page.server_url + link + "&s.headroom=10&s.top=20")  # a shared link reruns the search
+    page.driver.refresh()  # opened as a new page, not as a hash change of the one already open
+    count = (
+        "return new Set([...document.querySelectorAll('#grid-search .ag-row')]"
+        ".map(r => r.getAttribute('row-index'))).size;"
+    )
+    wait_for(lambda: page.driver.execute_script(count) == len(expected.layouts), "the ranked rows", timeout=60)
+    page.wait_for_contains_text("#summary-search", f"{expected.searched:,} layouts in the space")
+    names = page.driver.execute_script(
+        "const gd = document.querySelector('#scatter-search .js-plotly-plot'); return gd.data.map(t => t.name);"
+    )
+    assert names == ["layouts", "Pareto front", "capacity 72 GB"]
+
+    # Sorting by a column reorders the table in the browser.
+    page.find_element("#grid-search .ag-header-cell[col-id=peak_gb]").click()
+    first = '#grid-search .ag-row[row-index="0"] [col-id=peak_gb]'
+    lowest = min(round(r["peak_gb"], 2) for r in expected.layouts)
+    cell = "const c = document.querySelector(arguments[0]); return c ? c.textContent : '';"
+    wait_for(lambda: page.driver.execute_script(cell, first) == f"{lowest:g}", "sorted by peak GB")
+
+    page.find_element('#grid-search .ag-row[row-index="0"] [col-id=schedule]').click()
+    wait_for(lambda: page.find_element("#model-view").is_displayed(), "the model view opens")
+    best = min(expected.layouts, key=lambda r: round(r["peak_gb"], 2))
+    page.wait_for_contains_text("#card-iteration-model", f"{best['iteration_s'] * 1e3:,.0f} ms", timeout=20)
+    title = page.driver.execute_script(
+        "const gd = document.querySelector('#gantt-model .js-plotly-plot'); return gd.layout.xaxis.title.text;"
+    )
+    assert title == "time (ms)"
+    assert "view=model" in page.driver.current_url and "s.gpus=16" in page.driver.current_url
+    assert page.get_logs() == []
