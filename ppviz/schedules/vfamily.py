@@ -24,7 +24,7 @@ the times only choose among them (``vshape.py``). Memory counts are in half devi
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -65,27 +65,33 @@ def _hop(row: tuple[int, ...], o: int) -> tuple[int, ...] | None:
     return tuple(_fill_w(moved + [-1, -1]))
 
 
-def _whole(first: list[int], o0: int, o1: int, len0: int, p: int) -> Block | None:
-    rows = [tuple(first)]
-    for hop in range(p - 1):
-        nxt = _hop(rows[-1], o0 if hop < len0 else o1)
+@cache
+def _chain(row: tuple[int, ...], o: int, hops: int) -> tuple[tuple[int, ...], ...]:
+    """``row`` and the rows of up to ``hops`` further devices at stretch ``o`` (fewer on a collision)."""
+    out = [row]
+    for _ in range(hops):
+        nxt = _hop(out[-1], o)
         if nxt is None:
-            return None
-        rows.append(nxt)
-    return tuple(rows)
+            break
+        out.append(nxt)
+    return tuple(out)
 
 
 @lru_cache(maxsize=8)
 def blocks(p: int) -> tuple[Block, ...]:
-    """Every distinct whole block of the family for p devices, in the authors' search order."""
+    """Every distinct whole block of the family for p devices, in the authors' search order:
+    device 0's block, stretch o0 for the first len0 hops, then o1 ≤ o0."""
     out: dict[Block, None] = {}
-    for first in _first_blocks():
+    for first in map(tuple, _first_blocks()) if p > 1 else ():  # one device: no hop, no block
         for i0, o0 in enumerate(OFFSETS):
+            head = _chain(first, o0, p - 1)
             for o1 in OFFSETS[: i0 + 1]:
                 for len0 in range(1, p) if o1 != o0 else (p - 1,):
-                    whole = _whole(first, o0, o1, len0, p)
-                    if whole is not None:
-                        out.setdefault(whole)
+                    if len0 >= len(head):
+                        break
+                    tail = _chain(head[len0], o1, p - 1 - len0)
+                    if len(tail) == p - len0:
+                        out.setdefault(head[:len0] + tail)
     return tuple(out)
 
 
@@ -395,7 +401,8 @@ def block_peaks(p: int, family: tuple[Block, ...]) -> np.ndarray:
     """Each repeated block's peak (before the warm-up and cool-down rules, which never raise it),
     for all blocks at once: every letter's microbatch-0 slot as in ``_first_slots``, then the
     highest level over one period once every letter has started."""
-    slots = np.array(family, dtype=np.int64).reshape(len(family), p, SIZE)
+    flat = chain.from_iterable(chain.from_iterable(family))
+    slots = np.fromiter(flat, dtype=np.int64, count=len(family) * p * SIZE).reshape(len(family), p, SIZE)
     first = np.zeros_like(slots)
     index = np.full(len(family), SIZE, dtype=np.int64)
     for letter in range(4):  # F, f, B, b
@@ -496,8 +503,8 @@ def search(p: int, m: int, limit: float, work: int) -> list[list[str]]:
 
 
 def lowest_peak(p: int) -> float:
-    """The family's least peak, in device shares (V-Min's)."""
-    return min(levels(p)) / 2
+    """The family's least peak, in device shares (V-Min's); infinite with no block (p = 1)."""
+    return min(levels(p), default=float("inf")) / 2
 
 
 def to_order(rows: list[str]) -> list[list[Action]]:
