@@ -19,8 +19,9 @@ exactly → + the exposed DP gradient synchronisation + the optimizer step → a
   dp·cp/ep) runs behind the device's last backward op; what exceeds it is exposed. The parameter
   all-gather of the distributed optimizer runs behind the next iteration's first forward op. The
   iteration ends when the last device has finished both.
-- Optimizer: Adam is memory-bound: 30 bytes per parameter updated (read fp32 gradient, master,
-  m, v; write master, m, v and the bf16 weight) at HBM bandwidth.
+- Optimizer: a roofline of Adam's 30 bytes per parameter updated (read fp32 gradient, master,
+  m, v; write master, m, v and the bf16 weight) at HBM bandwidth and its ~12 FLOPs at the vector
+  peak: memory-bound on every preset.
 - FLOPs (MFU): Korthikanti et al. eq. 7, 72·B·L·s·h²·(1 + s/(6h) + V/(12hL)) for a dense GPT,
   generalised as Megatron's num_floating_point_operations (GQA, SwiGLU, MoE top-k): three times
   the forward GEMMs, attention counted in full. HFU adds the recomputed FLOPs.
@@ -44,6 +45,7 @@ from .specs import model as model_preset
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
 ADAM_BYTES_PER_PARAM = 30
+ADAM_FLOPS_PER_PARAM = 12  # moments, bias corrections, sqrt, divide, weight decay, update
 WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 4, 12  # bytes per parameter (Megatron mixed precision)
 FLOPS_DEFINITION = (
     "model FLOPs = 3 × the forward GEMM FLOPs (Korthikanti et al. 2022 eq. 7, generalised to GQA, SwiGLU and "
@@ -386,9 +388,11 @@ class Estimate:
 
     @cached_property
     def optimizer_s(self) -> float:
-        """Adam over each device's share of the optimizer state, at HBM bandwidth (the slowest device)."""
+        """Adam over each device's share of the optimizer state, a roofline of its bytes at HBM
+        bandwidth and its FLOPs at the vector peak (the bytes bound it); the slowest device."""
         updated = self._sharded(1.0, from_zero=1).max()
-        return float(ADAM_BYTES_PER_PARAM * updated / (self.gpu.hbm_bytes_per_s * self.gpu.hbm_efficiency))
+        bytes_s = ADAM_BYTES_PER_PARAM * updated / (self.gpu.hbm_bytes_per_s * self.gpu.hbm_efficiency)
+        return float(max(bytes_s, ADAM_FLOPS_PER_PARAM * updated / self.gpu.vector_flops))
 
     @cached_property
     def iteration_s(self) -> float:
