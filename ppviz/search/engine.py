@@ -28,7 +28,9 @@ from ..estimate.specs import Gpu, Layout, Model
 from . import bounds, space
 from .result import SearchResult, row_of
 
-ZEROS = (0, 1, 2, 3)
+# ZeRO-3 joins when asked (zero=[3]): the estimate layer divides its memory but does not charge its
+# per-layer parameter gathers, so by default it would win every ranking for a cost it does not see
+ZEROS = (0, 1, 2)
 # static bytes per parameter that no ZeRO stage goes below, before sharding: bf16 weight, fp32
 # gradient, fp32 master + Adam moments (the estimate layer's Megatron accounting)
 WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 4, 12
@@ -315,13 +317,20 @@ class _Search:
         pre = Estimate(self.model, self.gpu, replace(lay, zero=zero), stub, None, plan, p2p)
         st = pre.static_bytes
         mem = float((st["weight"] + st["grad"] + st["optimizer"] + act).max())
-        key = (lay.tp, lay.cp, lay.dp, lay.ep, pl.devices_of, order.param_versions, id(plan), tuple(slot))
-        dp = self.dp_floors.get(key)
-        if dp is None:  # ZeRO 0 all-reduces, ZeRO ≥ 1 reduce-scatters and all-gathers: the smaller exposure
-            modes = {min(z, 1) for z in self.zeros}
-            dp = self.dp_floors[key] = min(_dp_floor_s(_rezero(pre, z), slot) for z in modes)
+        # ZeRO 0 all-reduces, ZeRO ≥ 1 reduce-scatters and all-gathers: the smaller exposure bounds all stages
+        dp = min(self._dp_floor(pre, z, slot) for z in {min(z, 1) for z in self.zeros})
         lb = span + pre.optimizer_s + dp
         return _Variant(lay, v, order, plan, p2p, span, act, exact, lb, mem, len(self.zeros), pre, slot)
+
+    def _dp_floor(self, pre: Estimate, zero: int, slot: np.ndarray) -> float:
+        """The DP-sync floor, shared by layouts with the same DP groups, parameters per device and slots."""
+        lay = pre.layout
+        key = (lay.tp, lay.cp, lay.dp, lay.ep, min(zero, 1), pre.run.schedule.placement.devices_of, id(pre.plan),
+               tuple(slot))  # fmt: skip
+        out = self.dp_floors.get(key)
+        if out is None:
+            out = self.dp_floors[key] = _dp_floor_s(_rezero(pre, zero), slot)
+        return out
 
     def _leaves(self, node: _Variant) -> None:
         """A schedule into its ZeRO stages, with the exact activation peak once the order is built."""
@@ -340,7 +349,7 @@ class _Search:
             pre.__dict__.update(keep)  # zero-independent, already computed by the estimate layer's code
             st = pre.static_bytes
             mem = float((st["weight"] + st["grad"] + st["optimizer"] + node.act).max())
-            lb = node.span + pre.optimizer_s + _dp_floor_s(pre, node.slot)
+            lb = node.span + pre.optimizer_s + self._dp_floor(pre, z, node.slot)
             leaf = _Leaf(pre.layout, v, node.order, lb, mem, node.exact, (lay, v.vpp))
             if mem > self.capacity * (1 + bounds.SAFETY):
                 self.pruned_memory += 1
