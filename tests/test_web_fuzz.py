@@ -38,7 +38,17 @@ OWN = {
     for k, v in page_app.app.callback_map.items()
     if getattr(v.get("callback"), "__module__", "") == callbacks.__name__
 }
-REQUEST_S = 5.0  # the slowest synchronous answer allowed (the budget is about 0.5 s of CPU)
+REQUEST_S = 5.0
+# Values the page itself sends, so that junk in one input meets every mode and schedule in the others.
+PLAUSIBLE = {
+    "mode": ["single", "compare"],
+    "schedule": ["1f1b", "v-auto", "interleaved-1f1b", "custom"],
+    "compare": [["1f1b", "zb-h1"], [], ["v-auto", "zb-auto", "v-zb", "v-min"]],
+    "devices": [1, 8, 64],
+    "microbatches": [1, 32, 512],
+    "limit": [None, 0, 3.5],
+    "upload-store": [None, "0F0,0B0\n"],
+}  # the slowest synchronous answer allowed (the budget is about 0.5 s of CPU)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +66,10 @@ def randomised(page: Page, dep: dict, data) -> dict:
         for item in body[group]:
             members = item if isinstance(item, list) else [item]
             for member in members:
-                if data.draw(st.booleans()):
+                choice = data.draw(st.sampled_from(["keep", "plausible", "junk", "junk"]))
+                if choice == "plausible" and isinstance(member["id"], str) and member["id"] in PLAUSIBLE:
+                    member["value"] = data.draw(st.sampled_from(PLAUSIBLE[member["id"]]))
+                elif choice == "junk":
                     member["value"] = data.draw(JUNK)
     triggers = [i for i in body["inputs"] if isinstance(i, dict)] or [body["inputs"][0][0]]
     chosen = data.draw(st.sampled_from(triggers)) if triggers else None
