@@ -662,27 +662,40 @@ def compare(
 # --- standalone page -------------------------------------------------------------------------
 
 
-def to_html(run: Run, *, limit: float | None = None, max_bars: int = HTML_GANTT_LIMIT) -> str:
+def to_html(
+    run: Run,
+    *,
+    limit: float | None = None,
+    max_bars: int = HTML_GANTT_LIMIT,
+    gantt_kwargs: dict | None = None,
+    memory_kwargs: dict | None = None,
+    facts: Sequence[tuple[str, str]] | None = None,
+) -> str:
     """A self-contained page (plotly.js inlined, no network) with the Gantt and memory charts.
 
     Past ``max_bars`` ops the Gantt is replaced by the raster overview, which a browser draws at
-    once; the exact times are in ``ppviz simulate --csv``.
+    once; the exact times are in ``ppviz simulate --csv``. Real units: ``gantt_kwargs`` and
+    ``memory_kwargs`` as ``Estimate.gantt_kwargs()`` / ``memory_kwargs()`` give them (ms, GB,
+    static base, capacity line), and ``facts`` (label, value) replace the abstract run's.
     """
     big = len(run.result) > max_bars
-    top = overview(run) if big else gantt(run)
+    gk = gantt_kwargs or {}
+    top = overview(run, **gk) if big else gantt(run, **gk)
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "svg"}}
     first = top.to_html(full_html=False, include_plotlyjs=True, config=config)
-    second = memory(run, limit=limit).to_html(full_html=False, include_plotlyjs=False, config=config)
+    mem = memory(run, limit=limit, **(memory_kwargs or {}))
+    second = mem.to_html(full_html=False, include_plotlyjs=False, config=config)
     m = run.metrics
-    facts = [
-        ("makespan", f"{m.makespan:.6g}"),
-        ("bubble", f"{m.bubble_fraction:.2%}"),
-        ("longest span", f"{max(m.span):.6g}"),
-        ("peak activation", f"{max(m.peak_activation):.4g} units"),
-        ("ops", f"{len(run.result):,}"),
-    ]
-    if m.formula_bubble_fraction is not None:
-        facts.insert(2, ("formula bubble", f"{m.formula_bubble_fraction:.2%}"))
+    if facts is None:
+        facts = [
+            ("makespan", f"{m.makespan:.6g}"),
+            ("bubble", f"{m.bubble_fraction:.2%}"),
+            ("longest span", f"{max(m.span):.6g}"),
+            ("peak activation", f"{max(m.peak_activation):.4g} units"),
+            ("ops", f"{len(run.result):,}"),
+        ]
+        if m.formula_bubble_fraction is not None:
+            facts.insert(2, ("formula bubble", f"{m.formula_bubble_fraction:.2%}"))
     cells = "".join(f"<div><b>{html.escape(v)}</b><span>{html.escape(k)}</span></div>" for k, v in facts)
     note = (
         f"<p class='note'>{len(run.result):,} ops: drawn as an overview (each cell shows what fills most of it).</p>"

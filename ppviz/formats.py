@@ -7,6 +7,7 @@ the simulator's exact float64 times.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -20,9 +21,10 @@ TRACE_US_PER_UNIT = 1000.0  # Chrome trace times are microseconds; one time unit
 UPLOAD_LIMIT = 1_000_000  # bytes
 
 
-def ops_csv(run: Run) -> str:
-    """One row per op (an overlapped pair gives two rows with the same start and end)."""
-    rows = [OPS_HEADER]
+def ops_csv(run: Run, time_unit: str = "") -> str:
+    """One row per op (an overlapped pair gives two rows with the same start and end). A run timed
+    in a real unit names it in the header (``time_unit="s"``: ``start_s,end_s``)."""
+    rows = [OPS_HEADER if not time_unit else OPS_HEADER.replace("start,end", f"start_{time_unit},end_{time_unit}")]
     rows += [f"{d},{s},{m},{k},{a!r},{b!r}" for d, s, m, k, a, b in run.result.rows()]
     return "\n".join(rows) + "\n"
 
@@ -32,7 +34,12 @@ def run_json(run: Run) -> str:
     return json.dumps(run.to_dict())
 
 
-def chrome_trace(run: Run, us_per_unit: float = TRACE_US_PER_UNIT, memory_unit: str = "microbatch units") -> str:
+def chrome_trace(
+    run: Run,
+    us_per_unit: float = TRACE_US_PER_UNIT,
+    memory_unit: str = "microbatch units",
+    stage_sizes: Sequence[float] | None = None,
+) -> str:
     """Chrome trace / Perfetto JSON: each device a thread of process 0, with
 
     - one complete event (``X``) per slot: an overlapped pair is one slice naming both ops, with
@@ -41,7 +48,9 @@ def chrome_trace(run: Run, us_per_unit: float = TRACE_US_PER_UNIT, memory_unit: 
     - a flow arrow (``s`` → ``f``) for every dependency that crosses devices.
 
     Trace times are microseconds. ppviz's abstract times have no unit, so one unit is written as
-    1 ms by default (``us_per_unit`` = 1000); runs in seconds pass 1e6.
+    1 ms by default (``us_per_unit`` = 1000); runs in seconds pass 1e6. ``stage_sizes`` (one
+    microbatch's activation per stage, e.g. bytes) sizes the counters; by default the abstract
+    convention (a stage holds p/S units per microbatch).
     """
     from .memory import activation
     from .simulator import dependencies
@@ -75,7 +84,7 @@ def chrome_trace(run: Run, us_per_unit: float = TRACE_US_PER_UNIT, memory_unit: 
         )  # fmt: skip
         if i + 1 < len(dev) and r.slot[i + 1] == slot:
             events[-1]["args"]["overlapped"] = True
-    curves = activation(r)
+    curves = activation(r, None if stage_sizes is None else np.asarray(stage_sizes, dtype=float))
     for d in range(sched.devices):
         times = np.round(curves.times[d] * us_per_unit, 6).tolist()
         for t, v in zip(times, curves.values[d].tolist()):
