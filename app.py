@@ -23,6 +23,7 @@ app = Dash(
 )
 app.layout = layout
 server = app.server
+server.secret_key = jobs.secret_key()  # signs background-job handles alike in every worker
 celery_app = jobs.celery_app()  # `celery -A app:celery_app worker` when REDIS_URL is set
 
 # Dash sets itself up on the first request, and under a threaded server a second request could

@@ -353,3 +353,17 @@ def test_every_server_callback_of_this_page_is_covered_here(page):
     assert len(mine) == len(covered)
     for dep in mine:
         assert any(c in dep["output"] for c in covered), dep["output"]
+
+
+def test_every_process_signs_job_handles_with_the_same_secret():
+    """Workers must accept each other's job handles: the secret comes from one file in the jobs directory."""
+    import subprocess
+    import sys
+
+    other = subprocess.run(
+        [sys.executable, "-c", "from ppviz.web import jobs; print(jobs.secret_key().hex())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert other == SERVER.secret_key.hex() and len(SERVER.secret_key) == 32

@@ -26,6 +26,7 @@ through Dash (``oldJob`` / ``cancel``). How to use it in a new page::
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import tempfile
 import threading
@@ -35,6 +36,7 @@ from functools import cache
 POLL_MS = 500  # how often a page asks for a job's result (and so shows it is still open)
 ABANDONED_S = float(os.environ.get("PPVIZ_JOB_ABANDONED_S", "5"))  # no poll for this long: the tab is gone
 JOB_MAX_S = float(os.environ.get("PPVIZ_JOB_MAX_S", "90"))  # no job runs longer
+JOB_RESULT_S = 600  # a result nobody fetched is dropped after this
 CACHE_BYTES = 512 * 2**20  # results and heartbeats on disk; the oldest go first past this
 _BEAT = "ppviz-beat:"
 
@@ -62,7 +64,7 @@ def manager():
         return CeleryManager(app)
     from dash import DiskcacheManager
 
-    return DiskcacheManager(_store(), expire=600)
+    return DiskcacheManager(_store(), expire=JOB_RESULT_S)
 
 
 def celery_app():
@@ -75,7 +77,35 @@ def celery_app():
 def _store():
     import diskcache
 
+    # Results are deleted when fetched; past CACHE_BYTES the oldest go (Dash's signing secret is
+    # not kept here: see secret_key).
     return diskcache.Cache(jobs_dir(), size_limit=CACHE_BYTES, eviction_policy="least-recently-stored")
+
+
+def secret_key() -> bytes | None:
+    """The secret that signs Dash's job handles, the same in every process of this host.
+
+    Dash would keep it in the result store, where evicting it would orphan every job in flight;
+    here it is a file in the jobs directory, created once (atomically) by whichever process comes
+    first. With ``REDIS_URL``: ``$PPVIZ_SECRET_KEY``, else Dash's own (kept in Redis).
+    """
+    if os.environ.get("REDIS_URL"):
+        key = os.environ.get("PPVIZ_SECRET_KEY")
+        return key.encode() if key else None
+    os.makedirs(jobs_dir(), mode=0o700, exist_ok=True)
+    path = os.path.join(jobs_dir(), "secret")
+    if not os.path.exists(path):
+        draft = f"{path}.{os.getpid()}"
+        with open(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            f.write(secrets.token_bytes(32))
+        try:
+            os.link(draft, path)  # atomic: the first process's secret wins
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(draft)
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def on_request(path: str, args) -> None:
