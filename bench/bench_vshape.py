@@ -81,14 +81,15 @@ def authors(p: int, m: int) -> None:
             params = {"max_memory": limit} if name.startswith("v-auto") else {}
             run = ppviz.simulate(name.split()[0], p, m, f=2 * f, b=2 * b, w=2 * w, p2p=c, **params)
             mine = max(run.metrics.span)
-            print(f"| {p} | {m} | {cost_name} | {name} | {limit:g} | {any_order:g} | {running:g} | {mine:g} "
-                  f"| {mine - running:+g} |", flush=True)  # fmt: skip
+            runs_text = "—" if running != running else f"{running:g}"  # NaN: none of them runs
+            print(f"| {p} | {m} | {cost_name} | {name} | {limit:g} | {any_order:g} | {runs_text} | {mine:g} "
+                  f"| {mine - any_order:+g} |", flush=True)  # fmt: skip
 
 
 def main() -> None:
     if "--authors" in sys.argv:
-        print("| p | m | costs (per chunk) | schedule | limit | authors, any order | authors, orders that run "
-              "| ppviz | ppviz − authors |")  # fmt: skip
+        print("| p | m | costs (per chunk) | schedule | limit | authors | authors, orders that run | ppviz "
+              "| ppviz − authors |")  # fmt: skip
         print("|---:|---:|---|---|---:|---:|---:|---:|---:|")
         for p, m in ((16, 32), (16, 64), (32, 64)):
             authors(p, m)
