@@ -92,10 +92,10 @@ def _parser() -> argparse.ArgumentParser:
                 continue
             flags = [f"--{name.replace('_', '-')}" for name in (q.name, *q.aliases)]
             p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
-        p.add_argument("--f", type=_float, default=1.0, help="forward time per device share (default 1)")
-        p.add_argument("--b", type=_float, default=1.0, help="input-backward time per device share (default 1)")
-        p.add_argument("--w", type=_float, default=1.0, help="weight-backward time per device share (default 1)")
-        p.add_argument("--p2p", type=_float, default=0.0, help="latency added to cross-device dependencies")
+        p.add_argument("--f", type=_float, help="forward time per device share (default 1)")
+        p.add_argument("--b", type=_float, help="input-backward time per device share (default 1)")
+        p.add_argument("--w", type=_float, help="weight-backward time per device share (default 1)")
+        p.add_argument("--p2p", type=_float, help="latency added to cross-device dependencies (default 0)")
         p.add_argument("--overlap", type=_float, help="time factor of an overlapped F&B pair (default 1)")
         p.add_argument("--b-frees", type=_float, help="fraction of activation that B frees (default 0)")
         p.add_argument("--stage-time", type=_stage_time, action="append", default=[], metavar="SHARE:F,B,W",
@@ -108,7 +108,9 @@ def _parser() -> argparse.ArgumentParser:
             out.add_argument("--torch-csv", action="store_true", help="print the order as PyTorch compute-only CSV")
         else:
             p.add_argument("-o", "--output", required=True, help="HTML file to write")
-            p.add_argument("--limit", type=_float, help="memory limit line on the memory chart")
+            p.add_argument("--limit", type=_float, help="memory limit line on the memory chart (GB with --model)")
+            # real units: `ppviz render SCHEDULE --model M --gpu G --tp ... -o page.html` (ms and GB)
+            estimate_cli.add_layout_args(p, beside_render=True)
     return ap
 
 
@@ -134,7 +136,7 @@ def _check_applies(args: argparse.Namespace, run: api.Run) -> None:
 
 
 def _simulate(args: argparse.Namespace) -> api.Run:
-    costs = dict(f=args.f, b=args.b, w=args.w, p2p=args.p2p,
+    costs = dict(f=_or(args.f, 1.0), b=_or(args.b, 1.0), w=_or(args.w, 1.0), p2p=_or(args.p2p, 0.0),
                  overlap=1.0 if args.overlap is None else args.overlap,
                  b_frees=0.0 if args.b_frees is None else args.b_frees,
                  stage_times=dict(args.stage_time))  # fmt: skip
@@ -175,6 +177,47 @@ def _simulate(args: argparse.Namespace) -> api.Run:
             raise UsageError(f"{args.schedule} does not take --{name.replace('_', '-')}")
         params[name] = value
     return api.simulate(args.schedule, args.devices, args.microbatches, **costs, **params)
+
+
+def _or(value, default):
+    return default if value is None else value
+
+
+# abstract-units flags of `ppviz render`, and what replaces each in real units
+ABSTRACT_ONLY = {"order": "a schedule name", "devices": "--pp", "microbatches": "--gbs with --mbs", "chunks": "--vpp",
+                 "f": "the model", "b": "the model", "w": "the model", "p2p": "the GPU's links",
+                 "overlap": "--pair-overlap", "stage_time": "--layer-split"}  # fmt: skip
+
+
+def _render_estimate(args: argparse.Namespace) -> int:
+    """`ppviz render` in real units: the estimate's run drawn in ms, memory in GB against the HBM."""
+    missing = [f"--{n}" for n in ("model", "gpu") if getattr(args, n) is None]
+    if missing:
+        raise UsageError(
+            f"real units need {' and '.join(missing)} (given: {', '.join(estimate_cli.given_flags(args))})"
+        )
+    for name, instead in ABSTRACT_ONLY.items():
+        if getattr(args, name) not in (None, []):
+            raise UsageError(f"--{name.replace('_', '-')} is for abstract units; with --model use {instead} instead")
+    if not args.schedule:
+        raise UsageError("name a schedule (see `ppviz list`), e.g. ppviz render 1f1b --model ... -o page.html")
+    from . import figures
+
+    est = estimate_cli.build(args)
+    html = figures.to_html(est.run, limit=None if args.limit is None else args.limit * 1e9,
+                           gantt_kwargs=est.gantt_kwargs(), memory_kwargs=est.memory_kwargs(),
+                           facts=estimate_cli.facts(est))  # fmt: skip
+    _write(args.output, html)
+    print(f"wrote {args.output} ({len(est.run.result):,} ops, iteration {est.iteration_s:.4g} s; {est.verdict})")
+    return 0
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
 
 
 def _print_summary(run: api.Run) -> None:
@@ -244,16 +287,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(schedule_table(), end="")
             return 0
+        if args.command == "render" and estimate_cli.given_flags(args):
+            return _render_estimate(args)
         run = _run(args)
         if args.command == "render":
             from . import figures
 
-            html = figures.to_html(run, limit=args.limit)
-            try:
-                with open(args.output, "w", encoding="utf-8") as fh:
-                    fh.write(html)
-            except OSError as e:
-                raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+            _write(args.output, figures.to_html(run, limit=args.limit))
             print(f"wrote {args.output} ({len(run.result):,} ops, makespan {run.metrics.makespan:g})")
         elif args.json:
             sys.stdout.write(json.dumps(run.to_dict()) + "\n")

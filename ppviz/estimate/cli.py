@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from .. import formats
 from ..schedules import REGISTRY
 from . import specs
 from .iteration import FLOPS_DEFINITION, Estimate, estimate
@@ -64,25 +65,50 @@ def add_parsers(sub) -> None:
     pr = sub.add_parser("presets", help="list the model and GPU presets of `ppviz estimate`")
     pr.add_argument("--json", action="store_true", help="print every preset's fields as JSON")
     p = sub.add_parser("estimate", help="estimate one training iteration in seconds and bytes")
-    p.add_argument("--model", required=True, help="model preset (see `ppviz presets`)")
-    p.add_argument("--gpu", required=True, help="GPU preset (see `ppviz presets`)")
-    for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
-        p.add_argument(f"--{name}", type=int, default=1, help=f"{name} (default 1)")
-    p.add_argument("--gbs", type=int, help="global batch in sequences (default: one microbatch per DP rank)")
+    add_layout_args(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the result as one JSON object (seconds, bytes)")
+    out.add_argument("--csv", action="store_true", help="print the run's ops as CSV, times in seconds")
+    out.add_argument("--trace", action="store_true",
+                     help="print a Chrome / Perfetto trace: real time, activation bytes per device")  # fmt: skip
+    p.add_argument("--no-ops", action="store_true", help="with --json, leave the run's ops out")
+
+
+# flags `ppviz render` already has with the same meaning and destination (besides the schedule's own)
+SHARED_WITH_RENDER = ("gbs", "mbs", "b-frees")
+
+
+def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) -> None:
+    """The model, GPU and layout flags of `ppviz estimate`, defined once.
+
+    ``beside_render``: `ppviz render` takes them next to its own flags; there the schedule is its
+    positional argument, ``--model`` is what switches to real units, and the flags it already
+    defines (SHARED_WITH_RENDER and the schedule's parameters) are not added twice. Unset flags
+    are None (or False), so a caller can tell which were given.
+    """
+    p.add_argument("--model", required=not beside_render, help="model preset (see `ppviz presets`)")
+    p.add_argument("--gpu", required=not beside_render, help="GPU preset (see `ppviz presets`)")
+    for name in ("tp", "pp", "dp", "cp", "ep", "vpp") + (() if beside_render else ("mbs",)):
+        p.add_argument(f"--{name}", type=int, help=f"{name} (default 1)")
+    if not beside_render:
+        p.add_argument("--gbs", type=int, help="global batch in sequences (default: one microbatch per DP rank)")
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
-    p.add_argument("--recompute", default="none", choices=specs.RECOMPUTE, help="activation recomputation")
-    p.add_argument("--zero", type=int, default=0, help="0 none, 1 distributed optimizer, 2 + gradients, 3 + weights")
-    p.add_argument("--precision", default="bf16", choices=specs.PRECISIONS)
-    p.add_argument("--schedule", default="1f1b", help="pipeline schedule (see `ppviz list`; default 1f1b)")
+    p.add_argument("--recompute", choices=specs.RECOMPUTE, help="activation recomputation (default none)")
+    p.add_argument("--zero", type=int, help="0 none (default), 1 distributed optimizer, 2 + gradients, 3 + weights")
+    p.add_argument("--precision", choices=specs.PRECISIONS, help="bf16 (default) or fp8")
+    if not beside_render:
+        p.add_argument("--schedule", default="1f1b", help="pipeline schedule (see `ppviz list`; default 1f1b)")
     p.add_argument("--layer-split", type=_layer_split, metavar="N,N,...", help="layers of every stage")
-    p.add_argument("--edge-fewer", type=int, default=0, help="k fewer layers on the first and last stage")
+    p.add_argument("--edge-fewer", type=int, help="k fewer layers on the first and last stage")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap the gradient reduction")
-    p.add_argument("--b-frees", type=float, default=0.0, help="fraction of a stage's activation that B frees")
+    if not beside_render:
+        p.add_argument("--b-frees", type=float, help="fraction of a stage's activation that B frees (default 0)")
     p.add_argument("--pair-overlap", action="store_true",
                    help="overlapped F&B pairs (DualPipe) hide each op's MoE all-to-all")  # fmt: skip
-    for q in _schedule_params().values():
-        flags = [f"--{n.replace('_', '-')}" for n in (q.name, *q.aliases)]
-        p.add_argument(*flags, dest=f"sched_{q.name}", type=q.type, help=q.help)
+    if not beside_render:
+        for q in _schedule_params().values():
+            flags = [f"--{n.replace('_', '-')}" for n in (q.name, *q.aliases)]
+            p.add_argument(*flags, dest=q.name, type=q.type, help=q.help)
     for flag, field, typ in MODEL_FLAGS:
         p.add_argument(f"--{flag}", dest=f"model_{field}", type=typ, help=f"override the model's {field}")
     for field in MODEL_BOOLS:
@@ -91,8 +117,21 @@ def add_parsers(sub) -> None:
     for flag, field, _, help_ in GPU_FLAGS:
         p.add_argument(f"--{flag}", dest=f"gpu_{field}", type=float, help=help_)
     p.add_argument("--nvlink-domain", dest="gpu_nvlink_domain", type=int, help="GPUs per NVLink domain")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON object (seconds, bytes)")
-    p.add_argument("--no-ops", action="store_true", help="with --json, leave the run's ops out")
+
+
+def given_flags(args: argparse.Namespace) -> list[str]:
+    """The real-units flags given on a `ppviz render` line (those add_layout_args added beside it)."""
+    names = ["model", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
+             "precision", "layer_split", "edge_fewer", "no_dp_overlap", "pair_overlap",
+             "gpu_nvlink_domain"]  # fmt: skip
+    names += [f"model_{f}" for _, f, _ in MODEL_FLAGS] + [f"model_{f}" for f in MODEL_BOOLS]
+    names += [f"gpu_{f}" for _, f, _, _ in GPU_FLAGS]
+    return [f"--{n.removeprefix('model_').removeprefix('gpu_').replace('_', '-')}" for n in names
+            if getattr(args, n, None) not in (None, False)]  # fmt: skip
+
+
+def _or(value, default):
+    return default if value is None else value
 
 
 def build(args: argparse.Namespace) -> Estimate:
@@ -107,18 +146,18 @@ def build(args: argparse.Namespace) -> Estimate:
     spec = REGISTRY.get(args.schedule)
     sched_params = {}
     for name in _schedule_params():
-        v = getattr(args, f"sched_{name}")
+        v = getattr(args, name, None)
         if v is None:
             continue
         if spec is not None and spec.param(name) is None:
             raise ValueError(f"{args.schedule} does not take --{name.replace('_', '-')}")
         sched_params[name] = v
+    ones = {n: _or(getattr(args, n), 1) for n in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs")}
     layout = specs.Layout(
-        tp=args.tp, pp=args.pp, dp=args.dp, cp=args.cp, ep=args.ep, vpp=args.vpp, mbs=args.mbs, gbs=args.gbs,
-        sequence_parallel=args.sequence_parallel, recompute=args.recompute, zero=args.zero,
-        precision=args.precision, schedule=args.schedule, schedule_params=sched_params,
-        layer_split=args.layer_split, edge_fewer=args.edge_fewer, dp_overlap=not args.no_dp_overlap,
-        b_frees=args.b_frees, pair_overlap=args.pair_overlap,
+        **ones, gbs=args.gbs, sequence_parallel=args.sequence_parallel, recompute=_or(args.recompute, "none"),
+        zero=_or(args.zero, 0), precision=_or(args.precision, "bf16"), schedule=args.schedule,
+        schedule_params=sched_params, layer_split=args.layer_split, edge_fewer=_or(args.edge_fewer, 0),
+        dp_overlap=not args.no_dp_overlap, b_frees=_or(args.b_frees, 0.0), pair_overlap=args.pair_overlap,
     )  # fmt: skip
     return estimate(model, gpu, layout)
 
@@ -128,8 +167,14 @@ def main(args: argparse.Namespace) -> int:
         _presets(args.json)
         return 0
     est = build(args)
+    if args.no_ops and not args.json:
+        raise ValueError("--no-ops applies to --json only: drop it, or add --json")
     if args.json:
         sys.stdout.write(json.dumps(est.to_dict(ops=not args.no_ops)) + "\n")
+    elif args.csv:
+        sys.stdout.write(formats.ops_csv(est.run, time_unit="s"))
+    elif args.trace:
+        sys.stdout.write(formats.chrome_trace(est.run, **est.trace_kwargs()))
     else:
         sys.stdout.write(summary(est))
     return 0
@@ -161,6 +206,20 @@ def summary(est: Estimate) -> str:
     lines.append(est.verdict)
     lines.append(f"FLOPs: {FLOPS_DEFINITION}")
     return "\n".join(lines) + "\n"
+
+
+def facts(est: Estimate) -> list[tuple[str, str]]:
+    """The headline figures of a page in real units (``ppviz render --model``): (label, value)."""
+    peak = est.peak_bytes
+    return [
+        ("iteration", f"{est.iteration_s:.4g} s"),
+        ("makespan", f"{est.makespan_s * 1e3:.5g} ms"),
+        ("tokens/s", f"{est.tokens_per_s:,.0f}"),
+        ("MFU", f"{est.mfu:.1%}"),
+        ("peak memory", f"{peak.max() / 1e9:.1f} GB of {est.capacity_bytes / 1e9:.0f} GB"),
+        ("fits" if est.fits else "does not fit", est.verdict),
+        ("layout", f"{est.model.name} on {est.layout.gpus} × {est.gpu.name}, {est.microbatches} microbatches"),
+    ]
 
 
 def _presets(as_json: bool) -> None:

@@ -560,6 +560,11 @@ class Estimate:
             "capacity": self.capacity_bytes,
         }
 
+    def trace_kwargs(self) -> dict:
+        """Keyword arguments of ``formats.chrome_trace``: real time (µs from seconds) and each
+        stage's activation bytes, so the counters are the per-device activation curves in bytes."""
+        return {"us_per_unit": 1e6, "memory_unit": "bytes", "stage_sizes": self.plan.activation_bytes.tolist()}
+
     # --- the CLI contract -------------------------------------------------------------------
 
     def layer_times_s(self) -> layer.Part:
