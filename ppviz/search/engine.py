@@ -28,8 +28,8 @@ from ..estimate.specs import Gpu, Layout, Model
 from . import bounds, space
 from .result import SearchResult, row_of
 
-# ZeRO-3 joins when asked (zero=[3]): the estimate layer divides its memory but does not charge its
-# per-layer parameter gathers, so by default it would win every ranking for a cost it does not see
+# ZeRO-3 joins when asked (zero=[3]). The estimate layer times its per-layer gathers inside the ops,
+# so its stage times differ: it is its own simulation (run key) and its own DP-sync floor (none at the end)
 ZEROS = (0, 1, 2)
 # static bytes per parameter that no ZeRO stage goes below, before sharding: bf16 weight, fp32
 # gradient, fp32 master + Adam moments (the estimate layer's Megatron accounting)
@@ -318,14 +318,14 @@ class _Search:
         st = pre.static_bytes
         mem = float((st["weight"] + st["grad"] + st["optimizer"] + act).max())
         # ZeRO 0 all-reduces, ZeRO ≥ 1 reduce-scatters and all-gathers: the smaller exposure bounds all stages
-        dp = min(self._dp_floor(pre, z, slot) for z in {min(z, 1) for z in self.zeros})
+        dp = min(self._dp_floor(pre, z, slot) for z in {_sync_mode(z) for z in self.zeros})
         lb = span + pre.optimizer_s + dp
         return _Variant(lay, v, order, plan, p2p, span, act, exact, lb, mem, len(self.zeros), pre, slot)
 
     def _dp_floor(self, pre: Estimate, zero: int, slot: np.ndarray) -> float:
         """The DP-sync floor, shared by layouts with the same DP groups, parameters per device and slots."""
         lay = pre.layout
-        key = (lay.tp, lay.cp, lay.dp, lay.ep, min(zero, 1), pre.run.schedule.placement.devices_of, id(pre.plan),
+        key = (lay.tp, lay.cp, lay.dp, lay.ep, _sync_mode(zero), pre.run.schedule.placement.devices_of, id(pre.plan),
                tuple(slot))  # fmt: skip
         out = self.dp_floors.get(key)
         if out is None:
@@ -350,7 +350,7 @@ class _Search:
             st = pre.static_bytes
             mem = float((st["weight"] + st["grad"] + st["optimizer"] + node.act).max())
             lb = node.span + pre.optimizer_s + self._dp_floor(pre, z, node.slot)
-            leaf = _Leaf(pre.layout, v, node.order, lb, mem, node.exact, (lay, v.vpp))
+            leaf = _Leaf(pre.layout, v, node.order, lb, mem, node.exact, (lay, v.vpp, z == 3))
             if mem > self.capacity * (1 + bounds.SAFETY):
                 self.pruned_memory += 1
             else:
@@ -442,6 +442,12 @@ class _Search:
             over_capacity=self.over, budget_cut=self.cut, budget_s=self.budget_s, seconds=seconds,
             cancelled=self.cancelled, capacity_bytes=self.capacity, headroom=self.opt.headroom,
         )  # fmt: skip
+
+
+def _sync_mode(zero: int) -> int:
+    """ZeRO stages that synchronise alike: 0 all-reduces at the end, 1 and 2 reduce-scatter and
+    all-gather at the end, 3 gathers and reduce-scatters layer by layer inside the ops."""
+    return zero if zero in (0, 3) else 1
 
 
 def _rezero(pre: Estimate, zero: int) -> Estimate:

@@ -32,7 +32,7 @@ class Options:
     schedules: Sequence[str] | None = None
     recompute: Sequence[str] | None = None
     sequence_parallel: Sequence[bool] | None = None
-    zero: Sequence[int] | None = None  # default 0, 1, 2 (ZeRO-3's gathers are not timed by the estimate)
+    zero: Sequence[int] | None = None  # default 0, 1, 2 (ZeRO-3, its per-layer gathers timed, only when asked)
     uneven: bool = True  # stage counts that do not divide the layers get a balanced split, lighter edges
     headroom: float = 0.0  # fraction of HBM kept free
     tp_within_domain: bool = False  # keep every TP group inside one NVLink domain
