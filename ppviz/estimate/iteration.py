@@ -19,6 +19,15 @@ exactly → + the exposed DP gradient synchronisation + the optimizer step → a
   dp·cp/ep) runs behind the device's last backward op; what exceeds it is exposed. The parameter
   all-gather of the distributed optimizer runs behind the next iteration's first forward op. The
   iteration ends when the last device has finished both.
+- ZeRO-3 (Rajbhandari et al. 2020, arXiv:1910.02054 §5; DeepSpeed stage 3 and PyTorch FSDP):
+  the weights live sharded, so every layer's bf16 parameters are all-gathered over the DP group
+  before its forward and again before its backward (they are freed after use), and its fp32
+  gradients are reduce-scattered after its weight gradient, every microbatch. Prefetch (DeepSpeed's
+  and FSDP's, one layer ahead) runs a layer's gather behind the previous layer's op, so each layer
+  of an op is charged max(0, gather − its own time in that op): F and B hide the gather, W the
+  reduce-scatter. These collectives run on the DP group's tier and replace the end-of-iteration
+  reduce-scatter and parameter all-gather. The gathered layer's transient full weights are not
+  added to memory.
 - Optimizer: a roofline of Adam's 30 bytes per parameter updated (read fp32 gradient, master,
   m, v; write master, m, v and the bf16 weight) at HBM bandwidth and its ~12 FLOPs at the vector
   peak: memory-bound on every preset.
@@ -68,6 +77,7 @@ class StagePlan:
     expert_params: np.ndarray  # per stage, the routed-expert part of params
     recompute_flops: float  # per microbatch, summed over all stages of one GPU column
     a2a: np.ndarray  # [kind F/B/W, stage] seconds of MoE all-to-all inside the op (part of comm)
+    zero3: np.ndarray  # [kind F/B/W, stage] exposed seconds of ZeRO-3's gathers and reduce-scatters (not in comm)
 
 
 def shape_of(layout: Layout) -> layer.Shape:
@@ -138,11 +148,43 @@ def split_layers(model: Model, layout: Layout, stages: int) -> tuple[int, ...]:
 def stage_plan(model: Model, gpu: Gpu, layout: Layout, stages: int, tied_shared: bool) -> StagePlan:
     shape = shape_of(layout)
     split = split_layers(model, layout, stages)
-    return _stage_plan(model, gpu, shape, split, tied_shared)
+    return _stage_plan(model, gpu, shape, split, tied_shared, zero3_groups(layout, gpu))
+
+
+def dp_groups(layout: Layout, gpu: Gpu) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(size, rank stride, members per NVLink domain) of the data-parallel groups of the dense
+    parameters (dp·cp, as Megatron shards them) and of the routed experts (dp·cp/ep)."""
+    dom = gpu.nvlink_domain
+    n_dense = layout.dp * layout.cp
+    n_exp = max(1, n_dense // layout.ep)
+    stride_exp = layout.tp * layout.cp * layout.ep
+    dense = (n_dense, layout.tp, comm.per_domain(n_dense, layout.tp, dom))
+    return dense, (n_exp, stride_exp, comm.per_domain(n_exp, stride_exp, dom))
+
+
+def zero3_groups(layout: Layout, gpu: Gpu) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """(size, members per domain) of the dense and expert DP groups when ZeRO-3 gathers per layer."""
+    if layout.zero != 3:
+        return None
+    (nd, _, kd), (ne, _, ke) = dp_groups(layout, gpu)
+    return (nd, kd), (ne, ke)
+
+
+def zero3_exposed(part: layer.Part, gpu: Gpu, groups) -> tuple[float, float, float]:
+    """Seconds ZeRO-3 adds to one layer's F, B and W: its bf16 parameter all-gather (before F and
+    again before B) and its fp32 gradient reduce-scatter (after W), each prefetched behind the
+    layer's own time in that op, so only the excess is exposed."""
+    (nd, kd), (ne, ke) = groups
+    dense, expert = part.params - part.expert_params, part.expert_params
+    gather = comm.all_gather_s(WEIGHT_B * dense, nd, kd, gpu) + comm.all_gather_s(WEIGHT_B * expert, ne, ke, gpu)
+    scatter = comm.reduce_scatter_s(GRAD_B * dense, nd, kd, gpu) + comm.reduce_scatter_s(GRAD_B * expert, ne, ke, gpu)
+    return max(0.0, gather - part.f.s), max(0.0, gather - part.b.s), max(0.0, scatter - part.w.s)
 
 
 @lru_cache(maxsize=512)
-def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ...], tied_shared: bool) -> StagePlan:
+def _stage_plan(
+    model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ...], tied_shared: bool, zero3=None
+) -> StagePlan:
     S = len(split)
     dense = layer.layer(model, gpu, shape, False)
     moe = layer.layer(model, gpu, shape, True) if model.moe else dense
@@ -151,6 +193,7 @@ def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ..
     f, b, w = np.zeros(S), np.zeros(S), np.zeros(S)
     cm = np.zeros((3, S))
     a2a = np.zeros((3, S))
+    z3 = np.zeros((3, S))
     act, lact, par, epar = np.zeros(S), np.zeros(S), np.zeros(S), np.zeros(S)
     rec = 0.0
     first = 0
@@ -165,9 +208,11 @@ def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ..
         for p, k in parts:
             if not k:
                 continue
-            f[s] += k * p.f.s
-            b[s] += k * p.b.s
-            w[s] += k * p.w.s
+            ef, eb, ew = zero3_exposed(p, gpu, zero3) if zero3 is not None else (0.0, 0.0, 0.0)
+            z3[:, s] += (k * ef, k * eb, k * ew)
+            f[s] += k * (p.f.s + ef)
+            b[s] += k * (p.b.s + eb)
+            w[s] += k * (p.w.s + ew)
             cm[:, s] += (k * p.f.comm_s, k * (p.b.comm_s), k * p.w.comm_s)
             a2a[:, s] += (k * p.f.a2a_s, k * p.b.a2a_s, k * p.w.a2a_s)
             act[s] += k * p.activation_bytes
@@ -175,7 +220,9 @@ def _stage_plan(model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ..
             epar[s] += k * p.expert_params
             rec += k * p.recompute.flops
         lact[s] = (n - n_moe) * dense.activation_bytes + n_moe * moe.activation_bytes
-    return StagePlan(split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar, rec, a2a)
+    return StagePlan(
+        split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar, rec, a2a, z3
+    )
 
 
 def p2p_links(model: Model, gpu: Gpu, layout: Layout, devices: int) -> tuple[tuple[float, ...], ...]:
@@ -261,7 +308,7 @@ def pair_overlap(plan: StagePlan) -> float:
 
 def _uniform_costs(model: Model, gpu: Gpu, layout: Layout) -> Costs:
     """Per-device-share times for schedules that search their order under the op times."""
-    plan = _stage_plan(model, gpu, shape_of(layout), (model.layers,), False)
+    plan = _stage_plan(model, gpu, shape_of(layout), (model.layers,), False, zero3_groups(layout, gpu))
     p = layout.pp
     return Costs(plan.f[0] / p, plan.b[0] / p, plan.w[0] / p, p2p=0.0, b_frees=layout.b_frees)
 
@@ -319,16 +366,7 @@ class Estimate:
 
     @property
     def _groups(self) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(size, rank stride, members per NVLink domain) of the data-parallel groups of the dense
-        parameters (dp·cp, as Megatron shards them) and of the routed experts (dp·cp/ep)."""
-        lay, dom = self.layout, self.gpu.nvlink_domain
-        n_dense = lay.dp * lay.cp
-        n_exp = max(1, n_dense // lay.ep)
-        return (n_dense, lay.tp, comm.per_domain(n_dense, lay.tp, dom)), (
-            n_exp,
-            lay.tp * lay.cp * lay.ep,
-            comm.per_domain(n_exp, lay.tp * lay.cp * lay.ep, dom),
-        )
+        return dp_groups(self.layout, self.gpu)
 
     def _sharded(self, bytes_per_param: float, from_zero: int) -> np.ndarray:
         """Per device: bytes_per_param × its parameters, divided over their DP group from ZeRO stage ``from_zero``."""
@@ -346,6 +384,8 @@ class Estimate:
         dense = self.params_per_device - expert
         rs = np.zeros(len(dense))
         ag = np.zeros(len(dense))
+        if lay.zero == 3:  # gathered and reduce-scattered layer by layer inside the ops (StagePlan.zero3)
+            return self._tied_sync_s
         for (n, _, k), params in zip(self._groups, (dense, expert)):
             for d, q in enumerate(params):
                 if lay.zero >= 1:
@@ -516,8 +556,9 @@ class Estimate:
 
     @cached_property
     def breakdown(self) -> dict[str, float]:
-        """Seconds of the iteration on its busiest device: compute, TP/CP/EP communication, p2p
-        waits, the rest of the pipeline bubble, exposed DP sync, optimizer. They sum to iteration_s."""
+        """Seconds of the iteration on its busiest device: compute, TP/CP/EP communication, ZeRO-3's
+        exposed per-layer gathers and reduce-scatters, p2p waits, the rest of the pipeline bubble,
+        exposed DP sync, optimizer. They sum to iteration_s."""
         r = self.run.result
         p = self.run.schedule.devices
         comm_of = np.zeros((4, self.run.schedule.stages))
@@ -527,13 +568,18 @@ class Estimate:
         factor = np.where(r.paired, self.costs.overlap, 1.0)
         busy = np.bincount(r.device, weights=dur[r.kind, r.stage] * factor, minlength=p)
         comm_busy = np.bincount(r.device, weights=comm_of[r.kind, r.stage] * factor, minlength=p)
+        z3_of = np.zeros((4, self.run.schedule.stages))
+        z3_of[_F], z3_of[_B], z3_of[_W] = self.plan.zero3
+        z3_of[_BW] = self.plan.zero3[1] + self.plan.zero3[2]
+        z3_busy = np.bincount(r.device, weights=z3_of[r.kind, r.stage] * factor, minlength=p)
         d = int(np.argmax(busy))
         no_p2p = api.evaluate(self.run.schedule, _without_p2p(self.costs)).metrics.makespan if self.p2p_s else None
         p2p_wait = max(0.0, self.makespan_s - no_p2p) if no_p2p is not None else 0.0
         bubble = max(0.0, self.makespan_s - float(busy[d]) - p2p_wait)
         return {
-            "compute_s": float(busy[d] - comm_busy[d]),
+            "compute_s": float(busy[d] - comm_busy[d] - z3_busy[d]),
             "tp_comm_s": float(comm_busy[d]),
+            "zero3_comm_s": float(z3_busy[d]),
             "p2p_s": p2p_wait,
             "bubble_s": bubble,
             "dp_sync_s": self.dp_sync_s,
