@@ -24,6 +24,9 @@ app = Dash(
 app.layout = layout
 server = app.server
 server.secret_key = jobs.secret_key()  # signs background-job handles alike in every worker
+# gzip level 1: a redraw's 33 kB of JSON compresses in 0.2 ms instead of 0.9 ms (7.8 kB instead of
+# 6.5 kB), and plotly.js (4.6 MB, compressed again on every fetch) in a quarter of the time.
+server.config["COMPRESS_LEVEL"] = 1
 celery_app = jobs.celery_app()  # `celery -A app:celery_app worker` when REDIS_URL is set
 
 # Dash sets itself up on the first request, and under a threaded server a second request could
