@@ -60,6 +60,14 @@ def _layer_split(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"--layer-split wants layers per stage, e.g. 3,4,4,3 (got {text!r})") from None
 
 
+def _grid(text: str) -> tuple[int, int]:
+    try:
+        r, c = (int(x) for x in text.split(","))
+        return r, c
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--tp2d wants hidden,sequence ways, e.g. 4,2 (got {text!r})") from None
+
+
 def add_parsers(sub) -> None:
     """Add ``presets`` and ``estimate`` to the main CLI's subparsers."""
     pr = sub.add_parser("presets", help="list the model and GPU presets of `ppviz estimate`")
@@ -98,6 +106,10 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
     p.add_argument("--precision", choices=specs.PRECISIONS, help="bf16 (default) or fp8")
     if not beside_render:
         p.add_argument("--schedule", default="1f1b", help="pipeline schedule (see `ppviz list`; default 1f1b)")
+    p.add_argument("--tp-mode", choices=specs.TP_MODES, help="1d (Megatron, default) or 2d (SUMMA over hidden × "
+                   "sequence; implied by --tp2d)")  # fmt: skip
+    p.add_argument("--tp2d", type=_grid, metavar="R,C", help="2D TP grid: hidden ways R × sequence ways C (tp = R·C)")
+    p.add_argument("--summa-blocks", type=int, help="SUMMA steps per matmul (default: lcm of R and C)")
     p.add_argument("--layer-split", type=_layer_split, metavar="N,N,...", help="layers of every stage")
     p.add_argument("--edge-fewer", type=int, help="k fewer layers on the first and last stage")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap the gradient reduction")
@@ -122,6 +134,7 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
 def given_flags(args: argparse.Namespace) -> list[str]:
     """The real-units flags given on a `ppviz render` line (those add_layout_args added beside it)."""
     names = ["model", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
+             "tp_mode", "tp2d", "summa_blocks",
              "precision", "layer_split", "edge_fewer", "no_dp_overlap", "pair_overlap",
              "gpu_nvlink_domain"]  # fmt: skip
     names += [f"model_{f}" for _, f, _ in MODEL_FLAGS] + [f"model_{f}" for f in MODEL_BOOLS]
@@ -153,11 +166,15 @@ def build(args: argparse.Namespace) -> Estimate:
             raise ValueError(f"{args.schedule} does not take --{name.replace('_', '-')}")
         sched_params[name] = v
     ones = {n: _or(getattr(args, n), 1) for n in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs")}
+    tp_mode = _or(args.tp_mode, "2d" if args.tp2d else "1d")
+    if args.tp2d and args.tp is None:
+        ones["tp"] = args.tp2d[0] * args.tp2d[1]
     layout = specs.Layout(
         **ones, gbs=args.gbs, sequence_parallel=args.sequence_parallel, recompute=_or(args.recompute, "none"),
         zero=_or(args.zero, 0), precision=_or(args.precision, "bf16"), schedule=args.schedule,
         schedule_params=sched_params, layer_split=args.layer_split, edge_fewer=_or(args.edge_fewer, 0),
         dp_overlap=not args.no_dp_overlap, b_frees=_or(args.b_frees, 0.0), pair_overlap=args.pair_overlap,
+        tp_mode=tp_mode, tp2d=args.tp2d, summa_blocks=_or(args.summa_blocks, 0),
     )  # fmt: skip
     return estimate(model, gpu, layout)
 

@@ -53,6 +53,25 @@ def all_gather_s(size_bytes: float, n: int, k: int, gpu: Gpu) -> float:
 reduce_scatter_s = all_gather_s
 
 
+def broadcast_s(size_bytes: float, n: int, k: int, gpu: Gpu) -> float:
+    """Pipelined (chain) broadcast of ``size_bytes`` from one of n GPUs, k per NVLink domain, as
+    NCCL runs it (its broadcast's bus bandwidth equals its algorithm bandwidth): the message
+    streams through the domain once at NVLink speed; between domains the k members each carry
+    S/k on their own NIC; plus one latency per hop."""
+    if n <= 1 or size_bytes <= 0:
+        return 0.0
+    bnv, bnet, k, nodes = _tiers(gpu, n, k)
+    t = 0.0
+    if k > 1:
+        t += size_bytes / bnv + (k - 1) * gpu.nvlink_latency_s
+    if nodes > 1:
+        t += size_bytes / k / bnet + (nodes - 1) * gpu.network_latency_s
+    return t
+
+
+reduce_s = broadcast_s  # the same chain run backwards, adding as it goes
+
+
 def all_to_all_s(send_bytes: float, n: int, k: int, gpu: Gpu) -> float:
     """All-to-all where each GPU holds ``send_bytes`` spread evenly over the n members: the
     NVLink and network shares move at once, so the slower of them bounds the time."""

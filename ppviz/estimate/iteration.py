@@ -81,8 +81,9 @@ class StagePlan:
 
 
 def shape_of(layout: Layout) -> layer.Shape:
+    grid = layout.tp2d if layout.tp_mode == "2d" else None
     return layer.Shape(layout.tp, layout.cp, layout.ep, layout.dp, layout.mbs, layout.sequence_parallel,
-                       layout.recompute, layout.precision)  # fmt: skip
+                       layout.recompute, layout.precision, grid, layout.blocks)  # fmt: skip
 
 
 def resolve(model: Model | str, gpu: Gpu | str) -> tuple[Model, Gpu]:

@@ -85,6 +85,8 @@ class Shape:
     sp: bool
     recompute: str
     precision: str
+    tp2d: tuple[int, int] | None = None  # 2D (SUMMA) grid: hidden ways × sequence ways (tp = their product)
+    blocks: int = 0  # SUMMA steps per matmul
 
 
 class _Acc:
@@ -144,6 +146,10 @@ def peak_flops(gpu: Gpu, precision: str) -> float:
 
 def check(model: Model, shape: Shape) -> None:
     """Refuse layouts the layer cannot be split into, saying what to change."""
+    if shape.tp2d is not None:
+        from . import summa
+
+        return summa.check(model, shape)
     t, cp = shape.tp, shape.cp
     if model.heads % t:
         raise SpecError(f"tp {t} must divide the {model.heads} attention heads: use tp in {_divisors(model.heads)}")
@@ -172,6 +178,10 @@ def _divisors(n: int) -> str:
 @lru_cache(maxsize=4096)
 def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
     """One transformer layer (dense, or MoE when ``moe``) on one GPU, one microbatch."""
+    if shape.tp2d is not None:
+        from . import summa
+
+        return summa.layer(model, gpu, shape)
     t, sp = shape.tp, shape.sp
     h, a, g, d, s = model.hidden, model.heads, model.kv_heads, model.d_head, model.seq
     T = shape.mbs * s / shape.cp  # tokens of one microbatch on this GPU's sequence shard
@@ -193,24 +203,7 @@ def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
     # attention
     norm()
     acc.gemm(T, h, (q + 2 * kv) / t)
-    z = T * s * at  # score elements
-    score_flops = 2.0 * T * s * d * at
-    for c in (acc, core):
-        if flash:
-            io = BF16 * T * (q + q) / t + BF16 * 2 * s * shape.mbs * kv / t
-            c.batched("f", 2 * score_flops * FLASH_CAUSAL, io, 2 * score_flops)
-        else:
-            c.batched("f", score_flops, BF16 * (T * q / t + s * shape.mbs * kv / t + z), score_flops)
-            c.elementwise(BF16 * 2 * z + ((BF16 * 2 + 1) * z if drop else 0), flops_per_byte=1.0, backward=0)
-            c.batched("f", score_flops, BF16 * (z + s * shape.mbs * kv / t + T * q / t), score_flops)
-    if flash:
-        io = BF16 * T * 4 * q / t + BF16 * 4 * s * shape.mbs * kv / t
-        acc.batched("b", 2 * score_flops * FLASH_CAUSAL * FLASH_BACKWARD, io, 4 * score_flops)
-    else:
-        io = BF16 * 3 * z + BF16 * 2 * (T * q / t + s * shape.mbs * kv / t)
-        acc.batched("b", 2 * score_flops, io, 2 * score_flops)  # attention·V backward: dP and dV
-        acc.op("b", 0.0, BF16 * 3 * z + ((BF16 * 2 + 1) * z if drop else 0), 0.0, tensor=False)  # softmax, dropout
-        acc.batched("b", 2 * score_flops, io, 2 * score_flops)  # QKᵀ backward: dQ and dK
+    attention_core(acc, core, T, s, shape.mbs, at, d, kv / t, flash, drop)
     acc.gemm(T, q / t, h)
     residual()
     # MLP
@@ -270,6 +263,33 @@ def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
     return Part(f, b, w, rec, activation_bytes(model, shape, moe), params(model, shape, moe), experts, model_flops)
 
 
+def attention_core(
+    acc: _Acc, core: _Acc, tq: float, s: int, mbs: int, heads: float, d: int, kvd: float, flash: bool, drop: bool
+) -> None:
+    """Attention's core on one GPU: ``tq`` query tokens against the ``mbs·s`` key tokens of their
+    sequences, ``heads`` local heads of width d, ``kvd`` local K (and V) width. F goes into both
+    ``acc`` and ``core`` (what selective recompute reruns), the backward into ``acc``."""
+    qd = heads * d
+    z = tq * s * heads  # score elements
+    score_flops = 2.0 * tq * s * d * heads
+    for c in (acc, core):
+        if flash:
+            io = BF16 * tq * 2 * qd + BF16 * 2 * s * mbs * kvd
+            c.batched("f", 2 * score_flops * FLASH_CAUSAL, io, 2 * score_flops)
+        else:
+            c.batched("f", score_flops, BF16 * (tq * qd + s * mbs * kvd + z), score_flops)
+            c.elementwise(BF16 * 2 * z + ((BF16 * 2 + 1) * z if drop else 0), flops_per_byte=1.0, backward=0)
+            c.batched("f", score_flops, BF16 * (z + s * mbs * kvd + tq * qd), score_flops)
+    if flash:
+        io = BF16 * tq * 4 * qd + BF16 * 4 * s * mbs * kvd
+        acc.batched("b", 2 * score_flops * FLASH_CAUSAL * FLASH_BACKWARD, io, 4 * score_flops)
+    else:
+        io = BF16 * 3 * z + BF16 * 2 * (tq * qd + s * mbs * kvd)
+        acc.batched("b", 2 * score_flops, io, 2 * score_flops)  # attention·V backward: dP and dV
+        acc.op("b", 0.0, BF16 * 3 * z + ((BF16 * 2 + 1) * z if drop else 0), 0.0, tensor=False)  # softmax, dropout
+        acc.batched("b", 2 * score_flops, io, 2 * score_flops)  # QKᵀ backward: dQ and dK
+
+
 def activation_bytes(model: Model, shape: Shape, moe: bool) -> float:
     """Bytes one layer keeps from F to its backward, one microbatch, one GPU (Korthikanti Table 2)."""
     t, sp = shape.tp, shape.sp
@@ -327,6 +347,10 @@ def params(model: Model, shape: Shape, moe: bool) -> float:
 @lru_cache(maxsize=1024)
 def embedding(model: Model, gpu: Gpu, shape: Shape) -> Part:
     """The first stage's extra: the vocab-parallel embedding (and learned positions, dropout)."""
+    if shape.tp2d is not None:
+        from . import summa
+
+        return summa.embedding(model, gpu, shape)
     t, sp = shape.tp, shape.sp
     h = model.hidden
     T = shape.mbs * model.seq / shape.cp
@@ -349,6 +373,10 @@ def embedding(model: Model, gpu: Gpu, shape: Shape) -> Part:
 @lru_cache(maxsize=1024)
 def head(model: Model, gpu: Gpu, shape: Shape, own_weights: bool) -> Part:
     """The last stage's extra: final norm, the vocab-parallel output layer and the fp32 loss."""
+    if shape.tp2d is not None:
+        from . import summa
+
+        return summa.head(model, gpu, shape, own_weights)
     t, sp = shape.tp, shape.sp
     h, V = model.hidden, model.vocab
     T = shape.mbs * model.seq / shape.cp

@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 
 RECOMPUTE = ("none", "selective", "full")
+TP_MODES = ("1d", "2d")
 PRECISIONS = ("bf16", "fp8")
 
 
@@ -153,6 +154,9 @@ class Layout:
     dp_overlap: bool = True  # overlap the gradient reduction with the last backward (Megatron's default)
     b_frees: float = 0.0  # fraction of a stage's activation that B frees (W frees the rest)
     pair_overlap: bool = False  # overlapped F&B pairs (DualPipe) hide each op's MoE all-to-all
+    tp_mode: str = "1d"  # "2d": SUMMA over hidden × sequence (NERSC's performance model, seed 003)
+    tp2d: tuple[int, int] | None = None  # 2D grid (hidden ways, sequence ways); their product is tp
+    summa_blocks: int = 0  # SUMMA steps (panels) per matmul; 0: the least, lcm of the two grid sides
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
@@ -182,6 +186,40 @@ class Layout:
             raise SpecError("sequence parallel splits the sequence over the tp GPUs: it needs tp > 1")
         if not 0 <= self.b_frees <= 1:
             raise SpecError(f"b_frees must be between 0 and 1 (got {self.b_frees})")
+        self._check_tp_mode()
+
+    def _check_tp_mode(self) -> None:
+        if self.tp_mode not in TP_MODES:
+            raise SpecError(f"tp_mode must be one of {', '.join(TP_MODES)} (got {self.tp_mode!r})")
+        _check_int("summa_blocks", self.summa_blocks, 0)
+        if self.tp_mode == "1d":
+            if self.tp2d is not None or self.summa_blocks:
+                raise SpecError("tp2d and summa_blocks are for tp_mode 2d: add tp_mode 2d, or drop them")
+            return
+        if self.tp2d is None or len(tuple(self.tp2d)) != 2:
+            raise SpecError(f"tp_mode 2d needs tp2d = (hidden ways, sequence ways) whose product is tp {self.tp}")
+        grid = tuple(self.tp2d)
+        for n in grid:
+            _check_int("each side of tp2d", n, 1)
+        object.__setattr__(self, "tp2d", grid)
+        if grid[0] * grid[1] != self.tp:
+            raise SpecError(f"tp2d {grid[0]},{grid[1]} multiplies to {grid[0] * grid[1]}, not tp {self.tp}")
+        if self.sequence_parallel:
+            raise SpecError(
+                "2D tensor parallelism already splits the sequence over its second side: drop sequence_parallel"
+            )
+        if self.cp > 1:
+            raise SpecError("2D tensor parallelism splits the sequence itself: use cp 1 with tp_mode 2d")
+        if self.summa_blocks and (self.summa_blocks % grid[0] or self.summa_blocks % grid[1]):
+            raise SpecError(
+                f"summa_blocks {self.summa_blocks} must be a multiple of both sides of tp2d {grid[0]},{grid[1]} "
+                f"(each panel inside one GPU's block): use {math.lcm(*grid)} or a multiple of it"
+            )
+
+    @property
+    def blocks(self) -> int:
+        """SUMMA steps per matmul under tp_mode 2d (summa_blocks, or the lcm of the grid sides)."""
+        return self.summa_blocks or (math.lcm(*self.tp2d) if self.tp2d else 0)
 
     @property
     def gpus(self) -> int:
