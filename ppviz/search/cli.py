@@ -57,8 +57,8 @@ def add_parser(sub) -> None:
     p.add_argument("--headroom", type=float, default=0.0, help="fraction of HBM kept free, e.g. 0.1")
     p.add_argument("--budget", type=float, default=2.0, help="seconds for the searching schedules (default 2)")
     p.add_argument("--no-pareto", action="store_true", help="skip the Pareto front (faster)")
-    p.add_argument("--pareto-within", type=float, default=0.25,
-                   help="the front covers layouts up to this fraction slower than the best (default 0.25)")  # fmt: skip
+    p.add_argument("--pareto-within", type=float, default=0.1,
+                   help="the front covers layouts up to this fraction slower than the best (default 0.1)")  # fmt: skip
     p.add_argument("--jobs", type=int, default=1, help="local processes to spread the work over (default 1)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")

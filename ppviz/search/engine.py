@@ -108,7 +108,7 @@ def search(
     options: space.Options | None = None,
     budget_s: float = 2.0,
     pareto: bool = True,
-    pareto_within: float = 0.25,
+    pareto_within: float = 0.1,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
     partition: tuple[int, int] | None = None,
@@ -170,7 +170,7 @@ class _Search:
         self.invalid = 0
         self._last_progress = 0.0
         self.partition: tuple[int, int] | None = None
-        self.pareto_within = 0.25
+        self.pareto_within = 0.1
 
     # --- driver -------------------------------------------------------------------------------
 

@@ -57,7 +57,7 @@ def search_parallel(model, gpu, gpus: int, global_batch: int, *, jobs: int, prog
     for i, r in enumerate(rows):
         r["rank"] = i + 1
     front = []
-    limit = (1 + kw.get("pareto_within", 0.25)) * (rows[0]["iteration_s"] if rows else 0.0)
+    limit = (1 + kw.get("pareto_within", 0.1)) * (rows[0]["iteration_s"] if rows else 0.0)
     for r in sorted((r for p in parts for r in p.pareto), key=lambda r: (r["iteration_s"], max(r["peak_bytes"]))):
         if r["iteration_s"] <= limit and (not front or max(r["peak_bytes"]) < max(front[-1]["peak_bytes"])):
             front.append(r)
