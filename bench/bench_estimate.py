@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from ppviz.estimate import Layout, estimate, gpu, layer, model
+from ppviz.estimate import Layout, estimate, gpu, layer, model, summa
 from ppviz.estimate import iteration as it
 
 CASES = [
@@ -23,11 +23,15 @@ CASES = [
                                       schedule="zb-h1")),
     ("llama3-70b", "h100-sxm", Layout(tp=8, pp=8, dp=4, mbs=1, gbs=256, recompute="selective", sequence_parallel=True,
                                       zero=1, schedule="zb-v")),
+    ("gpt3-175b", "a100-80gb", Layout(tp=8, pp=8, mbs=1, gbs=64, recompute="selective", tp_mode="2d", tp2d=(4, 2),
+                                      schedule="zb-h1")),
+    ("llama3-70b", "h100-sxm", Layout(tp=8, pp=8, dp=4, mbs=1, gbs=256, recompute="selective", sequence_parallel=True,
+                                      zero=3, schedule="zb-v")),
     ("megatron-1t", "a100-80gb", Layout(tp=8, pp=64, mbs=1, gbs=512, recompute="selective", sequence_parallel=True)),
 ]  # fmt: skip
 
 
-LAYER_CACHES = (layer.layer, layer.embedding, layer.head, it._stage_plan)
+LAYER_CACHES = (layer.layer, layer.embedding, layer.head, summa.layer, summa.embedding, summa.head, it._stage_plan)
 
 
 def run_once(m, gp, lay, caches=()) -> None:
@@ -48,7 +52,8 @@ def timed(fn, repeat: int, *args) -> float:
 
 
 def main() -> None:
-    print(f"{'model':<12} {'schedule':<17} {'actions':>8} {'cold':>9} {'new layout':>11} {'warm':>9} {'to_dict':>9}")
+    head = f"{'model':<12} {'schedule':<17} {'mode':<10} {'actions':>8}"
+    print(f"{head} {'cold':>9} {'new layout':>11} {'warm':>9} {'to_dict':>9}")
     for name, g, lay in CASES:
         m, gp = model(name), gpu(g)
         repeat = 5 if lay.pp * lay.microbatches > 10_000 else 20
@@ -57,7 +62,8 @@ def main() -> None:
         t_new = timed(run_once, repeat, m, gp, lay, LAYER_CACHES)
         t_warm = timed(run_once, repeat, m, gp, lay)
         t_dict = timed(lambda *a: estimate(*a).to_dict(), max(3, repeat // 4), m, gp, lay)
-        print(f"{name:<12} {lay.schedule:<17} {n:>8,} {t_cold * 1e3:>7.1f}ms {t_new * 1e3:>9.1f}ms "
+        mode = f"2D {lay.tp2d[0]}×{lay.tp2d[1]}" if lay.tp_mode == "2d" else f"ZeRO {lay.zero}"
+        print(f"{name:<12} {lay.schedule:<17} {mode:<10} {n:>8,} {t_cold * 1e3:>7.1f}ms {t_new * 1e3:>9.1f}ms "
               f"{t_warm * 1e3:>7.1f}ms {t_dict * 1e3:>7.1f}ms")  # fmt: skip
 
 
