@@ -123,6 +123,8 @@ def test_bad_layouts_are_refused(kw, words):
 def test_bad_grids_for_the_model_are_refused():
     with pytest.raises(SpecError, match="hidden side 16 of tp2d must divide the 8 KV heads"):
         estimate(LLAMA, A100, Layout(tp=16, tp_mode="2d", tp2d=(16, 1)))
+    with pytest.raises(SpecError, match="ep 2 needs an MoE model"):
+        estimate(LLAMA, A100, Layout(tp=8, dp=2, ep=2, tp_mode="2d", tp2d=(4, 2)))
     with pytest.raises(SpecError, match="dense models only"):
         estimate("mixtral-8x7b", A100, Layout(tp=8, tp_mode="2d", tp2d=(4, 2)))
     with pytest.raises(SpecError, match="summa_blocks 128 must divide"):

@@ -133,14 +133,15 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
 
 def given_flags(args: argparse.Namespace) -> list[str]:
     """The real-units flags given on a `ppviz render` line (those add_layout_args added beside it)."""
-    names = ["model", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
-             "tp_mode", "tp2d", "summa_blocks",
-             "precision", "layer_split", "edge_fewer", "no_dp_overlap", "pair_overlap",
-             "gpu_nvlink_domain"]  # fmt: skip
-    names += [f"model_{f}" for _, f, _ in MODEL_FLAGS] + [f"model_{f}" for f in MODEL_BOOLS]
-    names += [f"gpu_{f}" for _, f, _, _ in GPU_FLAGS]
-    return [f"--{n.removeprefix('model_').removeprefix('gpu_').replace('_', '-')}" for n in names
-            if getattr(args, n, None) not in (None, False)]  # fmt: skip
+    plain = ["model", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
+             "tp_mode", "tp2d", "summa_blocks", "precision", "layer_split", "edge_fewer", "no_dp_overlap",
+             "pair_overlap"]  # fmt: skip
+    flags = {n: n.replace("_", "-") for n in plain}
+    flags.update({f"model_{f}": flag for flag, f, _ in MODEL_FLAGS})
+    flags.update({f"model_{f}": f.replace("_", "-") for f in MODEL_BOOLS})
+    flags.update({f"gpu_{f}": flag for flag, f, _, _ in GPU_FLAGS})
+    flags["gpu_nvlink_domain"] = "nvlink-domain"
+    return [f"--{flag}" for dest, flag in flags.items() if getattr(args, dest, None) not in (None, False)]
 
 
 def _or(value, default):

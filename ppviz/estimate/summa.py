@@ -70,6 +70,8 @@ def check(model: Model, shape: Shape) -> None:
     nb = shape.blocks
     if model.moe:
         raise SpecError("2D tensor parallelism is modelled for dense models only: use tp_mode 1d for MoE")
+    if shape.ep > 1:
+        raise SpecError(f"ep {shape.ep} needs an MoE model ({model.name} is dense): use ep 1")
     for what, n in (("attention heads", model.heads), ("KV heads", model.kv_heads), ("FFN width", model.ffn),
                     ("vocabulary", model.vocab)):  # fmt: skip
         if n % R:
