@@ -33,8 +33,8 @@ SAFETY = 1e-9  # relative slack when comparing a computed peak with a capacity (
 
 @dataclass(frozen=True, eq=False)
 class Order:
-    """What the bounds need from a schedule: its placement, who carries microbatches, and (when the
-    order is known) per-device op counts and the action columns for the activation curve."""
+    """What the bounds need from a schedule: its placement, how many microbatches each direction
+    carries, and (when the order is known) its action columns for the activation curve."""
 
     placement: Placement
     microbatches: int
@@ -57,25 +57,6 @@ class Order:
         if self.directions is None:
             return (self.microbatches,) + (0,) * (len(self.placement.devices_of) - 1)
         return tuple(np.bincount(self.directions, minlength=len(self.placement.devices_of)).tolist())
-
-    @cached_property
-    def counts(self) -> np.ndarray:
-        """[device, kind, stage]: how many ops of each kind of each stage the device runs."""
-        p, S = self.devices, self.stages
-        out = np.zeros((p, 4, S))
-        if self.schedule is not None:
-            dev, stage, _, kind, _, _ = self._columns
-            np.add.at(out, (dev, kind, stage), 1.0)
-            return out
-        for r, n in enumerate(self.used):
-            for s, d in enumerate(self.placement.devices_of[r]):
-                out[d, _F, s] += n
-                if self.split_backward:
-                    out[d, _B, s] += n
-                    out[d, _W, s] += n
-                else:
-                    out[d, _BW, s] += n
-        return out
 
     @cached_property
     def _columns(self):
@@ -114,12 +95,9 @@ class Order:
 
     def makespan_floor_s(self, f: np.ndarray, b: np.ndarray, w: np.ndarray, p2p_s: float) -> float:
         """A lower bound on the simulated makespan under exact per-stage times f, b, w (seconds)."""
-        if self.schedule is None:
-            work = f + b + w  # every microbatch of a direction runs F, B and W (or BW) of each stage
-            busy = np.einsum("rsd,r,s->d", self.held_mask, np.asarray(self.used, float), work)
-        else:
-            dur = np.stack([f, b, w, b + w])  # [kind, stage], as the simulator charges each kind
-            busy = np.einsum("dks,ks->d", self.counts, dur)
+        # every microbatch of a direction runs F and B + W (or BW, which takes b + w) of each stage once,
+        # on the device holding it (the simulator checks this), and a pair takes the sum of its two ops
+        busy = np.einsum("rsd,r,s->d", self.held_mask, np.asarray(self.used, float), f + b + w)
         before_f = np.concatenate([[0.0], np.cumsum(f)[:-1]])
         chain_f = before_f[None, :] + p2p_s * self.crossings  # [direction, stage]
         first = np.where(self.held_mask, chain_f[:, :, None], np.inf).min(axis=(0, 1))

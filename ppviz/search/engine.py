@@ -161,6 +161,7 @@ class _Search:
         self.orders: OrderedDict = OrderedDict()
         self.plans: dict = {}
         self.dp_floors: dict = {}
+        self.held: dict = {}
         self.p2ps: dict = {}
         self.runs: OrderedDict = OrderedDict()
         self.searched = self.pruned_time = self.pruned_memory = self.simulated = self.over = self.cut = 0
@@ -315,6 +316,12 @@ class _Search:
         act, exact = order.activation_peak(np.asarray(plan.activation_bytes), lay.b_frees)
         slot = order.slot_ceiling_s(f, b, w)
         pre = Estimate(self.model, self.gpu, replace(lay, zero=zero), stub, None, plan, p2p)
+        key = (pl.devices_of, order.used, id(plan))
+        held = self.held.get(key)
+        if held is None:  # parameters per device, by the estimate layer's code, once per placement and plan
+            held = self.held[key] = {"params_per_device": pre.params_per_device,
+                                     "expert_params_per_device": pre.expert_params_per_device}  # fmt: skip
+        pre.__dict__.update(held)
         st = pre.static_bytes
         mem = float((st["weight"] + st["grad"] + st["optimizer"] + act).max())
         # ZeRO 0 all-reduces, ZeRO ≥ 1 reduce-scatters and all-gathers: the smaller exposure bounds all stages
