@@ -99,7 +99,7 @@ def main() -> None:
     try:
         print("| schedule | pp × m | change → both charts redrawn (15 moves) | server render cold / warm |")
         print("|---|---|---:|---:|")
-        for schedule in ("1f1b", "zb-v", "interleaved-1f1b"):
+        for schedule in sys.argv[1:] or ("1f1b", "zb-v", "interleaved-1f1b"):
             times = moves(driver, base, schedule, 15)
             cold, warm = server_share(schedule)
             print(

@@ -25,7 +25,7 @@ VIEW_OUTPUTS = (
 )
 
 clientside_callback(
-    """function(hash, tab) {
+    """function(hash, tab, a, m, s) {
         const nu = window.dash_clientside.no_update;
         const views = ["abstract", "model", "search"];
         const trig = (window.dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
@@ -38,8 +38,12 @@ clientside_callback(
             const only = Array.from(params.keys()).length === 1;
             newHash = view === "abstract" && only ? "" : "#" + params.toString();
         }
-        const show = v => (v === view ? {} : {display: "none"});
-        return [newHash, tab === view ? nu : view, show("abstract"), show("model"), show("search")];
+        // Only the styles that change: an unchanged view is not rendered again.
+        const show = (v, now) => {
+            const hidden = !!(now && now.display === "none");
+            return hidden === (v !== view) ? nu : (v === view ? {} : {display: "none"});
+        };
+        return [newHash, tab === view ? nu : view, show("abstract", a), show("model", m), show("search", s)];
     }""",
     Output("url", "hash", allow_duplicate=True),
     Output("view-tabs", "value"),
@@ -48,6 +52,9 @@ clientside_callback(
     Output("search-view", "style"),
     Input("url", "hash"),
     Input("view-tabs", "value"),
+    State("abstract-view", "style"),
+    State("model-view", "style"),
+    State("search-view", "style"),
     prevent_initial_call="initial_duplicate",
 )
 

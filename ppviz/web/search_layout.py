@@ -143,6 +143,7 @@ def _results() -> list:
                 "rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True},
                 "domLayout": "autoHeight",
                 "suppressColumnVirtualisation": True,
+                "animateRows": False,
             },
             getRowId="params.data.command",
             style={"width": "100%"},
