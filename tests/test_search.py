@@ -96,8 +96,11 @@ def test_bounds_never_exceed_the_simulated_figures(brute):
         grp = s._group(g)
         s.heap = []
         s._expand(grp)
-        for _, _, var in list(s.heap):
+        for _, _, raw in list(s.heap):
             s.heap = []
+            s._bound(raw)
+            (_, _, var), s.heap = s.heap[0], []
+            assert grp.lb_s <= raw.lb_s * (1 + 1e-12) and raw.lb_s <= var.lb_s * (1 + 1e-12)
             s._leaves(var)
             for _, _, leaf in s.heap:
                 e = by_key[engine.rank_key(leaf.layout)]

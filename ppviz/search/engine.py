@@ -46,6 +46,21 @@ class _Group:
 
 
 @dataclass(eq=False)
+class _Raw:
+    """A schedule of a group bounded by its makespan floor only."""
+
+    lay: Layout
+    variant: space.Variant
+    order: bounds.Order
+    plan: object
+    p2p: float
+    span: float
+    lb_s: float
+    mem_lb: float  # the group's
+    count: int
+
+
+@dataclass(eq=False)
 class _Variant:
     lay: Layout
     variant: space.Variant
@@ -209,6 +224,8 @@ class _Search:
                 continue
             if isinstance(node, _Group):
                 self._expand(node)
+            elif isinstance(node, _Raw):
+                self._bound(node)
             elif isinstance(node, _Variant):
                 self._leaves(node)
             else:
@@ -226,7 +243,7 @@ class _Search:
             return True
         if not self.pareto or lb > (1 + self.pareto_within) * self._best_time():
             return False
-        return not self.front.dominated(lb, node.mem_lb if isinstance(node, _Group) else node.mem)
+        return not self.front.dominated(lb, node.mem_lb if isinstance(node, (_Group, _Raw)) else node.mem)
 
     def _best_time(self) -> float:
         return min((-t for t, _ in self.best), default=np.inf)
@@ -288,19 +305,15 @@ class _Search:
         return o
 
     def _expand(self, grp: _Group) -> None:
-        """A group into its schedules: bounds from the placement alone, the ZeRO stage that needs least."""
+        """A group into its schedules, each bounded by its makespan floor alone (the rest when popped)."""
         g = grp.g
         for v in grp.variants:
             lay = g.layout(self.gbs, schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
             order = self._order(lay, v, False)
-            node = self._variant(lay, v, order, max(self.zeros))
-            if node.mem > self.capacity * (1 + bounds.SAFETY):
-                self.pruned_memory += node.count
-            else:
-                heapq.heappush(self.heap, (node.lb_s, next(self.seq), node))
+            raw = self._raw(lay, v, order, grp.mem_lb)
+            heapq.heappush(self.heap, (raw.lb_s, next(self.seq), raw))
 
-    def _variant(self, lay: Layout, v: space.Variant, order: bounds.Order, zero: int) -> _Variant:
-        stub = bounds.Unsimulated(order)
+    def _raw(self, lay: Layout, v: space.Variant, order: bounds.Order, mem_lb: float) -> _Raw:
         pl = order.placement
         tied_shared = any(row[0] == row[-1] for row in pl.devices_of)
         key = (shape_of(lay), v.layer_split, order.stages, tied_shared)
@@ -310,9 +323,25 @@ class _Search:
         key = (lay.tp, lay.cp, lay.dp, lay.mbs, pl.devices_of)
         p2p = self.p2ps.get(key)
         if p2p is None:
-            p2p = self.p2ps[key] = p2p_seconds(self.model, self.gpu, lay, stub.schedule)
+            p2p = self.p2ps[key] = p2p_seconds(self.model, self.gpu, lay, bounds.Unsimulated(order).schedule)
+        span = order.makespan_floor_s(np.asarray(plan.f), np.asarray(plan.b), np.asarray(plan.w), p2p)
+        return _Raw(lay, v, order, plan, p2p, span, span, mem_lb, len(self.zeros))
+
+    def _bound(self, raw: _Raw) -> None:
+        """A schedule's full bounds: memory from the placement, optimizer and DP-sync floors."""
+        node = self._variant(raw.lay, raw.variant, raw.order, max(self.zeros), raw)
+        if node.mem > self.capacity * (1 + bounds.SAFETY):
+            self.pruned_memory += node.count
+        else:
+            heapq.heappush(self.heap, (node.lb_s, next(self.seq), node))
+
+    def _variant(self, lay: Layout, v: space.Variant, order: bounds.Order, zero: int, raw: _Raw | None = None):
+        if raw is None or raw.order is not order:
+            raw = self._raw(lay, v, order, 0.0)
+        plan, p2p, span = raw.plan, raw.p2p, raw.span
+        stub = bounds.Unsimulated(order)
+        pl = order.placement
         f, b, w = np.asarray(plan.f), np.asarray(plan.b), np.asarray(plan.w)
-        span = order.makespan_floor_s(f, b, w, p2p)
         act, exact = order.activation_peak(np.asarray(plan.activation_bytes), lay.b_frees)
         slot = order.slot_ceiling_s(f, b, w)
         pre = Estimate(self.model, self.gpu, replace(lay, zero=zero), stub, None, plan, p2p)
@@ -490,9 +519,14 @@ def closest(s: _Search, groups: list[_Group]) -> Estimate | None:
                 heapq.heappush(heap, (float(est.peak_bytes.max()), next(s.seq), est))
                 continue
             saved, s.heap = s.heap, []
-            s._expand(node) if isinstance(node, _Group) else s._leaves(node)
+            if isinstance(node, _Group):
+                s._expand(node)
+            elif isinstance(node, _Raw):
+                s._bound(node)
+            else:
+                s._leaves(node)
             for _, _, child in s.heap:
-                heapq.heappush(heap, (child.mem, next(s.seq), child))
+                heapq.heappush(heap, (getattr(child, "mem", None) or child.mem_lb, next(s.seq), child))
             s.heap = saved
     finally:
         s.capacity = cap
