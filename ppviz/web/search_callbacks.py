@@ -81,7 +81,9 @@ def search_in_background(set_progress, request):
     """Run ``ppviz.search`` in a background job; progress is the layouts decided out of the space."""
     jobs.watch()
     key = request.get("search") if isinstance(request, dict) else None
-    state = search_state.parse("#" + key if isinstance(key, str) else "").state
+    state, _, given = search_state.parse("#" + key if isinstance(key, str) else "")
+    if not given:  # not a request this page made (it always names its inputs): nothing to search
+        return no_update, no_update, no_update, no_update
     set_progress((0, 1, f"{state.model} on {state.gpus:,} × {state.gpu}: listing the layouts…"))
 
     def progress(done: int, total: int) -> None:
