@@ -832,3 +832,46 @@ def tradeoff(
         hovermode="closest",
     )
     return _figure(data, layout)
+
+
+def peaks(
+    rows: dict[str, Sequence[float]], *, capacity: float | None = None, unit: str = "GB", title: str | None = None
+) -> go.Figure:
+    """Each device's peak memory, one bar group per device and one bar per row (e.g. per schedule),
+    with the capacity as a line: several schedules' memory side by side, in the same unit."""
+    data = []
+    widest = max((len(v) for v in rows.values()), default=1)
+    for i, (label, values) in enumerate(rows.items()):
+        data.append(
+            dict(
+                type="bar",
+                name=label,
+                x=np.arange(len(values)),
+                y=np.asarray(values, dtype=float),
+                marker=dict(color=BREAKDOWN_COLORS[i % len(BREAKDOWN_COLORS)]),
+                hovertemplate=f"{html.escape(label)}<br>device %{{x}}: %{{y:.4~g}} {unit}<extra></extra>",
+            )
+        )
+    if capacity is not None:
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines",
+                name=f"capacity {capacity:.4g} {unit}",
+                x=[-0.5, widest - 0.5],
+                y=[capacity, capacity],
+                line=dict(color="#7A0000", dash="dot", width=2),
+                hovertemplate=f"capacity {capacity:.4g} {unit}<extra></extra>",
+            )
+        )
+    layout = dict(
+        title=dict(text=title or f"peak memory per device ({unit})", x=0, xanchor="left", font=dict(size=14)),
+        barmode="group",
+        height=300,
+        margin=_MARGIN,
+        legend=_LEGEND,
+        xaxis=dict(title=dict(text="device"), tickmode="linear", dtick=1 if widest <= 32 else None, gridcolor=_GRID),
+        yaxis=dict(title=dict(text=f"peak memory ({unit})"), rangemode="tozero", gridcolor=_GRID),
+        plot_bgcolor="white",
+    )
+    return _figure(data, layout)
