@@ -219,7 +219,12 @@ def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
         assert f"{round(est.peak_bytes.max() * 1e-9, 2)}" in table
     fig = page.value("gantt-model", "figure")
     assert fig["layout"]["xaxis2"]["title"]["text"] == "time (ms)"
-    assert page.value("memory-box-model", "style") == {"display": "none"}
+    memory = page.value("memory-model", "figure")  # each schedule's peak GB per device, against 80 GB
+    for name in ("1f1b", "zb-v"):
+        (bars,) = [t for t in memory["data"] if t["name"] == name]
+        assert figures.decode_typed_array(bars["y"]) == pytest.approx(estimate(schedule=name).peak_bytes * 1e-9)
+    assert [t["y"] for t in memory["data"] if t["name"].startswith("capacity")] == [[80.0, 80.0]]
+    assert page.value("memory-box-model", "style") == {}
     assert page.value("row-compare-model", "style") == {}
 
 

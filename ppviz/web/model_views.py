@@ -27,7 +27,7 @@ CACHE_SIZE = 8  # estimates kept per worker (a control change usually touches on
 @dataclass
 class ModelView:
     gantt: object
-    memory: object | None  # None in compare mode
+    memory: object | None  # compare mode: each device's peak per schedule
     breakdown: object | None
     cards: list[tuple[str, str, str, str]]  # (key, label, value, detail); detail kind "error" when over capacity
     ranking: list[dict]
@@ -100,7 +100,9 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             time_scale=MS,
             time_unit="ms",
         )
-        return ModelView(fig, None, bars, [], ranking(estimates), {}, "bars", estimates)
+        capacity = max(e.capacity_bytes for e in estimates) * GB
+        memory = figures.peaks({_title(e): e.peak_bytes * GB for e in estimates}, capacity=capacity, unit="GB")
+        return ModelView(fig, memory, bars, [], ranking(estimates), {}, "bars", estimates)
     est = estimates[0]
     gantt, drawn_as = gantt_figure(est)
     memory = memory_figure(est)
