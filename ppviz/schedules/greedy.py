@@ -261,26 +261,32 @@ def order_peak(order: list[list[Action]], unit: float) -> float:
     return peak
 
 
-def pick_best(placement: Placement, m: int, orders: list[list[list[Action]]], limit: float, costs: Costs):
-    """The order with the shortest longest span (the zero-bubble papers' measure), then the
-    shortest makespan, then the lowest peak, among those within ``limit``; None if none fits."""
+def score(placement: Placement, m: int, order: list[list[Action]], limit: float, costs: Costs):
+    """(key, schedule) of one order, key = (longest span, makespan, peak) as ``pick_best`` ranks
+    them; None when its peak passes ``limit``."""
     from ..ir import make_schedule
     from ..memory import activation
     from ..simulator import simulate
 
+    schedule = make_schedule(placement, m, order)
+    result = simulate(schedule, costs)
+    peak = float(activation(result).peak.max())
+    if peak > limit + _EPS:
+        return None
+    first = np.full(placement.devices, np.inf)
+    last = np.full(placement.devices, -np.inf)
+    np.minimum.at(first, result.slot_device, result.slot_start)
+    np.maximum.at(last, result.slot_device, result.slot_end)
+    span = float(np.max(np.where(np.isfinite(first), last - first, 0.0)))
+    return (span, float(result.slot_end.max()), peak), schedule
+
+
+def pick_best(placement: Placement, m: int, orders: list[list[list[Action]]], limit: float, costs: Costs):
+    """The order with the shortest longest span (the zero-bubble papers' measure), then the
+    shortest makespan, then the lowest peak, among those within ``limit``; None if none fits."""
     best = None
     for order in orders:
-        schedule = make_schedule(placement, m, order)
-        result = simulate(schedule, costs)
-        peak = float(activation(result).peak.max())
-        if peak > limit + _EPS:
-            continue
-        first = np.full(placement.devices, np.inf)
-        last = np.full(placement.devices, -np.inf)
-        np.minimum.at(first, result.slot_device, result.slot_start)
-        np.maximum.at(last, result.slot_device, result.slot_end)
-        span = float(np.max(np.where(np.isfinite(first), last - first, 0.0)))
-        key = (span, float(result.slot_end.max()), peak)
-        if best is None or key < best[0]:
-            best = (key, schedule)
+        scored = score(placement, m, order, limit, costs)
+        if scored is not None and (best is None or scored[0] < best[0]):
+            best = scored
     return None if best is None else best[1]

@@ -224,7 +224,56 @@ def _rewrite_head(row: list[str], i: int, p: int, n_f: int, n_ff: int, c_f: int,
 
 def _squeeze(rows: list[list[str]]) -> list[list[str]] | None:
     """Every op one slot, as early as its row order and its input on the next device allow
-    (F, B from the device above, f, b from the one below); None if the rows cannot run."""
+    (F, B from the device above, f, b from the one below); None if the rows cannot run.
+
+    Ops are placed in the authors' scan order (slot by slot; F, B, W down the devices, then f, b,
+    w up them), in which every input comes first whenever their rules hold: one pass, with each
+    op's input found beforehand by array operations."""
+    p = len(rows)
+    width = len(rows[0])
+    codes = np.frombuffer("".join("".join(row) for row in rows).encode("ascii"), dtype=np.uint8).reshape(p, width)
+    dev, slot = np.nonzero(codes != ord(" "))
+    letter = _LETTER_INDEX[codes[dev, slot]]
+    # microbatch of each op: its rank among its device's ops of the same letter (rows run left to right)
+    group = dev * SIZE + letter
+    by_group = np.lexsort((slot, group))
+    starts = np.searchsorted(group[by_group], group[by_group], side="left")
+    mb = np.empty(len(dev), dtype=np.int64)
+    mb[by_group] = np.arange(len(dev)) - starts
+    n_mb = int(mb.max()) + 1 if len(mb) else 1
+    upward = letter % 2 == 1  # f, b, w
+    scan = np.argsort(slot * (2 * p) + np.where(upward, 2 * p - 1 - dev, dev), kind="stable")
+    dev, letter, mb, slot = dev[scan], letter[scan], mb[scan], slot[scan]
+    where = np.full(p * SIZE * n_mb, -1, dtype=np.int64)
+    where[(dev * SIZE + letter) * n_mb + mb] = np.arange(len(dev))
+    src = np.where(letter % 2 == 0, dev - 1, dev + 1)
+    has_src = (letter < 4) & (src >= 0) & (src < p)
+    dep = np.full(len(dev), -1, dtype=np.int64)
+    dep[has_src] = where[(src[has_src] * SIZE + letter[has_src]) * n_mb + mb[has_src]]
+    if np.any(has_src & ((dep < 0) | (dep >= np.arange(len(dev))))):
+        return _squeeze_slow(rows)
+    at = [0] * len(dev)
+    nxt = [0] * p
+    for k, (i, d) in enumerate(zip(dev.tolist(), dep.tolist())):
+        t = nxt[i]
+        if d >= 0 and at[d] >= t:
+            t = at[d] + 1
+        at[k] = t
+        nxt[i] = t + 1
+    if max(nxt) > width:
+        return None
+    out = np.full((p, width), ord(" "), dtype=np.uint8)
+    out[dev, at] = np.frombuffer(LETTERS.encode("ascii"), dtype=np.uint8)[letter]
+    return [list(row.tobytes().decode("ascii")) for row in out]
+
+
+_LETTER_INDEX = np.zeros(256, dtype=np.int64)
+_LETTER_INDEX[list(LETTERS.encode("ascii"))] = range(SIZE)
+
+
+def _squeeze_slow(rows: list[list[str]]) -> list[list[str]] | None:
+    """``_squeeze`` for rows whose slots are not in input order: devices take turns, each running
+    ahead until it waits for an input."""
     p = len(rows)
     width = len(rows[0])
     seqs = ["".join(row).replace(" ", "") for row in rows]
@@ -235,9 +284,12 @@ def _squeeze(rows: list[list[str]]) -> list[list[str]] | None:
     nxt = [0] * p
     slots: list[list[int]] = [[] for _ in range(p)]
     left = sum(map(len, seqs))
+    down, up = range(p), range(p - 1, -1, -1)
+    sweeps = 0
     while left:
         moved = False
-        for i in range(p):
+        sweeps += 1
+        for i in down if sweeps % 2 else up:  # alternate, to follow both the F and the f chains
             k0 = k = pos[i]
             seq = seqs[i]
             if k == len(seq):
@@ -286,7 +338,8 @@ def _cool_down(rows: list[list[str]], m: int) -> list[list[str]] | None:
     for i, row in enumerate(rows):
         c_b = c_bb = c_w = c_ww = 0
         last_ff = -1
-        for j in range(len(row) - 1, -1, -1):
+        end = len("".join(row).rstrip())  # past the last op: only blanks after it
+        for j in range(end - 1, -1, -1):
             c = row[j]
             if c == "f" and last_ff == -1:
                 last_ff = j
@@ -298,7 +351,7 @@ def _cool_down(rows: list[list[str]], m: int) -> list[list[str]] | None:
                 c_bb += 1
             if last_ff >= 0 and c_bb >= n_bb and c_b >= min(i + 1, n_b):
                 break
-        for j in range(len(row) - 1, -1, -1):
+        for j in range(end - 1, -1, -1):
             if c_w + c_ww >= peak:
                 break
             c = row[j]
@@ -325,7 +378,8 @@ def _cool_down(rows: list[list[str]], m: int) -> list[list[str]] | None:
         return None
     for row in rows:
         last_w = -2  # the two last W/w go; the third from the end marks where refilling starts
-        for j in range(len(row) - 1, -1, -1):
+        end = len("".join(row).rstrip())
+        for j in range(end - 1, -1, -1):
             if row[j] in "Ww":
                 if last_w < 0:
                     row[j] = " "
@@ -337,6 +391,8 @@ def _cool_down(rows: list[list[str]], m: int) -> list[list[str]] | None:
         c_w = head.count("B") - head.count("W")
         c_ww = head.count("b") - head.count("w")
         for j in range(last_w + 1, len(row)):
+            if j >= end and c_w <= 0 and c_ww <= 0:
+                break  # only blanks left, and nothing to put back
             c = row[j]
             if c == "B":
                 c_w += 1

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..costs import Costs
 from ..ir import Action, B, F, Kind, Placement, Schedule, Step, W, make_schedule
 from . import vfamily
-from .greedy import order_peak, pick_best, repairs
+from .greedy import order_peak, repairs, score
 from .registry import Param, Spec, register
 
 PERIOD = 6  # slots per microbatch per device: F, f, B, b, W, w
@@ -126,8 +126,8 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
     return order
 
 
-FAMILY_WORK = 50_000  # blocks built per search × p × max(m, 2p): about 12 blocks, 1 s, at 32 × 128
-REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (0.8 s each at 32 × 128)
+FAMILY_WORK = 32_000  # blocks built per search × p × max(m, 2p): 7 blocks, about 0.7 s, at 32 × 128
+REPAIR_SIZE = 512  # p × m up to which the greedy time-aware repairs run too (0.1 s each at 8 × 64)
 
 
 def controlled(p: int, m: int, references: list[list[list[Action]]], limit: float | None, costs: Costs | None):
@@ -144,19 +144,26 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
     unit = 0.5
     own = [order_peak(ref, unit) for ref in references]
     cap = max(own) if limit is None else limit
-    fits = [ref for ref, peak in zip(references, own) if peak <= cap + 1e-9]
+    fits = [(peak, ref) for ref, peak in zip(references, own) if peak <= cap + 1e-9]
+    small = p * m <= REPAIR_SIZE
+    if fits and not small:  # large runs: only the own block nearest the limit
+        top = max(peak for peak, _ in fits)
+        fits = [(peak, ref) for peak, ref in fits if peak == top]
     family = [vfamily.to_order(rows) for rows in vfamily.search(p, m, cap, FAMILY_WORK)]
     if not fits and not family:
         need = min([*own, vfamily.lowest_peak(p)])
         raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it to at least {need:g}")
-    best = [pick_best(placement, m, group, cap, costs) for group in (fits, family) if group]
+    scored = [score(placement, m, order, cap, costs) for order in [ref for _, ref in fits] + family]
+    best = [min((s for s in group if s is not None), default=None, key=lambda s: s[0])
+            for group in (scored[: len(fits)], scored[len(fits) :])]  # fmt: skip
     best = [s for s in best if s is not None]
     if not best:
         raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it")
-    tried = [[list(row) for row in s.order] for s in best]
-    if p * m <= REPAIR_SIZE:
-        tried += [r for ref in tried for r in repairs(placement, m, ref, cap, costs)]
-    return pick_best(placement, m, tried, cap, costs)
+    if small:
+        tried = [[list(row) for row in schedule.order] for _, schedule in best]
+        repaired = [r for ref in tried for r in repairs(placement, m, ref, cap, costs)]
+        best += [s for s in (score(placement, m, order, cap, costs) for order in repaired) if s is not None]
+    return min(best, key=lambda s: s[0])[1]
 
 
 def _stretch_reference(p: int, m: int, stretch: int) -> list[list[Action]]:
