@@ -127,7 +127,7 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
 
 
 FAMILY_WORK = 32_000  # blocks built per search × p × max(m, 2p): 7 blocks, about 0.7 s, at 32 × 128
-REPAIR_SIZE = 512  # p × m up to which the greedy time-aware repairs run too (0.1 s each at 8 × 64)
+REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (about 0.4 s each at 32 × 64)
 
 
 def controlled(p: int, m: int, references: list[list[list[Action]]], limit: float | None, costs: Costs | None):
