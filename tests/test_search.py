@@ -140,6 +140,7 @@ def test_the_top_row_reruns_through_the_cli_to_the_same_numbers():
     base = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "4096"]
     out = _cli("search", *base, "--gpus", "8", "--gbs", "32", "--top", "3", "--schedules", "1f1b,zb-h1", "--json")
     res = json.loads(out.stdout)
+    assert out.stderr == ""  # no progress bar when stderr is not a terminal
     assert {"layouts", "pareto", "searched", "pruned", "seconds"} <= set(res)
     row = res["layouts"][0]
     args = row["command"].split()[2:]
