@@ -443,11 +443,17 @@ class _Search:
 
     def _nothing_divides(self) -> str:
         m = self.model
+        restricted = [
+            k for k in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "schedules", "recompute", "sequence_parallel",
+                        "zero") if getattr(self.opt, k) is not None
+        ]  # fmt: skip
+        if not self.opt.uneven:
+            restricted.append("even-only")
+        hint = f"relax the restrictions ({', '.join(restricted)})" if restricted else _nearby(m, self.gpus, self.gbs)
         return (
             f"no layout of {self.gpus} GPUs divides: tp·cp·pp·dp must equal the GPU count, with tp dividing the "
             f"{m.heads} heads and {m.kv_heads} KV heads, pp ≤ {m.layers} layers, dp dividing the global batch "
-            f"{self.gbs} and a schedule accepting the microbatch count; {_nearby(self.model, self.gpus, self.gbs)}"
-            + ("" if self.opt == space.Options(headroom=self.opt.headroom) else ", or relax the restrictions")
+            f"{self.gbs} and a schedule accepting the microbatch count; {hint}"
         )
 
     def _nothing_fits(self, groups: list[_Group]) -> str:
@@ -460,8 +466,8 @@ class _Search:
         lay = est.layout
         return (
             f"no layout fits in {cap:.1f} GB per GPU{head}: the closest, {describe(lay)}, needs {peak / 1e9:.1f} GB, "
-            f"{(peak - self.capacity) / 1e9:.1f} GB over; use more GPUs, a smaller global batch, a GPU with more "
-            f"memory, or allow recompute / ZeRO"
+            f"{(peak - self.capacity) / 1e9:.1f} GB over; use more GPUs or a GPU with more memory"
+            + ("" if self.opt == space.Options(headroom=self.opt.headroom) else ", or relax the restrictions")
         )
 
     # --- result -------------------------------------------------------------------------------
