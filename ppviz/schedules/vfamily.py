@@ -23,6 +23,7 @@ the times only choose among them (``vshape.py``). Memory counts are in half devi
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from functools import cache, lru_cache
 from itertools import chain, repeat
 
@@ -423,10 +424,31 @@ def _cut(rows: list[list[str]], m: int) -> None:
                     seen[c] += 1
 
 
-@lru_cache(maxsize=1024)
+_BUILT: OrderedDict[tuple[int, int, Block], tuple[list[str], int] | None] = OrderedDict()
+_BUILT_OPS = 4_000_000  # ops kept across searches (least recently used dropped first): about 10 MB
+_HELD = [0]  # ops held now
+
+
 def build_rows(p: int, m: int, block: Block) -> tuple[list[str], int] | None:
     """(per-device letter strings, peak in half shares) of one block, or None where the
-    authors' rules reject it (peak above 2p, or raised by the warm-up or cool-down)."""
+    authors' rules reject it (peak above 2p, or raised by the warm-up or cool-down).
+
+    Orders do not depend on op times, so the recent ones are kept: a search at another limit or
+    under other times, or another V schedule at the same size, builds nothing twice."""
+    key = (p, m, block)
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+        return _BUILT[key]
+    built = _build_rows(p, m, block)
+    _BUILT[key] = built
+    _HELD[0] += 6 * p * m
+    while _HELD[0] > _BUILT_OPS and len(_BUILT) > 1:
+        (kp, km, _), _ = _BUILT.popitem(last=False)
+        _HELD[0] -= 6 * kp * km
+    return built
+
+
+def _build_rows(p: int, m: int, block: Block) -> tuple[list[str], int] | None:
     n = max(m, 2 * p)
     rows = _repeated(p, n, block)
     first_peak = max(_peaks(rows))
