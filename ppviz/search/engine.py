@@ -258,6 +258,11 @@ class _Search:
         if force or now - self._last_progress > 0.1:
             self._last_progress = now
             done = self.pruned_time + self.pruned_memory + self.simulated + self.cut
+            # layouts still queued whose bound already rules them out will be pruned: count them as done
+            cut = self._threshold()
+            if self.pareto:
+                cut = max(cut, (1 + self.pareto_within) * self._best_time())
+            done += sum(1 if isinstance(n, _Leaf) else n.count for lb, _, n in self.heap if lb > cut)
             self.progress_cb(min(done, self.searched), self.searched)
 
     # --- bounds -------------------------------------------------------------------------------
