@@ -25,6 +25,7 @@ from plotly.subplots import make_subplots
 from . import memory as _memory
 from .api import Run
 from .ir import KIND_INDEX, KINDS, Kind
+from .iterations import iteration_ends, iterations
 
 # Okabe-Ito based: distinguishable with the common colour-vision deficiencies.
 KIND_COLORS = {Kind.F: "#0072B2", Kind.B: "#E69F00", Kind.W: "#009E73", Kind.BW: "#D55E00"}
@@ -220,6 +221,46 @@ def _bar_traces(
     return traces
 
 
+ITERATION_COLOR = "#222222"
+ITERATION_LABEL = "iteration end"
+
+
+def iteration_trace(run: Run, scale: float = 1.0, unit: str = "", **axes) -> dict | None:
+    """Where each iteration ends on each device (its last backward op, from ``ppviz.iterations``): a
+    short vertical line across that device's row, one legend entry; None for a single iteration.
+
+    With a flush every device then waits for the slowest one (the optimizer step); without one
+    (2BW) each device switches weight version at its own line. The last iteration's end is the run's.
+    """
+    k, _ = iterations(run.schedule)
+    if k < 2:
+        return None
+    ends = iteration_ends(run.result)[:-1]
+    xs: list = []
+    ys: list = []
+    text: list = []
+    for i, row in enumerate(ends):
+        for d, t in enumerate(row):
+            if not np.isfinite(t):
+                continue
+            tip = f"iteration {i} ends on device {d} at t {t * scale:.7g}{_suffix(unit)}"
+            xs += [float(t * scale), float(t * scale), None]
+            ys += [d - 0.5, d + 0.5, None]
+            text += [tip, tip, None]
+    return dict(
+        type="scatter",
+        mode="lines",
+        name=f"{ITERATION_LABEL} ({k} iterations)",
+        x=xs,
+        y=ys,
+        text=text,
+        hoverinfo="text",
+        line=dict(color=ITERATION_COLOR, width=2),
+        legendgroup="iterations",
+        **axes,
+    )
+
+
 def _ink(background: str) -> str:
     """Dark text on light bars, white on dark ones (relative luminance threshold)."""
     red, green, blue = (int(background[i : i + 2], 16) / 255 for i in (1, 3, 5))
@@ -373,7 +414,8 @@ def gantt(
         hovermode="closest",
     )
     traces = _bar_traces(run, keep=keep, span=time_range[1] - time_range[0], scale=time_scale, unit=time_unit)
-    return _figure(traces, layout)
+    ends = iteration_trace(run, time_scale, time_unit)
+    return _figure(traces + ([ends] if ends else []), layout)
 
 
 def _window_range(run: Run, window: tuple[float, float] | None) -> list[float]:
@@ -593,7 +635,11 @@ def overview(
         yaxis=_device_axis(p),
         plot_bgcolor="white",
     )
-    return _figure([_heat_trace(run, bins, window=window, scale=time_scale, unit=time_unit)], layout)
+    ends = iteration_trace(run, time_scale, time_unit)
+    if ends:
+        layout["legend"] = _LEGEND
+    heat = _heat_trace(run, bins, window=window, scale=time_scale, unit=time_unit)
+    return _figure([heat] + ([ends] if ends else []), layout)
 
 
 # --- comparison ------------------------------------------------------------------------------
@@ -639,6 +685,11 @@ def compare(
             data.append(_heat_trace(run, 1500, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
         else:
             data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
+        ends = iteration_trace(run, time_scale, time_unit, **axes)
+        if ends:
+            ends.update(name=ITERATION_LABEL, showlegend="iterations" not in seen)
+            seen.add("iterations")
+            data.append(ends)
     layout = fig.layout.to_plotly_json()
     for i, p in enumerate(devices):
         layout[f"yaxis{'' if i == 0 else i + 1}"].update(_device_axis(p))
@@ -824,7 +875,7 @@ def tradeoff(
     layout = dict(
         title=dict(text=title or "iteration time against peak memory", x=0, xanchor="left", font=dict(size=14)),
         height=360,
-        margin=_MARGIN,
+        margin=dict(_MARGIN, t=75),
         legend=_LEGEND,
         xaxis=dict(title=dict(text=f"iteration time ({x_unit})"), gridcolor=_GRID),
         yaxis=dict(title=dict(text=f"peak memory ({y_unit})"), gridcolor=_GRID, rangemode="tozero"),
@@ -868,7 +919,7 @@ def peaks(
         title=dict(text=title or f"peak memory per device ({unit})", x=0, xanchor="left", font=dict(size=14)),
         barmode="group",
         height=300,
-        margin=_MARGIN,
+        margin=dict(_MARGIN, t=75),
         legend=_LEGEND,
         xaxis=dict(title=dict(text="device"), tickmode="linear", dtick=1 if widest <= 32 else None, gridcolor=_GRID),
         yaxis=dict(title=dict(text=f"peak memory ({unit})"), rangemode="tozero", gridcolor=_GRID),
