@@ -205,8 +205,9 @@ def _card(key: str, label: str, value: str, detail: str) -> html.Div:
 def _ranking(rows: list[dict]):
     if not rows:
         return None
-    head = html.Tr([html.Th(c) for c in RANKING_COLUMNS])
-    body = [html.Tr([html.Td(_cell(c, r[c])) for c in RANKING_COLUMNS]) for r in rows]
+    pad = {"padding": "3px 12px 3px 0", "textAlign": "left"}
+    head = html.Tr([html.Th(c, style=pad) for c in RANKING_COLUMNS])
+    body = [html.Tr([html.Td(_cell(c, r[c]), style=pad) for c in RANKING_COLUMNS]) for r in rows]
     return html.Table([html.Thead(head), html.Tbody(body)], className="ranking", id="ranking-table-model")
 
 

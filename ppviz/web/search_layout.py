@@ -138,7 +138,13 @@ def _results() -> list:
             id="grid-search",
             columnDefs=COLUMNS,
             rowData=[],
-            defaultColDef={"sortable": True, "resizable": True},
+            defaultColDef={
+                "sortable": True,
+                "resizable": True,
+                "wrapHeaderText": True,
+                "autoHeaderHeight": True,
+                "minWidth": 56,
+            },
             dashGridOptions={
                 "rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True},
                 "domLayout": "autoHeight",
@@ -146,6 +152,7 @@ def _results() -> list:
                 "animateRows": False,
             },
             getRowId="params.data.command",
+            columnSize="responsiveSizeToFit",
             style={"width": "100%"},
         ),
         html.Div("click a row to open that layout in the model & cluster view", className="help"),
