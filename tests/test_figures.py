@@ -294,3 +294,26 @@ def test_shades_go_from_light_to_dark_and_keep_the_base_for_one_chunk():
     assert figures.shades("#0072B2", 1) == ["#0072B2"]
     light, dark = figures.shades("#0072B2", 2)
     assert sum(int(light[i : i + 2], 16) for i in (1, 3, 5)) > sum(int(dark[i : i + 2], 16) for i in (1, 3, 5))
+
+
+def test_iteration_ends_are_drawn_where_the_core_says_each_device_ends_each_iteration():
+    """1F1B × 2 iterations with a flush; 2BW without: one line per device row at each iteration's end."""
+    from ppviz.iterations import iteration_ends
+
+    for name in ("1f1b", "1f1b-2bw"):
+        run = ppviz.simulate(name, 4, 8, iterations=2)
+        (line,) = [t for t in figures.gantt(run).data if t.legendgroup == "iterations"]
+        assert line.showlegend is not False and line.name == "iteration end (2 iterations)"
+        xs = [x for x in line.x if x is not None]
+        assert xs[::2] == list(iteration_ends(run.result)[0])  # the first iteration's end, device by device
+        ys = [y for y in line.y if y is not None]
+        assert ys == [v for d in range(4) for v in (d - 0.5, d + 0.5)]
+        assert "iteration 0 ends on device 3 at t" in line.text[-2]
+    assert xs == [33.0, 33.0, 31.0, 31.0, 29.0, 29.0, 27.0, 27.0]  # 2BW: each device switches at its own end
+    single = figures.gantt(ppviz.simulate("1f1b", 4, 8))
+    assert not [t for t in single.data if t.legendgroup == "iterations"]
+    big = figures.overview(ppviz.simulate("gpipe", 4, 8, iterations=3))
+    assert len([t for t in big.data if t.legendgroup == "iterations"]) == 1
+    both = figures.compare([ppviz.simulate("gpipe", 4, 8, iterations=2), ppviz.simulate("1f1b", 4, 8, iterations=2)])
+    lines = [t for t in both.data if t.legendgroup == "iterations"]
+    assert [t.showlegend for t in lines] == [True, False] and [t.yaxis for t in lines] == ["y", "y2"]
