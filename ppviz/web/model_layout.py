@@ -71,6 +71,7 @@ def model_view() -> html.Div:
         [
             dcc.Store(id="drawn-model"),
             dcc.Store(id="job-model"),
+            dcc.Store(id="axes-model"),
             html.Aside(_panel(values), className="panel"),
             html.Section(_charts(), className="views"),
         ],

@@ -78,6 +78,11 @@ def test_presets_give_a_gantt_in_ms_memory_in_gb_and_cards(page):
         assert page.find_element("#model-view").is_displayed()  # the link reopens this view
         assert page.find_element("#model-model").text.startswith("llama3-8b")
 
+    # A zoom on the Gantt chart moves the memory chart's time axis with it.
+    chart(page, "gantt-model", "Plotly.relayout(gd, {'xaxis.range': [1000, 2000]});")
+    wait_for(lambda: chart(page, "memory-model", "return gd._fullLayout.xaxis.range;") == [1000, 2000],
+             "the memory chart follows the zoom")  # fmt: skip
+
     # An estimate error shows beside the control to change, and the chart says why it is empty.
     box = page.find_element("#tp-model")
     box.clear()
