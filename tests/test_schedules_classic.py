@@ -165,8 +165,7 @@ def test_flushed_schedules_run_k_iterations_in_k_times_m_plus_p_minus_1_slots(na
     assert run.schedule.microbatches == k * m
     expected = k * (m + p - 1) * (f + b + w)
     assert run.metrics.makespan == pytest.approx(expected)
-    if name != "eager-1f1b":  # eager 1F1B has no registered closed form
-        assert run.metrics.formula_makespan == pytest.approx(expected)
+    assert run.metrics.formula_makespan == pytest.approx(expected)
     one = ppviz.simulate(name, p, m, f=f, b=b, w=w).metrics
     assert run.metrics.peak_activation == one.peak_activation  # a flush frees everything
 

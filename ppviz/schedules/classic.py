@@ -184,6 +184,8 @@ register(
         reference="Megatron-LM overlapped p2p; Qi et al., Zero Bubble PP, ICLR 2024 (eager baseline)",
         build=eager_one_f_one_b,
         params=(_ITERATIONS,),
+        formula=lambda p, m, c, iterations=1: iterations * (m + p - 1) * _work(c),
+        formula_text="k(m+p−1)(f+b+w) for k iterations (latency 0)",
         memory_text="min(2(p−i−1)+1, m)",
     )
 )
