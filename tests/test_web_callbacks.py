@@ -49,6 +49,8 @@ def test_a_full_view_survives_the_round_trip_through_its_link():
         overlap=0.8,
         b_frees=0.35,
         limit=6.5,
+        gbs=48,
+        mbs=2,
         params={"interleaved-1f1b": {"chunks": 3, "group_size": 8}},
         stage_times={2: (3.0, 1.0, 1.0), 7: (1.0, 2.5, 0.5)},
     )

@@ -62,7 +62,8 @@ def test_page_load_draws_the_default_view(page):
 
 @pytest.mark.parametrize(
     "trigger",
-    ["mode", "schedule", "compare", "devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees", "limit"],
+    ["mode", "schedule", "compare", "devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees", "limit"]
+    + ["gbs", "mbs"],
 )
 def test_every_control_of_the_page_callback_answers_with_valid_outputs(page, trigger):
     """Each trigger with an ordinary new value, then emptied: 200 both times (Dash checked the shapes)."""
@@ -80,6 +81,8 @@ def test_every_control_of_the_page_callback_answers_with_valid_outputs(page, tri
         "overlap": 0.8,
         "b_frees": 0.5,
         "limit": 3,
+        "gbs": 64,
+        "mbs": 4,
     }[trigger]
     answer(page.fire(dep, [(trigger, "value")], {(trigger, "value"): new}))
     answer(page.fire(dep, [(trigger, "value")], {(trigger, "value"): None}))
@@ -90,6 +93,36 @@ def test_a_slider_release_writes_the_url_and_redraws(page):
     assert parse(out["url"]["search"]).state.devices == 6
     assert "6 devices" in out["gantt"]["figure"]["layout"]["title"]["text"]
     assert "makespan 39 closed form 39" in text_of(out["cards"]["children"])  # (m + p − 1)(f + b + w) = 13 · 3
+
+
+def test_a_global_batch_and_micro_batch_size_give_the_microbatches(page):
+    """gbs ÷ mbs sets the slider and the URL; a pair that does not divide is refused beside the boxes;
+    moving the slider clears the global batch; a link past the bounds is clamped with a note."""
+    dep = page.callback(PAGE)
+    answer(page.fire(dep, [("gbs", "value")], {("gbs", "value"): 96}))
+    assert "give both" in message(page, "gbs") and page.value("microbatches", "value") == 8
+    out = answer(page.fire(dep, [("mbs", "value")], {("mbs", "value"): 8}))
+    state = parse(out["url"]["search"]).state
+    assert (state.gbs, state.mbs, state.microbatches) == (96, 8, 12)
+    assert out["microbatches"]["value"] == 12  # the slider shows the count
+    assert "12 microbatches" in page.value("gantt", "figure")["layout"]["title"]["text"]
+    assert "96 ÷ 8 = 12 microbatches" in message(page, "gbs")
+    assert "makespan 45 closed form 45" in text_of(page.value("cards", "children"))  # (12 + 4 − 1) · 3
+
+    out = answer(page.fire(dep, [("gbs", "value")], {("gbs", "value"): 100}))
+    assert "global batch 100 is not a multiple of micro-batch size 8" in message(page, "gbs")
+    assert "Nothing to draw" in out["gantt"]["figure"]["layout"]["annotations"][0]["text"]
+    assert out["memory-box"]["style"] == {"display": "none"}  # one empty state, not two empty charts
+    assert "gbs=100" in out["url"]["search"]  # the link keeps what was typed
+
+    out = answer(page.fire(dep, [("microbatches", "value")], {("microbatches", "value"): 16}))
+    assert out["gbs"]["value"] is None and parse(out["url"]["search"]).state.gbs is None
+    assert message(page, "gbs") == "give both to set the microbatches (global batch ÷ micro-batch size)"
+    assert "16 microbatches" in page.value("gantt", "figure")["layout"]["title"]["text"]
+
+    out = answer(page.fire(dep, [("url", "search")], {("url", "search"): "?schedule=1f1b&gbs=99999999&mbs=2"}))
+    assert "global batch 1e+08 is outside 1–1024; using 1024" in notes(page)
+    assert out["gbs"]["value"] == 1024 and out["microbatches"]["value"] == 512
 
 
 def test_the_limit_box_in_single_mode_patches_only_the_limit_line(page):

@@ -121,7 +121,7 @@ def drawn(state, message_names: list[str], background: bool = False) -> tuple:
 def _keep_layout(view: tuple, compare: bool) -> tuple:
     """Leave alone the outputs that only a change of schedule or mode changes."""
     kept = list(view)
-    for i in (2, 5, len(view) - 3):  # memory-box style, ranking box, schedule info
+    for i in (5, len(view) - 3):  # ranking box, schedule info (the memory box shows or hides with its chart)
         kept[i] = no_update
     if not compare:
         kept[4] = no_update  # the ranking (empty outside compare mode)

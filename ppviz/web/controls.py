@@ -54,6 +54,20 @@ def slider(name: str, value: float) -> html.Div:
     )
 
 
+def batch_row() -> html.Div:
+    """Another way to give the microbatch count: global batch ÷ micro-batch size (both boxes commit on Enter)."""
+    boxes = [
+        dcc.Input(id=name, type="number", min=1, step=1, placeholder=hint, debounce=True, className="number batch")
+        for name, hint in (("gbs", "global batch"), ("mbs", "micro-batch"))
+    ]
+    return control_row(
+        "gbs",
+        "or: global batch ÷ micro-batch size",
+        "microbatches m = global batch / micro-batch size (they must divide); the slider clears the global batch",
+        html.Div([boxes[0], html.Span("÷", className="batch-op"), boxes[1]], className="batch-row"),
+    )
+
+
 def control_row(name: str, label: str, help_text: str, widget) -> html.Div:
     return html.Div(
         [

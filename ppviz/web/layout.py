@@ -94,6 +94,7 @@ def header() -> html.Header:
 
 def panel(state: ViewState) -> html.Aside:
     sliders = [controls.slider(name, getattr(state, name)) for name in SLIDERS]
+    sliders.insert(list(SLIDERS).index("microbatches") + 1, controls.batch_row())
     schedule = html.Div(
         [
             dcc.RadioItems(

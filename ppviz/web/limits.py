@@ -18,9 +18,10 @@ import re
 from dataclasses import replace
 
 from ppviz import REGISTRY
+from ppviz.iterations import microbatches_for_batch
 from ppviz.schedules.registry import resolve
 
-from .url_state import CUSTOM, SLIDERS, ViewState
+from .url_state import BATCH_LABELS, CUSTOM, SLIDERS, ViewState
 
 MAX_DEVICES = int(SLIDERS["devices"].high)  # 64, as the slider says
 MAX_MICROBATCHES = int(SLIDERS["microbatches"].high)  # 512
@@ -30,6 +31,7 @@ MAX_COMPARE = 4
 MAX_STAGE_TIME = 1_000.0  # a per-stage time in the table (the sliders stop at 4)
 MAX_LIMIT = 1e6  # the memory-limit line
 MAX_PARAM = {int: MAX_MICROBATCHES, float: 1e6}  # for parameters the registry leaves unbounded
+MAX_MICRO_BATCH = 65_536  # the micro-batch size box; a global batch is at most MAX_MICROBATCHES of them
 MAX_SEARCH_CHARS = 16_384  # a query string arriving in a callback (a link carries at most ~6,000)
 
 # CPU per action in units (worst measured: v-auto 310 µs/action, v-zb 158, v-min / v-half 102,
@@ -108,7 +110,8 @@ def cli_command(state: ViewState, name: str, extra: str = "") -> str:
     if name == CUSTOM:
         return f"ppviz simulate --order order.csv{extra}"
     params = "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in state.params_of(name).items())
-    return f"ppviz simulate {name} -p {state.devices} -m {state.microbatches}{params}{extra}"
+    size = f"--gbs {state.gbs} --mbs {state.mbs}" if state.gbs and state.mbs else f"-m {state.microbatches}"
+    return f"ppviz simulate {name} -p {state.devices} {size}{params}{extra}"
 
 
 def check_order(text: str) -> None:
@@ -165,6 +168,7 @@ def bounded(state: ViewState) -> tuple[ViewState, list[str]]:
         limit = _in_range("memory limit", state.limit, 0, MAX_LIMIT, False, notes)
         if limit != state.limit:
             values["limit"] = limit
+    values.update(_bounded_batch(state, notes))
     params = _bounded_params(state.params, notes)
     if params != state.params:
         values["params"] = params
@@ -178,6 +182,39 @@ def bounded(state: ViewState) -> tuple[ViewState, list[str]]:
     if state.schedule == CUSTOM and state.order is None:
         state = replace(state, schedule=default.schedule)
     return state, notes
+
+
+def _bounded_batch(state: ViewState, notes: list[str]) -> dict:
+    """Global batch and micro-batch size as whole numbers in range; when both are set and divide,
+    the microbatch count they give (a pair that does not divide is left for ``batch_error`` to say)."""
+    out: dict = {}
+    mbs = state.mbs
+    for name, high in (("mbs", MAX_MICRO_BATCH), ("gbs", MAX_MICROBATCHES * MAX_MICRO_BATCH)):
+        value = getattr(state, name)
+        if value is None:
+            continue
+        if name == "gbs" and isinstance(mbs, int):
+            high = MAX_MICROBATCHES * mbs
+        clean = _in_range(BATCH_LABELS[name], value, 1, high, True, notes)
+        if clean != value or type(clean) is not type(value):
+            out[name] = clean
+        if name == "mbs":
+            mbs = clean
+    gbs = out.get("gbs", state.gbs)
+    if gbs is not None and mbs is not None and batch_error(gbs, mbs) is None:
+        out["microbatches"] = gbs // mbs
+    return out
+
+
+def batch_error(gbs: int | None, mbs: int | None) -> str | None:
+    """Why a global batch and a micro-batch size give no microbatch count (None when they do, or are unset)."""
+    if gbs is None or mbs is None:
+        return None
+    try:
+        microbatches_for_batch(gbs, mbs)
+    except ValueError as e:
+        return str(e)
+    return None
 
 
 def _bounded_params(params: object, notes: list[str]) -> dict:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from ppviz import REGISTRY
 
 from . import controls, limits
-from .url_state import CUSTOM, SLIDERS, Parsed, ViewState, encode, parse
+from .url_state import BATCH_FIELDS, CUSTOM, SLIDERS, Parsed, ViewState, encode, parse
 
-CONTROLS = ("mode", "schedule", "compare", *SLIDERS, "limit")
+CONTROLS = ("mode", "schedule", "compare", *SLIDERS, "limit", *BATCH_FIELDS)
 TABLE_TRIGGERS = {"url", "devices", "f", "b", "w", "stage-reset", None}
 MAX_COMPARE = limits.MAX_COMPARE
 
@@ -89,6 +89,8 @@ def state_from_controls(
         schedule=schedule if isinstance(schedule, str) and schedule else previous.schedule,
         compare=tuple(compare) if isinstance(compare, (list, tuple)) else (),
         limit=values.get("limit"),
+        gbs=None if trigger == "microbatches" else _count(values.get("gbs")),  # the slider gives m itself
+        mbs=_count(values.get("mbs")),
         params=chosen,
         **{name: _number(values.get(name), getattr(previous, name), name) for name in SLIDERS},
     )
@@ -140,6 +142,9 @@ def sync(
     if notes:  # show what is used instead of what was sent
         out.controls = {name: value for name, value in control_values(state).items() if name != "compare"}
         out.params = param_values(state, [pid for pid, _ in params])
+    if trigger in BATCH_FIELDS or (trigger == "microbatches" and values.get("gbs") is not None):
+        # the slider shows the count a global batch gives; moving the slider clears the global batch
+        out.controls = {**(out.controls or {}), "microbatches": state.microbatches, "gbs": state.gbs}
     if trigger == "upload-store" and upload:
         out.controls = {**(out.controls or {}), "mode": "single", "schedule": CUSTOM}
         out.options = controls.schedule_options(with_custom=True)
@@ -180,6 +185,13 @@ def _number(value: object, default: float, name: str) -> float:
     if name in ("devices", "microbatches"):
         return int(v) if v.is_integer() else default
     return v
+
+
+def _count(value: object) -> int | float | None:
+    """A batch box's number (range checks are ``limits.bounded``'s), None when empty or unreadable."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _named(pid: object) -> bool:

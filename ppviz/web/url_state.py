@@ -43,6 +43,8 @@ SLIDERS: dict[str, Slider] = {
     "b_frees": Slider("B frees", 0, 1, 0.05, "fraction of a chunk's activation freed by B (W frees the rest)"),
 }
 INT_FIELDS = ("devices", "microbatches")
+BATCH_FIELDS = ("gbs", "mbs")  # global batch and micro-batch size: microbatches = gbs / mbs when both are set
+BATCH_LABELS = {"gbs": "global batch", "mbs": "micro-batch size"}
 
 
 def _default_compare() -> tuple[str, ...]:
@@ -66,6 +68,8 @@ class ViewState:
     overlap: float = 1.0
     b_frees: float = 0.0
     limit: float | None = None  # memory-limit line, in activation units
+    gbs: int | None = None  # global batch: with mbs, another way to give microbatches (= gbs / mbs)
+    mbs: int | None = None  # micro-batch size
     params: dict[str, dict[str, float | int]] = field(default_factory=dict)  # schedule -> param -> value
     stage_times: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # model share -> f, b, w
     order: str | None = None  # an uploaded PyTorch-format order (schedule == CUSTOM)
@@ -100,6 +104,9 @@ def encode(state: ViewState) -> str:
         pairs.append((name, _num(getattr(state, name))))
     if state.limit is not None:
         pairs.append(("limit", _num(state.limit)))
+    for name in BATCH_FIELDS:
+        if getattr(state, name) is not None:
+            pairs.append((name, _num(getattr(state, name))))
     for sched in state.shown:
         for key, value in sorted(state.params.get(sched, {}).items()):
             if value is not None:
@@ -118,7 +125,7 @@ def parse(search: str | None) -> Parsed:
     notes: list[str] = []
     query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
     values: dict = {}
-    known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order"}
+    known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order", *BATCH_FIELDS}
 
     if query.get("mode") in ("single", "compare"):
         values["mode"] = query["mode"]
@@ -149,6 +156,13 @@ def parse(search: str | None) -> Parsed:
             notes.append(f"memory limit {query['limit']!r} is not a number ≥ 0; no limit line")
         else:
             values["limit"] = limit
+    for name in BATCH_FIELDS:
+        if query.get(name):
+            v = _to_float(query[name])
+            if v is None or not v.is_integer() or v < 1:
+                notes.append(f"{BATCH_LABELS[name]} {query[name]!r} is not a whole number ≥ 1; left out")
+            else:
+                values[name] = int(v)
     if query.get("stage_times"):
         values["stage_times"] = _read_stage_times(query["stage_times"], notes)
     if "order" in query:

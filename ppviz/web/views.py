@@ -200,10 +200,20 @@ def message_figure(text: str) -> dict:
         "layout": {
             "xaxis": {"visible": False},
             "yaxis": {"visible": False},
-            "height": 220,
+            "height": 180,
             "annotations": [
-                {"text": _wrap(text), "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}
+                {
+                    "text": _wrap(text),
+                    "showarrow": False,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 0.5,
+                    "font": {"size": 14, "color": "#1d2433"},
+                }
             ],
+            "paper_bgcolor": "#f6f7fa",
+            "plot_bgcolor": "#f6f7fa",
             "margin": {"l": 20, "r": 20, "t": 20, "b": 20},
         },
     }
@@ -262,6 +272,9 @@ def render(state: ViewState, background: bool = False) -> View:
         text = f"pick 2–{limits.MAX_COMPARE} schedules to compare"
         return View(message_figure(text), None, [], [], {"compare": ("error", text)}, _disabled(state, [])[0])
     try:
+        batch = limits.batch_error(state.gbs, state.mbs)
+        if batch is not None and CUSTOM not in names:
+            raise ValueError(batch)
         limits.check(state)
     except ValueError as e:
         errors[names[0]] = str(e)
@@ -284,9 +297,8 @@ def render(state: ViewState, background: bool = False) -> View:
         name, text = next(iter(errors.items()))
         shown = f"{name}: {text}" if len(names) > 1 else text
         messages[control_for(text, state, name)] = ("error", shown)
-        placeholder = message_figure(f"Nothing to draw. {shown}")
-        memory = None if state.mode == "compare" else placeholder
-        return View(placeholder, memory, [], [], messages, disabled, runs, "none")
+        # One empty state that says why (the memory chart is hidden, not drawn empty)
+        return View(message_figure(f"Nothing to draw. {shown}"), None, [], [], messages, disabled, runs, "none")
     if state.mode == "compare":
         with figures.plain():
             fig = ready(figures.compare(runs, titles=[_title(r) for r in runs], max_bars=BARS_MAX_OPS // len(runs)))
@@ -369,6 +381,8 @@ def control_for(message: str, state: ViewState, schedule: str) -> str:
             "overlap": "overlap",
             "b_frees": "b_frees",
             "memory limit": "limit",
+            "global batch": "gbs",
+            "micro-batch size": "gbs",
             "F, B and W": "f",  # all-zero op times: beside the first of their sliders
         }
     )
@@ -457,6 +471,10 @@ def _disabled(state: ViewState, runs: list) -> tuple[dict[str, bool], dict[str, 
         disabled["overlap"] = True
         which = "these schedules" if len(names) > 1 else "this schedule"
         reasons["overlap"] = ("reason", f"no overlapped F&B pairs in {which}")
+    if CUSTOM not in names and (state.gbs is None) != (state.mbs is None):
+        reasons["gbs"] = ("reason", "give both to set the microbatches (global batch ÷ micro-batch size)")
+    elif CUSTOM not in names and state.gbs is not None and limits.batch_error(state.gbs, state.mbs) is None:
+        reasons["gbs"] = ("reason", f"{state.gbs} ÷ {state.mbs} = {state.microbatches} microbatches")
     if state.devices == 1 and CUSTOM not in names:
         reasons["p2p"] = ("reason", "one device: nothing crosses devices")
     return disabled, reasons
