@@ -132,7 +132,11 @@ def memory_figure(est) -> object:
         time_unit="ms",
         title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
     )
-    fig.layout.yaxis.range = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GB * 1.08]
+    top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GB * 1.08]  # the capacity line in view
+    if isinstance(fig, dict):  # figures.plain(): a plain figure dict
+        fig["layout"]["yaxis"]["range"] = top
+    else:
+        fig.layout.yaxis.range = top
     return fig
 
 
