@@ -125,6 +125,23 @@ def test_a_global_batch_and_micro_batch_size_give_the_microbatches(page):
     assert out["gbs"]["value"] == 1024 and out["microbatches"]["value"] == 512
 
 
+def test_a_microbatch_quick_pick_sets_the_slider_which_redraws(page):
+    """A pick button sets microbatches.value; the renderer then fires the page callback for that change."""
+    pick = page.callback("microbatches.value@")
+    button = id_key({"type": "mb-pick", "value": 32})
+    out = answer(page.fire(pick, [(button, "n_clicks")], {(button, "n_clicks"): 1}))
+    assert out == {"microbatches": {"value": 32}}
+    out = answer(page.fire(page.callback(PAGE), [("microbatches", "value")]))
+    assert parse(out["url"]["search"]).state.microbatches == 32
+    assert "32 microbatches" in out["gantt"]["figure"]["layout"]["title"]["text"]
+    assert "makespan 105 closed form 105" in text_of(out["cards"]["children"])  # (32 + 4 − 1) · 3
+    # a request naming a pick the page does not have changes nothing
+    body = page.body(pick, [])
+    body["changedPropIds"] = ['{"type":"mb-pick","value":5}.n_clicks']
+    response = page.post(body)
+    assert response.status_code == 204 or "microbatches" not in response.get_json().get("response", {})
+
+
 def test_the_limit_box_in_single_mode_patches_only_the_limit_line(page):
     """A Patch of the memory chart's limit line (added, moved, removed): the chart then equals a full redraw."""
     dep = page.callback(PAGE)
@@ -382,6 +399,7 @@ def test_every_server_callback_of_this_page_is_covered_here(page):
     """A new server callback in ppviz/web/callbacks.py must get its triggers tested above."""
     covered = {"url.search", "row-compare.style", "download.data", "upload-store.data", "job-error"}
     covered |= {"zoom-job.data", "zoom-stamp.children@"}  # zoom_detail, zoom_in_background
+    covered |= {"microbatches.value@"}  # pick_microbatches
     mine = [dep for dep in page.server_callbacks() if dep["output"] in OWN]
     assert len(mine) == len(covered)
     for dep in mine:

@@ -27,6 +27,7 @@ from .layout import EXPORTS
 PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
 MESSAGES = {"type": "control-msg", "name": ALL}
 BLOCKS = {"type": "param-block", "schedule": ALL}
+PICKS = {"type": "mb-pick", "value": ALL}
 TOGGLED = ("devices", "microbatches", "overlap", "b_frees")
 LAYOUT_TRIGGERS = {None, "url", "mode", "schedule", "compare", "upload-store"}
 EXPORT_IDS = [f"export-{key}" for key, _ in EXPORTS]
@@ -198,6 +199,20 @@ def draw_in_background(set_progress, request):
         return views.message_figure(str(e)), no_update, [], [], "none:0", _message(("error", str(e)))
     gantt, memory, _, cards, ranking = view[:5]
     return gantt, memory, cards, ranking, view[-2], None
+
+
+@callback(
+    Output("microbatches", "value", allow_duplicate=True),
+    Input(PICKS, "n_clicks"),
+    prevent_initial_call=True,
+)
+def pick_microbatches(_clicks):
+    """A quick pick (4, 8, … 256) sets the microbatches slider, which redraws the view as a release does."""
+    trigger = ctx.triggered_id
+    value = trigger.get("value") if isinstance(trigger, dict) else None
+    if isinstance(value, bool) or value not in controls.MICROBATCH_PICKS:
+        return no_update
+    return value
 
 
 @callback(

@@ -34,24 +34,40 @@ def compare_options() -> list[dict]:
     return [{"label": name, "value": name} for name in REGISTRY]
 
 
+# Common microbatch counts, one click each (the 1-512 slider puts them all in its first pixels).
+MICROBATCH_PICKS = (4, 8, 16, 32, 64, 128, 256)
+
+
+def pick_id(value: int) -> dict:
+    return {"type": "mb-pick", "value": value}
+
+
 def slider(name: str, value: float) -> html.Div:
-    """A labelled slider whose number box shows (and accepts) the exact value."""
+    """A labelled slider whose number box shows (and accepts, on Enter or leaving it) the exact value.
+
+    No tooltip: the box shows the value, and a tooltip stayed on after release, over the next label."""
     spec = SLIDERS[name]
-    return control_row(
-        name,
-        spec.label,
-        spec.help,
-        dcc.Slider(
-            id=name,
-            min=spec.low,
-            max=spec.high,
-            step=spec.step,
-            value=value,
-            marks=_marks(spec.low, spec.high, name in ("devices", "microbatches")),
-            updatemode="mouseup",
-            tooltip={"placement": "bottom", "always_visible": False},
-        ),
+    widget = dcc.Slider(
+        id=name,
+        min=spec.low,
+        max=spec.high,
+        step=spec.step,
+        value=value,
+        marks=_pow2_marks(spec.high) if name == "microbatches" else _marks(spec.low, spec.high, name == "devices"),
+        updatemode="mouseup",
     )
+    if name == "microbatches":
+        picks = [
+            html.Button(str(n), id=pick_id(n), n_clicks=0, className="pick", title=f"{n} microbatches")
+            for n in MICROBATCH_PICKS
+        ]
+        widget = html.Div([widget, html.Div(picks, className="picks", id="microbatch-picks")])
+    return control_row(name, spec.label, spec.help, widget)
+
+
+def _pow2_marks(high: float) -> dict:
+    """Marks at the powers of two that have room on a linear slider (1, 64, 128, 256, 512)."""
+    return {n: str(n) for n in (1, 64, 128, 256, 512) if n <= high}
 
 
 def batch_row() -> html.Div:

@@ -142,18 +142,27 @@ def panel(state: ViewState) -> html.Aside:
     )
     return html.Aside(
         [
-            html.Section([schedule, html.Div(controls.param_blocks(state), id="param-blocks")], className="group"),
-            html.Section([html.H3("sizes and costs"), *sliders, limit], className="group"),
-            html.Section(stage_table(state), className="group"),
-            html.Section(export_panel(), className="group"),
+            section("schedule", "schedule", [schedule, html.Div(controls.param_blocks(state), id="param-blocks")]),
+            section("sizes", "sizes and costs", [*sliders, limit]),
+            section("stages", "per-stage times", stage_table(state), open_=False),
+            section("export", "export and import", export_panel(), open_=False),
         ],
         className="panel",
     )
 
 
+def section(key: str, title: str, children: list, open_: bool = True) -> html.Details:
+    """A collapsible group of controls (``#section-KEY``; the browser keeps it as the user left it)."""
+    return html.Details(
+        [html.Summary(title, className="group-title"), *children],
+        open=open_,
+        className="group",
+        id=f"section-{key}",
+    )
+
+
 def stage_table(state: ViewState) -> list:
     return [
-        html.H3("per-stage times"),
         html.P(
             "One row per device share of the model (1/p of it, in model order). Schedules with more stages "
             "(chunks, V shapes) apply a row to the stages that make up that share.",
@@ -175,7 +184,6 @@ def stage_table(state: ViewState) -> list:
 
 def export_panel() -> list:
     return [
-        html.H3("export and import"),
         html.Div(
             [
                 html.Span("chart images (camera button on each chart):", className="help"),

@@ -85,6 +85,7 @@ def test_a_shared_link_restores_the_view(page):
             ".filter(e => e.closest('.param-block') && e.offsetParent).map(e => e.getAttribute('aria-valuenow'))"
         )
         assert chunks[0] == "3"
+        open_section(page, "stages")
         page.wait_for_text_to_equal('#stage-table td[data-dash-column="f"][data-dash-row="2"]', "2")
         assert "chunks=3" in page.driver.current_url
 
@@ -102,6 +103,8 @@ def test_a_shared_link_restores_the_view(page):
 
 def test_an_export_downloads(page):
     """The PyTorch order CSV downloads (a background job) named after the view and reads back as the schedule."""
+    assert not page.find_element("#export-torch-csv").is_displayed()  # its section starts closed
+    open_section(page, "export")
     page.find_element("#export-torch-csv").click()
     target = Path(page.download_path) / "1f1b_p4_m8_order.csv"
     deadline = time.time() + 15
@@ -128,6 +131,61 @@ def test_an_export_downloads(page):
     big.write_text("0F0," * 80_000)
     page.driver.find_element("css selector", "#upload input[type=file]").send_keys(str(big))
     page.wait_for_contains_text("#upload-error", "larger than 256 KB", timeout=10)
+    assert page.get_logs() == []
+
+
+def open_section(duo, key: str) -> None:
+    """Open a collapsible group of controls by clicking its title, as a user does."""
+    if duo.find_element(f"#section-{key}").get_attribute("open") is None:
+        duo.find_element(f"#section-{key} summary").click()
+    wait_for(duo, lambda: duo.find_element(f"#section-{key}").get_attribute("open") is not None, f"{key} opens")
+
+
+def test_controls_enter_picks_history_batch_and_iterations(page):
+    """Enter commits a number box; a quick pick sets microbatches; slider moves replace the history entry
+    while a schedule change pushes one, so Back is the previous view; global batch ÷ micro-batch size
+    sets the count or says why not beside the boxes; iterations draw their ends on the Gantt."""
+    box = page.find_element("#microbatches input")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("24", Keys.ENTER)
+    wait_title(page, "24 microbatches")
+    entries = page.driver.execute_script("return history.length")
+    page.find_element("#devices [role=slider]").send_keys(Keys.ARROW_RIGHT)
+    wait_title(page, "5 devices · 24 microbatches")
+    assert not [e for e in page.find_elements(".dash-slider-tooltip") if e.is_displayed()]  # no lingering tooltip
+    page.find_element("#microbatch-picks button[title='16 microbatches']").click()
+    wait_title(page, "5 devices · 16 microbatches")
+    assert page.driver.execute_script("return history.length") == entries  # replaced, not pushed
+    pick(page, "#schedule", "zb-h1")
+    wait_title(page, "zb-h1 · 5 devices · 16 microbatches")
+    assert page.driver.execute_script("return history.length") == entries + 1
+    page.find_element("#devices [role=slider]").send_keys(Keys.ARROW_RIGHT)
+    wait_title(page, "zb-h1 · 6 devices")
+    page.driver.back()  # the previous view: 1F1B as last seen, not zb-h1 at 5 devices
+    wait_title(page, "1f1b · 5 devices · 16 microbatches")
+    assert "schedule=1f1b" in page.driver.current_url and "devices=5" in page.driver.current_url
+
+    gbs, mbs = page.find_element("#gbs"), page.find_element("#mbs")
+    gbs.send_keys("96", Keys.ENTER)
+    page.wait_for_contains_text("#row-gbs .msg-reason", "give both")
+    mbs.send_keys("8", Keys.ENTER)
+    wait_title(page, "12 microbatches")
+    page.wait_for_contains_text("#row-gbs", "96 ÷ 8 = 12 microbatches")
+    assert page.find_element("#microbatches input").get_attribute("value") == "12"
+    assert "gbs=96" in page.driver.current_url and "mbs=8" in page.driver.current_url
+    gbs.send_keys(Keys.BACKSPACE, Keys.BACKSPACE, "100", Keys.ENTER)
+    page.wait_for_contains_text("#row-gbs .msg-error", "global batch 100 is not a multiple of micro-batch size 8")
+    page.wait_for_contains_text("#gantt", "Nothing to draw")
+    wait_for(page, lambda: not page.find_element("#memory-box").is_displayed(), "one empty state, no memory frame")
+
+    page.driver.get(page.server_url + "/?schedule=gpipe&devices=4&microbatches=4&gpipe.iterations=3")
+    wait_title(page, "gpipe · 4 devices · 12 microbatches")
+    names = plotted(page, "gantt", "return gd.data.map(t => t.name);")
+    assert "iteration end (3 iterations)" in names
+    legend = page.driver.execute_script(
+        "return [...document.querySelectorAll('#gantt .legendtext')].map(e => e.textContent)"
+    )
+    assert "iteration end (3 iterations)" in legend
     assert page.get_logs() == []
 
 

@@ -1,0 +1,50 @@
+/* Browser history and number boxes.
+
+   dcc.Location (Dash 4.4.1) writes every URL change with history.pushState, so Back stepped
+   through every slider move. A change of the abstract view that keeps its schedule, mode,
+   comparison and uploaded order (a slider, a number box, the stage table) now replaces the
+   current entry instead: Back goes to the previous view (another schedule or mode), not the
+   previous slider position. The first write of a bare URL (the page's defaults) replaces it too.
+   Changes of the path or hash (the other views' state) are pushed as before.
+
+   Dash 4's slider number box commits on blur; Enter commits it too (blur, then focus again). */
+(function () {
+  var KEEP = ["mode", "schedule", "compare", "order"];
+  var push = window.history.pushState;
+
+  function sameView(next) {
+    if (next.pathname !== window.location.pathname || next.hash !== window.location.hash) {
+      return false;
+    }
+    if (!window.location.search) {
+      return true;
+    }
+    var a = new URLSearchParams(window.location.search);
+    var b = new URLSearchParams(next.search);
+    return KEEP.every(function (key) {
+      return a.get(key) === b.get(key);
+    });
+  }
+
+  window.history.pushState = function (state, title, url) {
+    try {
+      if (url !== undefined && url !== null && sameView(new URL(String(url), window.location.href))) {
+        return window.history.replaceState(state, title, url);
+      }
+    } catch (e) {
+      /* an unreadable URL: push it as Dash asked */
+    }
+    return push.apply(window.history, arguments);
+  };
+
+  document.addEventListener("keydown", function (event) {
+    var box = event.target;
+    if (event.key !== "Enter" || !box || !box.closest || !box.closest(".dash-slider-container")) {
+      return;
+    }
+    if (box.tagName === "INPUT") {
+      box.blur();
+      box.focus();
+    }
+  });
+})();
