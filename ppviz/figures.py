@@ -27,18 +27,24 @@ from .api import Run
 from .ir import KIND_INDEX, KINDS, Kind
 from .iterations import iteration_ends, iterations
 
-# Okabe-Ito based: distinguishable with the common colour-vision deficiencies.
-KIND_COLORS = {Kind.F: "#0072B2", Kind.B: "#E69F00", Kind.W: "#009E73", Kind.BW: "#D55E00"}
-PAIR_COLOR = "#7B52AE"
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies. One colour per kind in
+# every schedule (B orange and BW reddish purple, never two oranges); the chunk is a fill pattern
+# (CHUNK_PATTERNS) and an overlapped pair's halves are outlined (PAIR_OUTLINE), never another hue.
+KIND_COLORS = {Kind.F: "#0072B2", Kind.B: "#E69F00", Kind.W: "#009E73", Kind.BW: "#CC79A7"}
+PAIR_COLOR = "#4D4D4D"  # the overview's class of overlapped slots; in bars, the halves' outline
+PAIR_OUTLINE = dict(color="#1A1A1A", width=1.5)
+CHUNK_PATTERNS = ("", "/", "x", "\\", ".", "-", "|", "+")  # chunk c's fill: solid, hatched, crossed, …
+CHUNK_NAMES = {"": "solid", "/": "hatched /", "x": "cross-hatched", "\\": "hatched \\", ".": "dotted"}
 IDLE_COLOR = "#F4F4F4"
 KIND_LABELS = {Kind.F: "F forward", Kind.B: "B backward (input)", Kind.W: "W backward (weight)", Kind.BW: "BW backward"}
-PAIR_LABEL = "F&B overlapped"
+PAIR_LABEL = "overlapped pair (outlined): F on top, B/BW below"
 
 # Past this many ops, no labels inside bars. Measured in headless Chromium: labels add 0.15-0.3 ms
 # of drawing per bar (1,984 ops: 412 ms with, 115 ms without; 4,992 ops: 1.8 s against 0.5 s), and
 # at that density a whole-schedule view has bars too narrow to hold a number anyway.
 TEXT_LIMIT = 2_000
 LABEL_PLOT_PX = 900  # nominal plot width at which a label must fit inside its bar
+LABEL_MIN_PX = 6.5  # the smallest label font
 # to_html draws the overview instead of bars past this many ops (20k bars: about 2 s to draw)
 HTML_GANTT_LIMIT = 20_000
 BAR_WIDTH = 0.8  # of one device row
@@ -124,12 +130,29 @@ def _top_halves(result) -> np.ndarray:
 
 
 def _hover(kind: Kind, paired: bool, chunk: int | None, unit: str = "") -> str:
-    what = f"<b>{kind.value}</b>" + (" (overlapped)" if paired else "")
+    what = f"<b>{kind.value}</b>" + (" (half of an overlapped F&B pair)" if paired else "")
     where = "stage %{customdata[0]}" + (f" (chunk {chunk})" if chunk is not None else "")
+    u = f" {unit or 'units'}"
     return (
-        f"{what} · device %{{y}}<br>{where} · mb %{{customdata[1]}}"
-        f"<br>%{{customdata[2]:.7~g}} → %{{customdata[3]:.7~g}}{_suffix(unit)}<extra></extra>"
+        f"{what} · device %{{y}}<br>{where} · microbatch %{{customdata[1]}}"
+        f"<br>start %{{customdata[2]:.7~g}}{u} · end %{{x:.7~g}}{u}"  # a based bar's x in hover is its end
+        f"<br>duration %{{customdata[3]:.7~g}}{u}<extra></extra>"
     )
+
+
+def _pattern(chunk: int, chunks: int) -> dict | None:
+    shape = CHUNK_PATTERNS[chunk % len(CHUNK_PATTERNS)] if chunks > 1 else ""
+    if not shape:
+        return None
+    return dict(shape=shape, fillmode="overlay", fgcolor="#FFFFFF", fgopacity=0.55, size=8, solidity=0.25)
+
+
+def _legend_only(name: str, group: str, marker: dict, **axes) -> dict:
+    """A legend entry for something drawn on several traces (a chunk's pattern, the pairs' outline)."""
+    return dict(
+        type="bar", orientation="h", name=name, legendgroup=group, x=[None], y=[None], marker=marker,
+        hoverinfo="skip", **axes,
+    )  # fmt: skip
 
 
 def in_window(run: Run, window: tuple[float, float] | None) -> np.ndarray:
@@ -172,47 +195,63 @@ def _bar_traces(
     width = ((r.end - r.start) * scale).astype(tdt)
     device = r.device.astype(_int_dtype(run.schedule.devices))
     # Hover only: 7 significant digits are shown, so float32 always suffices (stage, mb < 2**24).
-    custom = np.column_stack([r.stage, r.microbatch, r.start * scale, r.end * scale]).astype(np.float32)
+    duration = (r.end - r.start) * scale
+    custom = np.column_stack([r.stage, r.microbatch, r.start * scale, duration]).astype(np.float32)
     chunks = max(run.schedule.placement.chunks, 1)
     paired = r.paired
     top = _top_halves(r) if paired.any() else paired
     halves = [(~paired, BAR_WIDTH, -BAR_WIDTH / 2), (paired & top, BAR_WIDTH / 2, -BAR_WIDTH / 2)]
     halves.append((paired & ~top, BAR_WIDTH / 2, 0.0))
-    pair_top = shades(_mix(PAIR_COLOR, "#FFFFFF", 0.25), chunks)
-    pair_bottom = shades(_mix(PAIR_COLOR, "#000000", 0.1), chunks)
     traces = []
+    legend: list[dict] = []  # what the patterns and outlines mean, after the kinds
     for mask, bar_width, offset in halves:
         for kind in KINDS:
             is_pair = bar_width < BAR_WIDTH
-            group = "overlapped" if is_pair else kind.value
-            palette = (pair_top if offset < 0 else pair_bottom) if is_pair else shades(KIND_COLORS[kind], chunks)
+            color = KIND_COLORS[kind]
             of_kind = mask & keep & (r.kind == KIND_INDEX[kind])
             for c in range(chunks):
                 sel = np.flatnonzero(of_kind & (r.chunk == c)) if chunks > 1 else np.flatnonzero(of_kind)
                 if not len(sel):
                     continue
+                marker = dict(color=color, line=PAIR_OUTLINE if is_pair else dict(width=0))
+                pattern = _pattern(c, chunks)
+                if pattern:
+                    marker["pattern"] = pattern
                 trace = dict(
                     type="bar",
                     orientation="h",
-                    name=PAIR_LABEL if is_pair else KIND_LABELS[kind],
-                    legendgroup=group,
-                    showlegend=group not in seen,
+                    name=KIND_LABELS[kind],
+                    legendgroup=kind.value,
+                    showlegend=kind.value not in seen,
                     base=typed_array(base[sel]),
                     x=width[sel],
                     y=device[sel],
                     width=bar_width,
                     offset=offset,
-                    marker=dict(color=palette[c], line=dict(width=0)),
+                    marker=marker,
                     customdata=custom[sel],
                     hovertemplate=_hover(kind, is_pair, c if chunks > 1 else None, unit),
                     xaxis=xaxis,
                     yaxis=yaxis,
                 )
-                seen.add(group)
+                seen.add(kind.value)
                 traces.append(trace)
+                if chunks > 1 and f"chunk {c}" not in seen:
+                    seen.add(f"chunk {c}")
+                    shape = CHUNK_PATTERNS[c % len(CHUNK_PATTERNS)]
+                    fill = dict(color="#8C8C8C", line=dict(width=0))
+                    if pattern:
+                        fill["pattern"] = pattern
+                    name = f"chunk {c}: {CHUNK_NAMES.get(shape, shape)}"
+                    legend.append(_legend_only(name, f"chunk {c}", fill, xaxis=xaxis, yaxis=yaxis))
+                if is_pair and "overlapped" not in seen:
+                    seen.add("overlapped")
+                    outline = dict(color="#FFFFFF", line=PAIR_OUTLINE)
+                    legend.append(_legend_only(PAIR_LABEL, "overlapped", outline, xaxis=xaxis, yaxis=yaxis))
                 if label_color is not None:
-                    label_color[sel] = _ink(palette[c])
+                    label_color[sel] = _ink(color)
                     label_y[sel] = r.device[sel] + offset + bar_width / 2
+    traces += sorted(legend, key=lambda t: t["legendgroup"])
     if label_color is not None:
         lo, hi = _time_range([run]) if span is None else (0.0, span)
         label = _label_trace(run, label_color, label_y, hi - lo, keep, scale, xaxis=xaxis, yaxis=yaxis)
@@ -281,16 +320,20 @@ def _label_trace(
         return None
     text = r.microbatch.astype(str)
     px = (r.end - r.start) * LABEL_PLOT_PX / span
-    fits = np.flatnonzero(keep & (px >= 6 * np.char.str_len(text) + 4))
+    # 9 px text where it fits, smaller (down to 6.5 px) for numbers of more digits, so that 10 and up
+    # show on the bars where 0-9 do (a digit is about 0.62 of the font size wide, plus 3 px of margin)
+    size = np.minimum(9.0, (px - 3) / (0.62 * np.char.str_len(text)))
+    fits = np.flatnonzero(keep & (size >= LABEL_MIN_PX))
     if not len(fits):
         return None
+    sizes = np.floor(size[fits] * 2) / 2
     return dict(
         type="scatter",
         mode="text",
         x=((r.start + r.end) * (scale / 2))[fits].astype(np.float32),
         y=y[fits].astype(np.float32),
         text=text[fits].tolist(),
-        textfont=dict(size=9, color=colors[fits].tolist()),
+        textfont=dict(size=sizes.tolist() if (sizes < 9).any() else 9, color=colors[fits].tolist()),
         hoverinfo="skip",
         showlegend=False,
         name="microbatch",
@@ -309,8 +352,9 @@ def _suffix(unit: str) -> str:
 
 
 def _time_title(unit: str) -> dict:
-    """The time axis's title, with its unit when the run's times have one (e.g. "time (ms)")."""
-    return dict(text=f"time ({unit})" if unit else "time")
+    """The time axis's title with its unit: "time (ms)" in real units, "time (units)" in the cost
+    convention's own units (those of the F, B and W times)."""
+    return dict(text=f"time ({unit or 'units'})")
 
 
 def _scaled(pair: Sequence[float], scale: float) -> list[float]:
@@ -415,7 +459,25 @@ def gantt(
     )
     traces = _bar_traces(run, keep=keep, span=time_range[1] - time_range[0], scale=time_scale, unit=time_unit)
     ends = iteration_trace(run, time_scale, time_unit)
-    return _figure(traces + ([ends] if ends else []), layout)
+    traces += [ends] if ends else []
+    extra = _legend_room(traces)  # a legend of more than one row keeps clear of the title
+    layout.update(margin=dict(_MARGIN, t=_MARGIN["t"] + extra), height=layout["height"] + extra)
+    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))  # at the top, over the legend
+    return _figure(traces, layout)
+
+
+def _legend_room(traces: list[dict], width: float = LABEL_PLOT_PX - 40) -> int:
+    """Pixels to add above the plot for the rows past the first of a horizontal legend (estimated at
+    ~6.2 px a character plus the symbol, wrapped at about the page's plot width)."""
+    rows, used = 1, 0.0
+    for t in traces:
+        if t.get("showlegend", True) is False or t.get("type") == "heatmap":
+            continue
+        item = 46 + 6.2 * len(str(t.get("name", "")))
+        if used and used + item > width:
+            rows, used = rows + 1, 0.0
+        used += item
+    return 19 * (rows - 1)
 
 
 def _window_range(run: Run, window: tuple[float, float] | None) -> list[float]:

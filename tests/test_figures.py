@@ -23,7 +23,12 @@ def overlapped_run():
 
 
 def bars(fig):
-    return [t for t in fig.data if t.type == "bar"]
+    """The bars of ops (not the legend-only entries that name the chunks' patterns and the pairs' outline)."""
+    return [t for t in fig.data if t.type == "bar" and t.customdata is not None]
+
+
+def legend_only(fig):
+    return [t for t in fig.data if t.type == "bar" and t.customdata is None]
 
 
 def columns(trace):
@@ -70,22 +75,48 @@ def test_gantt_keeps_float64_times_when_float32_would_misplace_short_bars():
     assert np.allclose(width, 1e-3, rtol=1e-6)
 
 
-def test_gantt_shades_bars_by_chunk_with_one_legend_entry_per_kind():
-    """Two chunks per device: a light trace for chunk 0 (stages 0-3), a dark one for chunk 1."""
+def test_gantt_shows_the_chunk_by_pattern_with_one_colour_per_kind_and_a_legend_of_both():
+    """Two chunks per device: chunk 0 (stages 0-3) solid, chunk 1 hatched, both in F's one colour; the
+    legend names each kind once and each chunk's pattern once."""
     run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2)
     fig = figures.gantt(run)
-    light, dark = [t for t in bars(fig) if t.legendgroup == "F"]
-    assert set(np.asarray(light.customdata)[:, 0]) == {0, 1, 2, 3}
-    assert set(np.asarray(dark.customdata)[:, 0]) == {4, 5, 6, 7}
-    assert [light.marker.color, dark.marker.color] == figures.shades(figures.KIND_COLORS[ppviz.Kind.F], 2)
-    assert [t.legendgroup for t in bars(fig) if t.showlegend] == ["F", "BW"]
-    assert "(chunk 1)" in dark.hovertemplate
+    solid, hatched = [t for t in bars(fig) if t.legendgroup == "F"]
+    assert set(np.asarray(solid.customdata)[:, 0]) == {0, 1, 2, 3}
+    assert set(np.asarray(hatched.customdata)[:, 0]) == {4, 5, 6, 7}
+    assert solid.marker.color == hatched.marker.color == figures.KIND_COLORS[ppviz.Kind.F]
+    assert not solid.marker.pattern.shape and hatched.marker.pattern.shape == "/"
+    assert [t.name for t in fig.data if t.showlegend is not False and t.type == "bar"] == [
+        "F forward", "BW backward", "chunk 0: solid", "chunk 1: hatched /",
+    ]  # fmt: skip
+    assert "(chunk 1)" in hatched.hovertemplate
+    one = figures.gantt(ppviz.simulate("1f1b", 4, 8))  # the same blue for F in a 1-chunk schedule
+    assert bars(one)[0].marker.color == figures.KIND_COLORS[ppviz.Kind.F] and not legend_only(one)
+
+
+def test_every_kind_has_its_own_colour_and_b_is_not_next_to_bw():
+    colors = figures.KIND_COLORS
+    assert len(set(colors.values())) == 4
+
+    def rgb(c):
+        return np.array([int(c[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
+
+    distance = np.linalg.norm(rgb(colors[ppviz.Kind.B]) - rgb(colors[ppviz.Kind.BW]))
+    assert distance > 120  # was 63 between the two oranges (#E69F00, #D55E00)
+
+
+def test_hover_names_start_end_and_duration_with_their_unit():
+    trace = bars(figures.gantt(ppviz.simulate("1f1b", 2, 2)))[0]
+    assert "start %{customdata[2]:.7~g} units · end %{x:.7~g} units" in trace.hovertemplate  # x: the bar's end
+    assert "duration %{customdata[3]:.7~g} units" in trace.hovertemplate
+    assert np.allclose(np.asarray(trace.customdata)[:, 3], np.asarray(trace.x, dtype=float))
+    ms = bars(figures.gantt(ppviz.simulate("1f1b", 2, 2), time_unit="ms"))[0]
+    assert "duration %{customdata[3]:.7~g} ms" in ms.hovertemplate
 
 
 def test_gantt_device_zero_is_the_top_row_and_height_grows_with_devices():
     fig = figures.gantt(ppviz.simulate("1f1b", 8, 8))
     assert fig.layout.yaxis.range == (7.5, -0.5)
-    assert fig.layout.xaxis.title.text == "time"
+    assert fig.layout.xaxis.title.text == "time (units)"
     assert fig.layout.height < figures.gantt(ppviz.simulate("1f1b", 16, 16)).layout.height
     assert figures.gantt(ppviz.simulate("1f1b", 2, 2), height=500).layout.height == 500
 
@@ -93,16 +124,20 @@ def test_gantt_device_zero_is_the_top_row_and_height_grows_with_devices():
 def test_overlapped_pairs_are_two_half_height_bars_forward_on_top():
     run = overlapped_run()
     fig = figures.gantt(run)
-    pairs = [t for t in bars(fig) if t.legendgroup == "overlapped"]
-    assert len(pairs) == 2 and sum(t.showlegend for t in pairs) == 1
-    top, bottom = pairs
-    assert "<b>F</b>" in top.hovertemplate and "<b>BW</b>" in bottom.hovertemplate
+    pairs = [t for t in bars(fig) if t.width < figures.BAR_WIDTH]
+    assert len(pairs) == 2 and all(t.marker.line.width == figures.PAIR_OUTLINE["width"] for t in pairs)
+    top, bottom = pairs  # each half in its own kind's colour, outlined, named in the legend once
+    assert top.marker.color == figures.KIND_COLORS[ppviz.Kind.F]
+    assert bottom.marker.color == figures.KIND_COLORS[ppviz.Kind.BW]
+    (named,) = [t for t in legend_only(fig) if t.legendgroup == "overlapped"]
+    assert named.name == figures.PAIR_LABEL and "F on top" in named.name
+    assert "<b>F</b> (half of an overlapped" in top.hovertemplate and "<b>BW</b>" in bottom.hovertemplate
     assert top.width == bottom.width == figures.BAR_WIDTH / 2
     # the y axis is reversed, so the bar spanning [y - 0.4, y] is the upper half
     assert top.offset == -figures.BAR_WIDTH / 2 and bottom.offset == 0
     assert np.array_equal(columns(top)[0], columns(bottom)[0])  # same slot: same start
     assert len(columns(top)[0]) == int(run.result.paired.sum()) // 2
-    plain = [t for t in bars(fig) if t.legendgroup != "overlapped"]
+    plain = [t for t in bars(fig) if t.marker.line.width == 0]
     assert all(t.width == figures.BAR_WIDTH for t in plain)
     assert fig.layout.height == figures.gantt_height(2, pairs=True) > figures.gantt_height(2)  # room for labels
 
@@ -134,6 +169,18 @@ def test_labels_skip_bars_too_narrow_for_their_number():
     r = run.result
     forwards = int((r.kind == 0).sum())
     assert len(shown) == len(label.text) == forwards  # the thin backward bars carry no label
+
+
+def test_labels_of_10_and_up_show_on_bars_as_wide_as_those_of_0_to_9():
+    """1F1B 4 × 24: every bar has the same width; numbers of two digits get a smaller font, not dropped."""
+    run = ppviz.simulate("1f1b", 4, 24)
+    (label,) = labels(figures.gantt(run))
+    assert sorted(set(map(int, label.text))) == list(range(24))
+    assert len(label.text) == len(run.result)
+    smallest = {}
+    for text, size in zip(label.text, label.textfont.size):
+        smallest[text] = min(size, smallest.get(text, 9))
+    assert figures.LABEL_MIN_PX <= smallest["23"] < smallest["7"] <= 9  # on the 1-unit forward bars
 
 
 def test_overlapped_halves_have_their_labels_in_their_own_half():
@@ -256,7 +303,7 @@ def test_compare_stacks_runs_on_one_shared_time_axis():
 def test_compare_draws_runs_past_max_bars_as_overviews():
     runs = [ppviz.simulate("1f1b", 4, 8), ppviz.simulate("1f1b", 4, 64)]
     fig = figures.compare(runs, max_bars=100)
-    assert [t.type for t in fig.data] == ["bar", "bar", "heatmap"]
+    assert [t.type for t in fig.data if t not in labels(fig)] == ["bar", "bar", "heatmap"]
     assert fig.data[-1].yaxis == "y2" and np.asarray(fig.data[-1].z).shape == (4, 1500)
 
 
