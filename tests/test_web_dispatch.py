@@ -354,10 +354,18 @@ def test_zooming_into_an_overview_draws_bars_once(page):
     assert page.value("render-stamp", "children") == "overview:16384"
     zoom = page.callback("zoom-job.data")
     event = {"xaxis.range[0]": 100.0, "xaxis.range[1]": 130.0}
+    assert "16,384 ops, drawn as an overview" in text_of(page.value("cards", "children"))
     out = answer(page.fire(zoom, [("zoom-request", "data")], {("zoom-request", "data"): event}))
     assert any(t["type"] == "bar" for t in out["gantt"]["figure"]["data"])
+    run = ppviz.simulate("1f1b", 16, 512)
+    inside = int(((run.result.end > 100) & (run.result.start < 130)).sum())
+    size = text_of(page.value("cards", "children")[4])  # the card says what is drawn now
+    assert size == f"size 16×512 16,384 ops; {inside:,} in view, drawn as bars"
     again = page.fire(zoom, [("zoom-request", "data")], {("zoom-request", "data"): event})
     assert again.status_code == 204 or "gantt" not in again.get_json()["response"]  # already drawn so
+    out = answer(page.fire(zoom, [("zoom-request", "data")], {("zoom-request", "data"): {"xaxis.autorange": True}}))
+    assert out["gantt"]["figure"]["data"][0]["type"] == "heatmap"
+    assert text_of(page.value("cards", "children")[4]) == "size 16×512 16,384 ops, drawn as an overview"
 
 
 def test_zooming_into_a_run_drawn_in_the_background_is_a_background_job_too(page):
@@ -377,6 +385,7 @@ def test_zooming_into_a_run_drawn_in_the_background_is_a_background_job_too(page
     figure = page.value("gantt", "figure")
     assert any(t["type"] == "bar" for t in figure["data"]) and figure["layout"]["xaxis"]["range"] == [1000.0, 1003.0]
     assert page.value("zoom-stamp", "children").endswith("|bars")
+    assert "in view, drawn as bars" in text_of(page.value("cards", "children")[4])
 
 
 @pytest.mark.parametrize(

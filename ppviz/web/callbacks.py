@@ -292,6 +292,7 @@ def read_upload(checked):
     Output("gantt", "figure", allow_duplicate=True),
     Output("zoom-stamp", "children"),
     Output("zoom-job", "data"),
+    Output("cards", "children", allow_duplicate=True),
     Input("zoom-request", "data"),
     State("url", "search"),
     State("render-stamp", "children"),
@@ -306,29 +307,41 @@ def zoom_detail(relayout, search, stamp, last):
     repeated event (the memory chart's axis sync echoes zooms) from drawing it twice.
     """
     window = views.zoom_window(relayout)
+    nothing = (no_update,) * 4
     if window is None or not str(stamp or "").startswith("overview"):
-        return no_update, no_update, no_update
+        return nothing
     key = f"{stamp}|{search}|{window}"
     if (window == "full" and not last) or str(last or "").rsplit("|", 1)[0] == key:
-        return no_update, no_update, no_update  # already drawn so
+        return nothing  # already drawn so
     state = sync.read(search).state
     if state.mode != "single":
-        return no_update, no_update, no_update
+        return nothing
     try:
         figure, drawn_as = views.zoomed(state, window)
+        size = _size_patch(state, window, drawn_as)
     except LookupError:  # past the budget and drawn by a background job: zoom in one too
-        return no_update, no_update, {"search": search, "window": window, "key": key}
+        return no_update, no_update, {"search": search, "window": window, "key": key}, no_update
     except ValueError:  # refused: the overview stays
-        return no_update, no_update, no_update
+        return nothing
     except Exception:  # the view drew a moment ago; if it cannot now, the overview stays as it is
         views.log.exception("zooming into %s failed", search)
-        return no_update, no_update, no_update
-    return figure, "" if window == "full" else f"{key}|{drawn_as}", no_update
+        return nothing
+    return figure, "" if window == "full" else f"{key}|{drawn_as}", no_update, size
+
+
+def _size_patch(state, window, drawn_as: str) -> Patch:
+    """The size card's detail for the window now drawn (the card said "overview" while bars showed)."""
+    run = views.cached_run(state, state.schedule)
+    patch = Patch()
+    detail = views.size_detail(run, drawn_as, None if window == "full" else window)
+    patch[views.SIZE_CARD]["props"]["children"][2]["props"]["children"] = detail
+    return patch
 
 
 @callback(
     Output("gantt", "figure", allow_duplicate=True),
     Output("zoom-stamp", "children", allow_duplicate=True),
+    Output("cards", "children", allow_duplicate=True),
     Input("zoom-job", "data"),
     background=True,
     manager=jobs.manager(),
@@ -345,12 +358,13 @@ def zoom_in_background(request):
     checked = views.zoom_window({"xaxis.range": list(window)} if isinstance(window, tuple) else {"xaxis.autorange": 1})
     state = sync.read(request.get("search")).state
     if checked is None or state.mode != "single":
-        return no_update, no_update
+        return no_update, no_update, no_update
     try:
         figure, drawn_as = views.zoomed(state, checked, background=True)
+        size = _size_patch(state, checked, drawn_as)
     except (ValueError, jobs.JobTimeout):
-        return no_update, no_update
-    return figure, "" if checked == "full" else f"{request.get('key')}|{drawn_as}"
+        return no_update, no_update, no_update
+    return figure, "" if checked == "full" else f"{request.get('key')}|{drawn_as}", size
 
 
 clientside_callback(

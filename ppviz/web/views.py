@@ -318,7 +318,7 @@ def cards(run: ppviz.Run, drawn_as: str = "bars") -> list[tuple[str, str, str]]:
     peak_dev = m.peak_activation.index(peak)
     spec = REGISTRY.get(run.schedule.name)
     fm, fb = m.formula_makespan, m.formula_bubble_fraction
-    ops = f"{len(run.result):,} ops" + (", drawn as an overview" if drawn_as == "overview" else "")
+    ops = size_detail(run, drawn_as)
     return [
         ("makespan", f"{m.makespan:g}", f"closed form {fm:g}" if fm is not None else "no closed form here"),
         (
@@ -338,6 +338,19 @@ def cards(run: ppviz.Run, drawn_as: str = "bars") -> list[tuple[str, str, str]]:
         ),
         ("size", f"{run.schedule.devices}×{run.schedule.microbatches}", ops),
     ]
+
+
+SIZE_CARD = 4  # the size card's place among the cards (a zoom patches its detail)
+
+
+def size_detail(run: ppviz.Run, drawn_as: str, window: tuple[float, float] | None = None) -> str:
+    """The size card's detail: the ops, how they are drawn and, zoomed in, how many are in view."""
+    ops = f"{len(run.result):,} ops"
+    if window is None:
+        return ops + (", drawn as an overview" if drawn_as == "overview" else "")
+    shown = int(figures.in_window(run, window).sum())
+    how = "bars" if drawn_as == "bars" else "a finer overview (zoom in further for bars)"
+    return f"{ops}; {shown:,} in view, drawn as {how}"
 
 
 def ranking(runs: list[ppviz.Run]) -> list[dict]:

@@ -178,6 +178,12 @@ def test_controls_enter_picks_history_batch_and_iterations(page):
     page.wait_for_contains_text("#gantt", "Nothing to draw")
     wait_for(page, lambda: not page.find_element("#memory-box").is_displayed(), "one empty state, no memory frame")
 
+    page.driver.get(page.server_url + "/?schedule=1f1b&devices=4&microbatches=8")
+    wait_title(page, "1f1b · 4 devices · 8 microbatches")
+    plotted(page, "gantt", "Plotly.Fx.hover(gd, [{curveNumber: 0, pointNumber: 2}]);")
+    page.wait_for_contains_text("#gantt .hoverlayer", "start 2 units · end 3 units")
+    assert "duration 1 units" in page.find_element("#gantt .hoverlayer").text
+
     page.driver.get(page.server_url + "/?schedule=gpipe&devices=4&microbatches=4&gpipe.iterations=3")
     wait_title(page, "gpipe · 4 devices · 12 microbatches")
     names = plotted(page, "gantt", "return gd.data.map(t => t.name);")
@@ -219,10 +225,12 @@ def test_zooming_into_an_overview_draws_the_bars_in_view(page):
     run = ppviz.simulate("1f1b", 16, 512)
     inside = int(((run.result.end > 300) & (run.result.start < 330)).sum())
     assert f"{inside:,} ops in view" in title(page)
+    page.wait_for_contains_text("#card-size", f"{inside:,} in view, drawn as bars")  # the card is true too
 
     plotted(page, "gantt", "Plotly.relayout(gd, {'xaxis.autorange': true});")
     wait_title(page, "overview · zoom in for bars")
     assert plotted(page, "gantt", "return gd.data.map(t => t.type);") == ["heatmap"]
+    page.wait_for_contains_text("#card-size", "16,384 ops, drawn as an overview")
     assert page.get_logs() == []
 
 
