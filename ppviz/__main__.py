@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 
 from . import REGISTRY, __version__, api
+from .cli_types import NUMBER_TYPES, ascii_float, ascii_int
 from .estimate import cli as estimate_cli
 from .ir import KIND_INDEX, Kind, from_torch_csv, to_torch_csv
 from .search import cli as search_cli
@@ -38,32 +38,11 @@ def _all_params() -> dict[str, object]:
     return out
 
 
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-
-
-def _int(text: str) -> int:
-    """Plain ASCII digits only: Python's int() would also take '٤', '４' and '1_000'."""
-    if not _INT.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number written in ASCII digits, such as 8")
-    return int(text)
-
-
-def _float(text: str) -> float:
-    """A plain ASCII decimal number (no 'nan', 'inf', '1_0' or non-ASCII digits)."""
-    if not _FLOAT.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number written in ASCII digits, such as 1.5")
-    return float(text)
-
-
-NUMBER_TYPES = {int: _int, float: _float}
-
-
 def _stage_time(text: str) -> tuple[int, tuple[float, float, float]]:
     try:
         share, times = text.split(":")
-        f, b, w = (_float(x) for x in times.split(","))
-        return _int(share), (f, b, w)
+        f, b, w = (ascii_float(x) for x in times.split(","))
+        return ascii_int(share), (f, b, w)
     except (ValueError, argparse.ArgumentTypeError):
         raise argparse.ArgumentTypeError(f"--stage-time wants SHARE:F,B,W such as 3:1.5,3,1.5 (got {text!r})") from None
 
@@ -82,22 +61,22 @@ def _parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_)
         p.add_argument("schedule", nargs="?", help="schedule name (see `ppviz list`)")
         p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch compute-only CSV order instead")
-        p.add_argument("--devices", "-p", type=_int, help="pipeline devices p")
-        p.add_argument("--microbatches", "-m", type=_int, help="microbatches m")
-        p.add_argument("--gbs", type=_int, help="global batch size: with --mbs, gives microbatches = gbs / mbs")
-        p.add_argument("--mbs", type=_int, help="micro-batch size (with --gbs)")
-        p.add_argument("--chunks", "-v", type=_int, help="model chunks per device, for schedules that take it")
+        p.add_argument("--devices", "-p", type=ascii_int, help="pipeline devices p")
+        p.add_argument("--microbatches", "-m", type=ascii_int, help="microbatches m")
+        p.add_argument("--gbs", type=ascii_int, help="global batch size: with --mbs, gives microbatches = gbs / mbs")
+        p.add_argument("--mbs", type=ascii_int, help="micro-batch size (with --gbs)")
+        p.add_argument("--chunks", "-v", type=ascii_int, help="model chunks per device, for schedules that take it")
         for q in _all_params().values():
             if q.name == "chunks":
                 continue
             flags = [f"--{name.replace('_', '-')}" for name in (q.name, *q.aliases)]
             p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
-        p.add_argument("--f", type=_float, help="forward time per device share (default 1)")
-        p.add_argument("--b", type=_float, help="input-backward time per device share (default 1)")
-        p.add_argument("--w", type=_float, help="weight-backward time per device share (default 1)")
-        p.add_argument("--p2p", type=_float, help="latency added to cross-device dependencies (default 0)")
-        p.add_argument("--overlap", type=_float, help="time factor of an overlapped F&B pair (default 1)")
-        p.add_argument("--b-frees", type=_float, help="fraction of activation that B frees (default 0)")
+        p.add_argument("--f", type=ascii_float, help="forward time per device share (default 1)")
+        p.add_argument("--b", type=ascii_float, help="input-backward time per device share (default 1)")
+        p.add_argument("--w", type=ascii_float, help="weight-backward time per device share (default 1)")
+        p.add_argument("--p2p", type=ascii_float, help="latency added to cross-device dependencies (default 0)")
+        p.add_argument("--overlap", type=ascii_float, help="time factor of an overlapped F&B pair (default 1)")
+        p.add_argument("--b-frees", type=ascii_float, help="fraction of activation that B frees (default 0)")
         p.add_argument("--stage-time", type=_stage_time, action="append", default=[], metavar="SHARE:F,B,W",
                        help="override the f,b,w of device share i (the i-th 1/p of the model); stage s of S "
                             "runs at share ⌊s·p/S⌋'s times × p/S (repeatable)")  # fmt: skip
@@ -108,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
             out.add_argument("--torch-csv", action="store_true", help="print the order as PyTorch compute-only CSV")
         else:
             p.add_argument("-o", "--output", required=True, help="HTML file to write")
-            p.add_argument("--limit", type=_float, help="memory limit line on the memory chart (GB with --model)")
+            p.add_argument("--limit", type=ascii_float, help="memory limit line on the memory chart (GB with --model)")
             # real units: `ppviz render SCHEDULE --model M --gpu G --tp ... -o page.html` (ms and GB)
             estimate_cli.add_layout_args(p, beside_render=True)
     return ap

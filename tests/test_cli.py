@@ -132,3 +132,18 @@ def test_megatron_group_size_flag_is_the_group_size(capsys):
     _, by_name, _ = run_cli(capsys, *args, "--group-size", 6)
     _, default, _ = run_cli(capsys, *args)
     assert json.loads(by_alias)["ops"] == json.loads(by_name)["ops"] != json.loads(default)["ops"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--tp", "٢"],
+        ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "4_096"],
+        ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--peak-tflops", "inf"],
+        ["search", "--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", "１６", "--gbs", 64],
+        ["search", "--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", 16, "--gbs", 64, "--tp", "1,٢"],
+    ],
+)
+def test_every_subcommand_takes_ascii_digits_only(capsys, args):
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2 and err.count("\n") == 1 and ("ASCII digits" in err or "whole numbers" in err)

@@ -11,6 +11,7 @@ import json
 import sys
 
 from .. import formats
+from ..cli_types import NUMBER_TYPES, ascii_float, ascii_int, ascii_ints
 from ..schedules import REGISTRY
 from . import specs
 from .iteration import FLOPS_DEFINITION, Estimate, estimate
@@ -54,18 +55,14 @@ def _schedule_params() -> dict:
 
 
 def _layer_split(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--layer-split wants layers per stage, e.g. 3,4,4,3 (got {text!r})") from None
+    return tuple(ascii_ints(text, "layers per stage, e.g. 3,4,4,3", flag="--layer-split"))
 
 
 def _grid(text: str) -> tuple[int, int]:
-    try:
-        r, c = (int(x) for x in text.split(","))
-        return r, c
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--tp2d wants hidden,sequence ways, e.g. 4,2 (got {text!r})") from None
+    ways = ascii_ints(text, "hidden,sequence ways, e.g. 4,2", flag="--tp2d")
+    if len(ways) != 2:
+        raise argparse.ArgumentTypeError(f"--tp2d wants hidden,sequence ways, e.g. 4,2 (got {text!r})")
+    return ways[0], ways[1]
 
 
 def add_parsers(sub) -> None:
@@ -97,38 +94,45 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
     p.add_argument("--model", required=not beside_render, help="model preset (see `ppviz presets`)")
     p.add_argument("--gpu", required=not beside_render, help="GPU preset (see `ppviz presets`)")
     for name in ("tp", "pp", "dp", "cp", "ep", "vpp") + (() if beside_render else ("mbs",)):
-        p.add_argument(f"--{name}", type=int, help=f"{name} (default 1)")
+        p.add_argument(f"--{name}", type=ascii_int, help=f"{name} (default 1)")
     if not beside_render:
-        p.add_argument("--gbs", type=int, help="global batch in sequences (default: one microbatch per DP rank)")
+        p.add_argument("--gbs", type=ascii_int, help="global batch in sequences (default: one microbatch per DP rank)")
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
     p.add_argument("--recompute", choices=specs.RECOMPUTE, help="activation recomputation (default none)")
-    p.add_argument("--zero", type=int, help="0 none (default), 1 distributed optimizer, 2 + gradients, 3 + weights")
+    p.add_argument(
+        "--zero", type=ascii_int, help="0 none (default), 1 distributed optimizer, 2 + gradients, 3 + weights"
+    )
     p.add_argument("--precision", choices=specs.PRECISIONS, help="bf16 (default) or fp8")
     if not beside_render:
         p.add_argument("--schedule", default="1f1b", help="pipeline schedule (see `ppviz list`; default 1f1b)")
     p.add_argument("--tp-mode", choices=specs.TP_MODES, help="1d (Megatron, default) or 2d (SUMMA over hidden × "
                    "sequence; implied by --tp2d)")  # fmt: skip
     p.add_argument("--tp2d", type=_grid, metavar="R,C", help="2D TP grid: hidden ways R × sequence ways C (tp = R·C)")
-    p.add_argument("--summa-blocks", type=int, help="SUMMA steps per matmul (default: lcm of R and C)")
+    p.add_argument("--summa-blocks", type=ascii_int, help="SUMMA steps per matmul (default: lcm of R and C)")
     p.add_argument("--layer-split", type=_layer_split, metavar="N,N,...", help="layers of every stage")
-    p.add_argument("--edge-fewer", type=int, help="k fewer layers on the first and last stage")
+    p.add_argument("--edge-fewer", type=ascii_int, help="k fewer layers on the first and last stage")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap the gradient reduction")
     if not beside_render:
-        p.add_argument("--b-frees", type=float, help="fraction of a stage's activation that B frees (default 0)")
+        p.add_argument("--b-frees", type=ascii_float, help="fraction of a stage's activation that B frees (default 0)")
     p.add_argument("--pair-overlap", action="store_true",
                    help="overlapped F&B pairs (DualPipe) hide each op's MoE all-to-all")  # fmt: skip
     if not beside_render:
         for q in _schedule_params().values():
             flags = [f"--{n.replace('_', '-')}" for n in (q.name, *q.aliases)]
-            p.add_argument(*flags, dest=q.name, type=q.type, help=q.help)
+            p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
+    add_spec_overrides(p)
+
+
+def add_spec_overrides(p: argparse.ArgumentParser) -> None:
+    """Flags that override any field of the model and GPU presets (estimate, render and search)."""
     for flag, field, typ in MODEL_FLAGS:
-        p.add_argument(f"--{flag}", dest=f"model_{field}", type=typ, help=f"override the model's {field}")
+        p.add_argument(f"--{flag}", dest=f"model_{field}", type=NUMBER_TYPES[typ], help=f"override the model's {field}")
     for field in MODEL_BOOLS:
         p.add_argument(f"--{field.replace('_', '-')}", dest=f"model_{field}", action=argparse.BooleanOptionalAction,
                        help=f"override the model's {field}")  # fmt: skip
     for flag, field, _, help_ in GPU_FLAGS:
-        p.add_argument(f"--{flag}", dest=f"gpu_{field}", type=float, help=help_)
-    p.add_argument("--nvlink-domain", dest="gpu_nvlink_domain", type=int, help="GPUs per NVLink domain")
+        p.add_argument(f"--{flag}", dest=f"gpu_{field}", type=ascii_float, help=help_)
+    p.add_argument("--nvlink-domain", dest="gpu_nvlink_domain", type=ascii_int, help="GPUs per NVLink domain")
 
 
 def given_flags(args: argparse.Namespace) -> list[str]:

@@ -14,8 +14,9 @@ import json
 import sys
 import time
 
+from ..cli_types import ascii_float, ascii_int, ascii_ints
 from ..estimate import specs
-from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS
+from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS, add_spec_overrides
 from .engine import search
 from .parallel import search_parallel
 from .result import SearchResult
@@ -27,10 +28,7 @@ CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "
 
 
 def _ints(text: str) -> list[int]:
-    try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"wants whole numbers separated by commas, e.g. 4,8 (got {text!r})") from None
+    out = ascii_ints(text)
     if not out:
         raise argparse.ArgumentTypeError("wants at least one whole number, e.g. 4,8")
     return out
@@ -44,9 +42,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("search", help="rank every parallel layout of a model on N GPUs by simulated iteration time")
     p.add_argument("--model", required=True, help="model preset (see `ppviz presets`)")
     p.add_argument("--gpu", required=True, help="GPU preset (see `ppviz presets`)")
-    p.add_argument("--gpus", type=int, required=True, help="number of GPUs")
-    p.add_argument("--gbs", type=int, required=True, help="global batch in sequences")
-    p.add_argument("--top", type=int, default=10, help="how many layouts to rank (default 10)")
+    p.add_argument("--gpus", type=ascii_int, required=True, help="number of GPUs")
+    p.add_argument("--gbs", type=ascii_int, required=True, help="global batch in sequences")
+    p.add_argument("--top", type=ascii_int, default=10, help="how many layouts to rank (default 10)")
     p.add_argument("--schedules", type=_names, help="schedules to consider, e.g. 1f1b,zb-v (default: all)")
     for name in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero"):
         p.add_argument(f"--{name}", dest=f"opt_{name}", type=_ints, metavar="N,N", help=f"restrict {name}")
@@ -54,23 +52,16 @@ def add_parser(sub) -> None:
     p.add_argument("--sequence-parallel", choices=("on", "off", "both"), default="both", help="(default both)")
     p.add_argument("--even-only", action="store_true", help="only stage counts that divide the layers")
     p.add_argument("--tp-within-domain", action="store_true", help="keep every TP group inside one NVLink domain")
-    p.add_argument("--headroom", type=float, default=0.0, help="fraction of HBM kept free, e.g. 0.1")
-    p.add_argument("--budget", type=float, default=2.0, help="seconds for the searching schedules (default 2)")
+    p.add_argument("--headroom", type=ascii_float, default=0.0, help="fraction of HBM kept free, e.g. 0.1")
+    p.add_argument("--budget", type=ascii_float, default=2.0, help="seconds for the searching schedules (default 2)")
     p.add_argument("--no-pareto", action="store_true", help="skip the Pareto front (faster)")
-    p.add_argument("--pareto-within", type=float, default=0.1,
+    p.add_argument("--pareto-within", type=ascii_float, default=0.1,
                    help="the front covers layouts up to this fraction slower than the best (default 0.1)")  # fmt: skip
-    p.add_argument("--jobs", type=int, default=1, help="local processes to spread the work over (default 1)")
+    p.add_argument("--jobs", type=ascii_int, default=1, help="local processes to spread the work over (default 1)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
     out.add_argument("--csv", action="store_true", help="print the ranked layouts as CSV")
-    for flag, field, typ in MODEL_FLAGS:
-        p.add_argument(f"--{flag}", dest=f"model_{field}", type=typ, help=f"override the model's {field}")
-    for field in MODEL_BOOLS:
-        p.add_argument(f"--{field.replace('_', '-')}", dest=f"model_{field}", action=argparse.BooleanOptionalAction,
-                       help=f"override the model's {field}")  # fmt: skip
-    for flag, field, _, help_ in GPU_FLAGS:
-        p.add_argument(f"--{flag}", dest=f"gpu_{field}", type=float, help=help_)
-    p.add_argument("--nvlink-domain", dest="gpu_nvlink_domain", type=int, help="GPUs per NVLink domain")
+    add_spec_overrides(p)
 
 
 def _specs(args: argparse.Namespace):
