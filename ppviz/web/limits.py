@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 
 from ppviz import REGISTRY
+from ppviz.ir import torch_lines
 from ppviz.iterations import microbatches_for_batch
 from ppviz.schedules.registry import resolve
 
@@ -119,7 +120,7 @@ def check_order(text: str) -> None:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_ORDER_BYTES:
         raise ValueError(f"the order is {size:,} bytes; the page takes up to {MAX_ORDER_BYTES // 1024} KB")
-    ranks = len(text.replace("\r\n", "\n").replace("\r", "\n").rstrip().split("\n"))
+    ranks = len(torch_lines(text))  # the rows the parser will read, counted the parser's way
     if ranks > MAX_ORDER_RANKS:
         raise ValueError(
             f"the order has {ranks:,} rows (ranks, blank rows included); the page takes at most {MAX_ORDER_RANKS}: "
