@@ -361,9 +361,13 @@ def _scaled(pair: Sequence[float], scale: float) -> list[float]:
     return [float(t) * scale for t in pair]
 
 
-def _device_axis(devices: int, **extra) -> dict:
-    """Devices top to bottom: device 0 at the top row."""
+def _device_axis(devices: int, height: int | None = None, **extra) -> dict:
+    """Devices top to bottom: device 0 at the top row; a tick label every 14 px or more of a chart
+    ``height`` px tall (every device up to 32 when the height is not given)."""
     step = 1 if devices <= 32 else int(np.ceil(devices / 32))
+    if height is not None:
+        row = max(height - _MARGIN["t"] - _MARGIN["b"], 1) / devices
+        step = max(1, int(np.ceil(14 / row)))
     return dict(
         title=dict(text="device"),
         range=[devices - 0.5, -0.5],
@@ -453,7 +457,7 @@ def gantt(
         xaxis=dict(
             title=_time_title(time_unit), range=_scaled(time_range, time_scale), zeroline=False, gridcolor=_GRID
         ),
-        yaxis=_device_axis(p),
+        yaxis=_device_axis(p, height),
         plot_bgcolor="white",
         hovermode="closest",
     )
@@ -588,6 +592,9 @@ def memory(
         plot_bgcolor="white",
         hovermode="closest",
     )
+    extra = _legend_room(data)  # nine entries or more wrap: keep them clear of the title
+    layout.update(margin=dict(_MARGIN, t=_MARGIN["t"] + extra), height=layout["height"] + extra)
+    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))
     return _figure(data, layout)
 
 
@@ -676,6 +683,7 @@ def overview(
     note: str = "",
     time_scale: float = 1.0,
     time_unit: str = "",
+    height: int | None = None,
 ) -> go.Figure:
     """Raster of devices × time bins, each cell the class (kind, overlapped or idle) filling most of it.
 
@@ -686,7 +694,7 @@ def overview(
     p = run.schedule.devices
     layout = dict(
         title=dict(text=_title(run, None) + " · overview" + note, x=0, xanchor="left", font=dict(size=14)),
-        height=gantt_height(p),
+        height=height or gantt_height(p),
         margin=_MARGIN,
         xaxis=dict(
             title=_time_title(time_unit),
@@ -694,7 +702,7 @@ def overview(
             zeroline=False,
             gridcolor=_GRID,
         ),
-        yaxis=_device_axis(p),
+        yaxis=_device_axis(p, height),
         plot_bgcolor="white",
     )
     ends = iteration_trace(run, time_scale, time_unit)

@@ -38,6 +38,10 @@ RUN_CACHE_BYTES = int(float(os.environ.get("PPVIZ_RUN_CACHE_MB", "48")) * 2**20)
 ACTION_BYTES = 64
 DEVICE_BYTES = 512
 OVERVIEW_NOTE = " · zoom in for bars"
+# Chart heights on the page, so that cards, both charts and the time axis fit a 1280×800 screen:
+# the Gantt grows with devices up to GANTT_MAX_PX (zoom on the device axis for a range of them).
+GANTT_MAX_PX = 330
+MEMORY_PX = 260
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
 IMAGE_FORMATS = ("svg", "png")
 
@@ -226,10 +230,11 @@ def gantt_figure(run: ppviz.Run, title: str | None = None, window: tuple[float, 
     turns it into bars once few enough ops are left, and into a finer overview before that.
     """
     shown = len(run.result) if window is None else int(figures.in_window(run, window).sum())
+    height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), GANTT_MAX_PX)
     with figures.plain():
         if shown <= BARS_MAX_OPS:
-            return ready(figures.gantt(run, title=title, window=window)), "bars"
-        return ready(figures.overview(run, window=window, note=OVERVIEW_NOTE)), "overview"
+            return ready(figures.gantt(run, title=title, window=window, height=height)), "bars"
+        return ready(figures.overview(run, window=window, note=OVERVIEW_NOTE, height=height)), "overview"
 
 
 def zoom_window(relayout: dict | None) -> tuple[float, float] | str | None:
@@ -306,7 +311,7 @@ def render(state: ViewState, background: bool = False) -> View:
     run = runs[0]
     gantt, drawn_as = gantt_figure(run)
     with figures.plain():
-        memory = ready(figures.memory(run, limit=_limit(state)))
+        memory = ready(figures.memory(run, limit=_limit(state), height=MEMORY_PX))
     memory["layout"]["xaxis"]["range"] = list(gantt["layout"]["xaxis"]["range"])  # one time axis
     return View(gantt, memory, cards(run, drawn_as), [], messages, disabled, runs, drawn_as)
 

@@ -244,3 +244,29 @@ def test_a_heavy_search_runs_in_the_background_with_progress(page):
     wait_for(page, lambda: not page.find_element("#job-box").is_displayed(), "the progress box goes away")
     page.wait_for_contains_text("#card-size", "49,152 ops")
     assert page.get_logs() == []
+
+
+def test_cards_both_charts_and_their_time_axes_fit_a_1280_by_800_screen(page):
+    """At 8 and at 32 devices: no scrolling to see the cards, the Gantt, the memory chart and its time axis;
+    the memory chart's legend keeps clear of its title."""
+    page.driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
+    for devices, microbatches in ((8, 16), (32, 64)):
+        page.driver.get(page.server_url + f"/?schedule=zb-v&devices={devices}&microbatches={microbatches}")
+        wait_title(page, f"zb-v · {devices} devices")
+        wait_for(page, lambda: plotted(page, "memory", "return gd.data.length;"), "the memory chart is drawn")
+        time.sleep(0.5)
+        box = page.driver.execute_script(
+            "const r = s => document.querySelector(s).getBoundingClientRect();"
+            "const axis = document.querySelector('#memory .xtitle').getBoundingClientRect();"
+            "const title = document.querySelector('#memory .gtitle').getBoundingClientRect();"
+            "const legend = [...document.querySelectorAll('#memory .legendtext')]"
+            ".map(e => e.getBoundingClientRect()).reduce((a, b) => (a.top < b.top ? a : b));"
+            "return {cards: r('#cards').bottom, gantt: r('#gantt').bottom, axis: axis.bottom,"
+            " title: title.bottom, legend: legend.top, height: window.innerHeight, scroll: window.scrollY};"
+        )
+        assert box["height"] == 800 and box["scroll"] == 0
+        assert box["cards"] < box["gantt"] < box["axis"] <= 800, box
+        assert box["title"] <= box["legend"] + 1, box  # the legend below the title, not over it
+    assert page.get_logs() == []
