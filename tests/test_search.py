@@ -137,15 +137,24 @@ def test_rows_are_estimates_and_fit():
 
 
 def test_the_top_row_reruns_through_the_cli_to_the_same_numbers():
-    base = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "4096"]
+    # llama3-8b's preset has seq 8192 and h100-sxm 80 GB in NVLink domains of 8: the overrides must reach the command
+    base = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "2048", "--tied-embeddings", "--hbm-gb", "60.5",
+            "--network-latency-us", "7.3", "--nvlink-domain", "4"]  # fmt: skip
     out = _cli("search", *base, "--gpus", "8", "--gbs", "32", "--top", "3", "--schedules", "1f1b,zb-h1", "--json")
     res = json.loads(out.stdout)
     assert out.stderr == ""  # no progress bar when stderr is not a terminal
     assert {"layouts", "pareto", "searched", "pruned", "seconds"} <= set(res)
+    for row in res["layouts"]:
+        assert row["capacity_bytes"] == 60.5e9
+        cmd = row["command"].split()
+        assert cmd[:2] == ["ppviz", "estimate"] and "--seq" in cmd and cmd[cmd.index("--seq") + 1] == "2048"
+        rerun = json.loads(_cli("estimate", *cmd[2:], "--json", "--no-ops").stdout)  # the command alone
+        assert rerun["iteration_s"] == row["iteration_s"] and rerun["peak_bytes"] == row["peak_bytes"]
+        assert rerun["tokens_per_s"] == row["tokens_per_s"] and rerun["capacity_bytes"] == row["capacity_bytes"]
+        assert " ".join(base[4:]) in row["command"]  # every override (model, then GPU)
     row = res["layouts"][0]
-    args = row["command"].split()[2:]
-    rerun = json.loads(_cli("estimate", *args, "--seq", "4096", "--json", "--no-ops").stdout)
-    assert rerun["iteration_s"] == row["iteration_s"] and rerun["peak_bytes"] == row["peak_bytes"]
+    preset = json.loads(_cli("estimate", *row["command"].split()[2:], "--seq", "8192", "--json", "--no-ops").stdout)
+    assert preset["iteration_s"] != row["iteration_s"]  # the preset's own sequence length is another model
     csv_out = _cli("search", *base, "--gpus", "8", "--gbs", "32", "--top", "3", "--schedules", "1f1b,zb-h1", "--csv")
     lines = csv_out.stdout.splitlines()
     assert lines[0].startswith("rank,iteration_s") and len(lines) == 4

@@ -7,17 +7,53 @@ tokens_per_s, mfu, peak_bytes[], fits`` ...) and the layout itself under the nam
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from ..estimate import specs
+from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS
 from ..estimate.iteration import Estimate
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recompute", "sequence_parallel", "zero")
 
 
+def overrides(est: Estimate) -> list[str]:
+    """The model and GPU override flags (``--seq 2048``, ``--hbm-gb 40`` ...) that turn the presets
+    named ``est.model.name`` and ``est.gpu.name`` into the model and GPU this estimate used."""
+    out = []
+    if est.model.name in specs.model_names():
+        base = specs.model(est.model.name)
+        for flag, f, _ in MODEL_FLAGS:
+            if getattr(est.model, f) != getattr(base, f):
+                out.append(f"--{flag} {getattr(est.model, f)}")
+        for f in MODEL_BOOLS:
+            if getattr(est.model, f) != getattr(base, f):
+                out.append(f"--{'' if getattr(est.model, f) else 'no-'}{f.replace('_', '-')}")
+    if est.gpu.name in specs.gpu_names():
+        base = specs.gpu(est.gpu.name)
+        for flag, f, k, _ in GPU_FLAGS:
+            if getattr(est.gpu, f) != getattr(base, f):
+                out.append(f"--{flag} {_in_unit(getattr(est.gpu, f), k)}")
+        if est.gpu.nvlink_domain != base.nvlink_domain:
+            out.append(f"--nvlink-domain {est.gpu.nvlink_domain}")
+    return out
+
+
+def _in_unit(value: float, factor: float) -> str:
+    """``value`` / ``factor`` written so that the CLI's ``float(text) * factor`` gives ``value`` back exactly."""
+    x = value / factor
+    for _ in range(64):
+        if float(repr(x)) * factor == value:
+            return repr(x)
+        x = math.nextafter(x, math.inf if x * factor < value else -math.inf)
+    return repr(value / factor)
+
+
 def command(est: Estimate) -> str:
-    """The `ppviz estimate` command line that reproduces this row."""
+    """The `ppviz estimate` command line that reproduces this row: the presets, every model and GPU
+    override the search was given, and the layout."""
     lay = est.layout
-    parts = ["ppviz estimate", f"--model {est.model.name}", f"--gpu {est.gpu.name}"]
+    parts = ["ppviz estimate", f"--model {est.model.name}", f"--gpu {est.gpu.name}", *overrides(est)]
     parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs")]
     parts += [f"--gbs {lay.gbs}", f"--schedule {lay.schedule}", f"--recompute {lay.recompute}", f"--zero {lay.zero}"]
     if lay.sequence_parallel:
