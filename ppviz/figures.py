@@ -601,6 +601,9 @@ def memory(
 # --- raster overview -------------------------------------------------------------------------
 
 OVERVIEW_CLASSES = ("idle", *(k.value for k in KINDS), "overlapped")
+# About one time bin per pixel of the page's plot (~770 px at 1280 wide): 1,500 bins squeezed into
+# it were resampled by the browser into a moiré of stripes.
+OVERVIEW_BINS = 760
 OVERVIEW_COLORS = (IDLE_COLOR, *(KIND_COLORS[k] for k in KINDS), PAIR_COLOR)
 
 
@@ -652,23 +655,28 @@ def _heat_trace(
 ) -> dict:
     occ, t0, width = occupancy(run, bins, window)
     t0, width = t0 * scale, width * scale
-    n_cls = len(OVERVIEW_CLASSES)
-    scale = []
-    for i, c in enumerate(OVERVIEW_COLORS):
-        scale += [[i / n_cls, c], [(i + 1) / n_cls, c]]  # one flat step per class
+    top = occ.argmax(axis=1)
+    present = [i for i in range(len(OVERVIEW_CLASSES)) if (top == i).any()]  # the colour bar names only these
+    index = np.zeros(len(OVERVIEW_CLASSES), dtype=np.int8)
+    index[present] = np.arange(len(present))
+    n_cls = len(present)
+    steps = []
+    for i, c in enumerate(present):
+        steps += [[i / n_cls, OVERVIEW_COLORS[c]], [(i + 1) / n_cls, OVERVIEW_COLORS[c]]]  # one flat step each
+    names = [OVERVIEW_CLASSES[c] for c in present]
     return dict(
         type="heatmap",
-        z=occ.argmax(axis=1).astype(np.int8),
+        z=index[top],
         x0=t0 + width / 2,
         dx=width,
         y0=0,
         dy=1,
         zmin=-0.5,
         zmax=n_cls - 0.5,
-        colorscale=scale,
+        colorscale=steps,
         customdata=np.rint(100 * (1.0 - occ[:, 0, :])).astype(np.uint8),
         showscale=showscale,
-        colorbar=dict(tickmode="array", tickvals=list(range(n_cls)), ticktext=list(OVERVIEW_CLASSES), thickness=12),
+        colorbar=dict(tickmode="array", tickvals=list(range(n_cls)), ticktext=names, thickness=12),
         hovertemplate=f"device %{{y}} · t %{{x:.6~g}}{_suffix(unit)}<br>busy %{{customdata}}%<extra></extra>",
         xaxis=xaxis,
         yaxis=yaxis,
@@ -678,7 +686,7 @@ def _heat_trace(
 def overview(
     run: Run,
     *,
-    bins: int = 1500,
+    bins: int | None = None,
     window: tuple[float, float] | None = None,
     note: str = "",
     time_scale: float = 1.0,
@@ -708,7 +716,7 @@ def overview(
     ends = iteration_trace(run, time_scale, time_unit)
     if ends:
         layout["legend"] = _LEGEND
-    heat = _heat_trace(run, bins, window=window, scale=time_scale, unit=time_unit)
+    heat = _heat_trace(run, OVERVIEW_BINS if bins is None else bins, window=window, scale=time_scale, unit=time_unit)
     return _figure([heat] + ([ends] if ends else []), layout)
 
 
@@ -752,7 +760,7 @@ def compare(
         axes = dict(xaxis=f"x{'' if i == 0 else i + 1}", yaxis=f"y{'' if i == 0 else i + 1}")
         if max_bars is not None and len(run.result) > max_bars:
             first_heat = not any(t["type"] == "heatmap" for t in data)
-            data.append(_heat_trace(run, 1500, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
+            data.append(_heat_trace(run, OVERVIEW_BINS, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
         else:
             data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
         ends = iteration_trace(run, time_scale, time_unit, **axes)
