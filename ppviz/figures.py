@@ -522,8 +522,13 @@ def memory(
     scale: float = 1.0,
     unit: str = "units",
     capacity: float | None = None,
+    band_over: int | None = None,
 ) -> go.Figure:
     """Activation per device over time as step lines, each device's peak marked.
+
+    With ``band_over`` and more devices than that, the devices are drawn as one min–max band with
+    lines for the devices of the highest and the lowest peak only (32 lines could not be told apart);
+    every device's peak stays marked. ``memory_traces`` says how many traces precede a limit line.
 
     Real units: ``stage_sizes`` (one microbatch's activation per stage, e.g. bytes), ``base`` (each
     device's static memory, drawn under its curve), ``scale`` and ``unit`` (bytes to GB: 1e-9,
@@ -540,14 +545,19 @@ def memory(
     colors = device_colors(p)
     tu, what = _suffix(time_unit), "memory" if base is not None else "activation"
     data = []
-    for d, (t, v) in enumerate(zip(curves.times, curves.values)):
+    lines = range(p)
+    if band_over is not None and p > band_over:
+        lines = _band_lines(curves.peak + static)
+        data += _band(curves, static, span, scale, time_scale, tdt, unit, tu)
+    for d in lines:
+        t, v = curves.times[d], curves.values[d]
         t, v = np.append(t, span[1]), np.append(v, v[-1])  # hold the last level to the end
         data.append(
             dict(
                 type="scatter",
                 mode="lines",
-                name=f"device {d}",
-                showlegend=p <= 8,  # past 8 a legend would crowd the title; hover names the device
+                name=f"device {d}" + (_band_role(d, curves.peak + static) if len(lines) < p else ""),
+                showlegend=p <= 8 or len(lines) < p,  # past 8 a legend would crowd the title
                 x=(t * time_scale).astype(tdt),
                 y=((v + static[d]) * scale).astype(np.float32),
                 line=dict(shape="hv", width=1.5, color=colors[d]),
@@ -596,6 +606,47 @@ def memory(
     layout.update(margin=dict(_MARGIN, t=_MARGIN["t"] + extra), height=layout["height"] + extra)
     layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))
     return _figure(data, layout)
+
+
+def memory_traces(run: Run, band_over: int | None = None) -> int:
+    """How many traces ``memory`` (abstract units) draws before its limit line: lines (or the band and
+    its lines) and the peaks."""
+    p = run.schedule.devices
+    if band_over is not None and p > band_over:
+        return 2 + len(_band_lines(np.asarray(run.metrics.peak_activation, dtype=float))) + 1
+    return p + 1
+
+
+def _band_lines(peaks: np.ndarray) -> list[int]:
+    """The devices drawn as lines over the band: the highest peak and the lowest (first of ties)."""
+    return sorted({int(np.argmax(peaks)), int(np.argmin(peaks))})
+
+
+def _band_role(d: int, peaks: np.ndarray) -> str:
+    return " (highest peak)" if d == int(np.argmax(peaks)) else " (lowest peak)"
+
+
+def _band(curves, static, span, scale: float, time_scale: float, tdt, unit: str, tu: str) -> list[dict]:
+    """The min and max over devices of their memory at every moment, as a filled step band."""
+    grid = np.unique(np.concatenate([*curves.times, [span[1]]]))
+    low = np.full(len(grid), np.inf)
+    high = np.full(len(grid), -np.inf)
+    for d, (t, v) in enumerate(zip(curves.times, curves.values)):
+        at = np.searchsorted(t, grid, side="right") - 1
+        level = np.where(at >= 0, v[np.maximum(at, 0)], 0.0) + static[d]
+        np.minimum(low, level, out=low)
+        np.maximum(high, level, out=high)
+    x = (grid * time_scale).astype(tdt)
+    name = f"min–max of {len(curves.times)} devices"
+    common = dict(type="scatter", mode="lines", x=x, legendgroup="band")
+    return [
+        dict(common, name="min", y=(low * scale).astype(np.float32), showlegend=False,
+             line=dict(shape="hv", width=0.5, color="#8FA3C8"),
+             hovertemplate=f"lowest device at t %{{x:.7~g}}{tu}: %{{y:.4~g}} {unit}<extra></extra>"),
+        dict(common, name=name, y=(high * scale).astype(np.float32), fill="tonexty",
+             fillcolor="rgba(120, 145, 200, 0.3)", line=dict(shape="hv", width=0.5, color="#8FA3C8"),
+             hovertemplate=f"highest device at t %{{x:.7~g}}{tu}: %{{y:.4~g}} {unit}<extra></extra>"),
+    ]  # fmt: skip
 
 
 # --- raster overview -------------------------------------------------------------------------

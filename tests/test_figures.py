@@ -365,3 +365,24 @@ def test_iteration_ends_are_drawn_where_the_core_says_each_device_ends_each_iter
     both = figures.compare([ppviz.simulate("gpipe", 4, 8, iterations=2), ppviz.simulate("1f1b", 4, 8, iterations=2)])
     lines = [t for t in both.data if t.legendgroup == "iterations"]
     assert [t.showlegend for t in lines] == [True, False] and [t.yaxis for t in lines] == ["y", "y2"]
+
+
+def test_many_devices_memory_is_a_min_max_band_with_the_extreme_devices_as_lines():
+    run = ppviz.simulate("1f1b", 16, 32)
+    fig = figures.memory(run, limit=3, band_over=8)
+    names = [t.name for t in fig.data]
+    assert names == [
+        "min", "min–max of 16 devices", "device 0 (highest peak)", "device 15 (lowest peak)", "peak", "limit 3",
+    ]  # fmt: skip
+    low, high = (np.asarray(t.y, dtype=float) for t in fig.data[:2])
+    assert high.max() == 16 and low.max() == 1  # 1F1B: device d peaks at min(p − d, m)
+    assert fig.data[1].fill == "tonexty" and fig.data[0].showlegend is False
+    from ppviz import memory
+
+    curves = memory.activation(run.result)
+    grid = np.asarray(fig.data[0].x, dtype=float)
+    for i in (len(grid) // 3, len(grid) // 2):
+        levels = [v[np.searchsorted(t, grid[i], side="right") - 1] for t, v in zip(curves.times, curves.values)]
+        assert low[i] == min(levels) and high[i] == max(levels)
+    assert figures.memory_traces(run, 8) == names.index("limit 3")
+    assert len(figures.memory(run).data) == 17 and figures.memory_traces(run) == 16 + 1  # no band_over: lines

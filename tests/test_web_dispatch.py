@@ -155,6 +155,18 @@ def test_the_limit_box_in_single_mode_patches_only_the_limit_line(page):
         assert (f"limit {limit}" in names) == (limit is not None)
 
 
+def test_at_16_devices_memory_is_a_band_and_the_limit_patch_lands_after_it(page):
+    dep = page.callback(PAGE)
+    answer(page.fire(dep, [("devices", "value")], {("devices", "value"): 16}))
+    names = [t.get("name") for t in page.value("memory", "figure")["data"]]
+    assert names[:2] == ["min", "min–max of 16 devices"] and "device 0 (highest peak)" in names
+    for limit in (3, 5, None):
+        out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): limit}))
+        assert "__dash_patch_update" in out["memory"]["figure"]
+        full = views.render(parse(page.value("url", "search")).state).memory
+        assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
+
+
 def test_clearing_the_compare_picker_says_what_to_do(page):
     dep = page.callback(PAGE)
     answer(page.fire(dep, [("mode", "value")], {("mode", "value"): "compare"}))

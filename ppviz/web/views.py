@@ -42,6 +42,7 @@ OVERVIEW_NOTE = " · zoom in for bars"
 # the Gantt grows with devices up to GANTT_MAX_PX (zoom on the device axis for a range of them).
 GANTT_MAX_PX = 330
 MEMORY_PX = 260
+MEMORY_LINES = 8  # past this many devices, memory is a min–max band with the highest and lowest as lines
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
 IMAGE_FORMATS = ("svg", "png")
 
@@ -311,7 +312,7 @@ def render(state: ViewState, background: bool = False) -> View:
     run = runs[0]
     gantt, drawn_as = gantt_figure(run)
     with figures.plain():
-        memory = ready(figures.memory(run, limit=_limit(state), height=MEMORY_PX))
+        memory = ready(figures.memory(run, limit=_limit(state), height=MEMORY_PX, band_over=MEMORY_LINES))
     memory["layout"]["xaxis"]["range"] = list(gantt["layout"]["xaxis"]["range"])  # one time axis
     return View(gantt, memory, cards(run, drawn_as), [], messages, disabled, runs, drawn_as)
 
@@ -511,8 +512,8 @@ def limit_change(before: ViewState, after: ViewState) -> tuple[int, bool, dict |
     line = None
     if new is not None:
         with figures.plain():
-            line = ready(figures.memory(run, limit=new)["data"][-1])
-    return run.schedule.devices + 1, old is not None, line  # after one trace per device and the peaks
+            line = ready(figures.memory(run, limit=new, band_over=MEMORY_LINES)["data"][-1])
+    return figures.memory_traces(run, MEMORY_LINES), old is not None, line  # after the curves and the peaks
 
 
 def _limit(state: ViewState) -> float | None:
