@@ -17,6 +17,8 @@ from ppviz.search import Options, engine, space
 TINY = Model(name="tiny", layers=8, hidden=512, heads=8, kv_heads=4, ffn=1536, vocab=2048, seq=1024, gated_mlp=True)
 SCHEDULES = ("gpipe", "1f1b", "1f1b-2bw", "zb-h1", "interleaved-1f1b", "1f1b-overlap", "zb-v", "dualpipe", "v-half")
 OPTS = dict(schedules=SCHEDULES, vpp=(2, 3), zero=(0, 1, 3), mbs=(1, 2), recompute=("none", "full"))
+# the same space with 2D tensor parallelism beside 1D: every (R, C) grid of tp 2, 4 and 8, SUMMA blocks lcm(R, C) and 8
+OPTS_2D = dict(OPTS, tp_mode=("1d", "2d"), summa_blocks=(0, 8))
 
 
 def _gpu(hbm_bytes: float) -> Gpu:
@@ -34,10 +36,15 @@ def _all_layouts(model, g, gpus, gbs, opt):
     return out
 
 
-@pytest.fixture(scope="module")
-def brute():
-    opt = Options(**OPTS)
+@pytest.fixture(scope="module", params=["1d", "1d+2d"])
+def brute(request):
+    opt = Options(**(OPTS if request.param == "1d" else OPTS_2D))
     ests = _all_layouts(TINY, _gpu(80e9), 8, 16, opt)
+    modes = {e.layout.tp_mode for e in ests}
+    assert modes == ({"1d"} if request.param == "1d" else {"1d", "2d"})
+    if request.param != "1d":  # 2D grids of every shape and both block counts are in the space
+        grids = {(e.layout.tp2d, e.layout.blocks) for e in ests if e.layout.tp_mode == "2d"}
+        assert {((2, 2), 2), ((2, 2), 8), ((1, 8), 8), ((4, 2), 4), ((4, 2), 8), ((2, 1), 2)} <= grids
     peaks = sorted(float(e.peak_bytes.max()) for e in ests)
     return opt, ests, peaks
 
@@ -77,11 +84,20 @@ def test_pruned_search_equals_brute_force(brute, quantile):
         p for p in _front(fit) if p[0] <= 1.1 * best
     ]
     assert near.layouts == got.layouts
+    two_d = [e for e in brute_est if e.layout.tp_mode == "2d"]
+    if two_d:  # the 2D layouts alone (the fastest of the whole space are 1D here): again exact
+        want, fit = _ranked(two_d, capacity, 7)
+        got = ppviz.search(TINY, g, 8, 16, top=7, budget_s=1e9, options=opt, pareto_within=1e9, tp_mode=["2d"])
+        assert got.searched == len(two_d) and len(want) == 7
+        assert [engine.rank_key(e.layout) for e in want] == [_key(r) for r in got.layouts]
+        assert [e.iteration_s for e in want] == [r["iteration_s"] for r in got.layouts]
+        assert [(r["iteration_s"], max(r["peak_bytes"])) for r in got.pareto] == _front(fit)
 
 
 def _key(row):
     return (row["schedule"], row["tp"], row["cp"], row["pp"], row["dp"], row["ep"], row["vpp"], row["mbs"],
-            row["recompute"], row["sequence_parallel"], row["zero"], tuple(row["layer_split"] or ()))  # fmt: skip
+            row["recompute"], row["sequence_parallel"], row["zero"], tuple(row["layer_split"] or ()), row["tp_mode"],
+            tuple(row["tp2d"] or ()), row["summa_blocks"])  # fmt: skip
 
 
 def test_bounds_never_exceed_the_simulated_figures(brute):
@@ -161,6 +177,41 @@ def test_the_top_row_reruns_through_the_cli_to_the_same_numbers():
     assert float(lines[1].split(",")[1]) == row["iteration_s"]
 
 
+def test_2d_rows_rerun_through_the_cli_to_the_same_numbers():
+    base = ["search", "--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "2048", "--gpus", "16", "--gbs", "32",
+            "--top", "4", "--schedules", "1f1b,zb-h1", "--pp", "1,2"]  # fmt: skip
+    blocks = json.loads(_cli(*base, "--tp2d", "2,4", "--tp2d", "4,2", "--summa-blocks", "16", "--json").stdout)
+    lcm = json.loads(_cli(*base, "--tp-mode", "2d", "--json").stdout)  # every grid, blocks lcm(R, C)
+    rows = blocks["layouts"] + blocks["pareto"] + lcm["layouts"] + lcm["pareto"]
+    assert {r["tp_mode"] for r in rows} == {"2d"}  # --tp2d implies --tp-mode 2d
+    assert {tuple(r["tp2d"]) for r in blocks["layouts"]} <= {(2, 4), (4, 2)}
+    assert {r["summa_blocks"] for r in blocks["layouts"]} == {16} and {r["summa_blocks"] for r in lcm["layouts"]} == {0}
+    assert not any(r["sequence_parallel"] or r["cp"] > 1 for r in rows)
+    for row in rows:
+        cmd = row["command"].split()
+        assert f"--tp-mode 2d --tp2d {row['tp2d'][0]},{row['tp2d'][1]}" in row["command"]
+        rerun = json.loads(_cli("estimate", *cmd[2:], "--json", "--no-ops").stdout)
+        assert rerun["iteration_s"] == row["iteration_s"] and rerun["peak_bytes"] == row["peak_bytes"]
+        assert rerun["mfu"] == row["mfu"] and rerun["breakdown_s"] == row["breakdown_s"]
+    table = _cli(*base, "--tp-mode", "1d,2d", "--csv").stdout.splitlines()
+    head = table[0].split(",")
+    assert {"tp_mode", "tp2d", "summa_blocks"} <= set(head) and len(table) == 5
+
+
+def test_2d_joins_only_when_asked():
+    opt = dict(schedules=["1f1b", "zb-h1"], zero=[1], recompute=["none"], mbs=[1])
+    plain = ppviz.search(TINY, _gpu(80e9), 8, 16, top=50, pareto=False, **opt)
+    both = ppviz.search(TINY, _gpu(80e9), 8, 16, top=500, pareto=False, tp_mode=["1d", "2d"], **opt)
+    assert {r["tp_mode"] for r in plain.layouts} == {"1d"} and plain.layouts[0]["tp2d"] is None
+    assert {r["tp_mode"] for r in both.layouts} == {"1d", "2d"} and both.searched > plain.searched
+    assert len(both.layouts) == both.searched <= 500  # every layout fits in 80 GB, so all are ranked
+    assert sum(r["tp_mode"] == "2d" for r in both.layouts) == both.searched - plain.searched
+    grid = ppviz.search(TINY, _gpu(80e9), 8, 16, top=500, pareto=False, tp2d=[(2, 2)], **opt)
+    assert grid.layouts and {(r["tp_mode"], tuple(r["tp2d"])) for r in grid.layouts} == {("2d", (2, 2))}
+    with pytest.raises(ValueError, match="add --tp-mode 2d"):
+        ppviz.search(TINY, _gpu(80e9), 8, 16, tp_mode=["1d"], summa_blocks=[8])
+
+
 def _cli(*args):
     r = subprocess.run([sys.executable, "-m", "ppviz", *args], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -176,6 +227,9 @@ def _cli(*args):
         (["--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--schedules", "nope"], "unknown schedule"),
         (["--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--headroom", "1.5"], "headroom"),
         (["--model", "llama3-8b", "--gpus", "0", "--gbs", "64"], "gpus must be"),
+        (["--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--tp-mode", "3d"], "--tp-mode takes 1d, 2d"),
+        (["--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--tp-mode", "1d", "--tp2d", "2,4"], "--tp-mode 2d"),
+        (["--model", "mixtral-8x7b", "--gpus", "16", "--gbs", "64", "--tp-mode", "2d"], "no layout of 16 GPUs divides"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, needle):
@@ -211,12 +265,14 @@ def test_cancel_stops_the_search():
     assert res.cancelled and not res.complete and res.simulated == 0
 
 
-def test_jobs_give_the_same_ranking():
+@pytest.mark.parametrize("opts", [OPTS, dict(OPTS_2D, tp_mode=("2d",))], ids=["1d", "2d"])
+def test_jobs_give_the_same_ranking(opts):
     from ppviz.search.parallel import search_parallel
 
-    opt = Options(**OPTS)
+    opt = Options(**opts)
     one = ppviz.search(TINY, _gpu(80e9), 8, 16, top=5, options=opt, budget_s=1e9)
     two = search_parallel(TINY, _gpu(80e9), 8, 16, jobs=2, top=5, options=opt, budget_s=1e9)
+    assert {r["tp_mode"] for r in one.layouts} == {opts.get("tp_mode", ("1d",))[0]}
     assert [(_key(r), r["iteration_s"]) for r in one.layouts] == [(_key(r), r["iteration_s"]) for r in two.layouts]
     assert [r["iteration_s"] for r in one.pareto] == [r["iteration_s"] for r in two.pareto]
     assert one.searched == two.searched

@@ -16,15 +16,15 @@ import time
 
 from ..cli_types import ascii_float, ascii_int, ascii_ints
 from ..estimate import specs
-from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS, add_spec_overrides
+from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS, _grid, add_spec_overrides
 from .engine import search
 from .parallel import search_parallel
 from .result import SearchResult
 from .space import Options
 
 CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
-              "mbs", "schedule", "recompute", "sequence_parallel", "zero", "layer_split", "microbatches",
-              "bubble_fraction", "command")  # fmt: skip
+              "mbs", "schedule", "recompute", "sequence_parallel", "zero", "tp_mode", "tp2d", "summa_blocks",
+              "layer_split", "microbatches", "bubble_fraction", "command")  # fmt: skip
 
 
 def _ints(text: str) -> list[int]:
@@ -52,6 +52,21 @@ def add_parser(sub) -> None:
     p.add_argument("--sequence-parallel", choices=("on", "off", "both"), default="both", help="(default both)")
     p.add_argument("--even-only", action="store_true", help="only stage counts that divide the layers")
     p.add_argument("--tp-within-domain", action="store_true", help="keep every TP group inside one NVLink domain")
+    p.add_argument(
+        "--tp-mode",
+        type=_names,
+        metavar="1d,2d",
+        help="tensor parallelism searched: 1d (Megatron, default), 2d (SUMMA over hidden × sequence) or both",
+    )
+    p.add_argument(
+        "--tp2d",
+        type=_grid,
+        action="append",
+        metavar="R,C",
+        help="restrict 2D grids to hidden ways R × sequence ways C (repeat for more; implies --tp-mode 2d)",
+    )
+    p.add_argument("--summa-blocks", type=_ints, metavar="N,N",
+                   help="SUMMA steps per matmul to search for 2D (default 0: lcm of R and C)")  # fmt: skip
     p.add_argument("--headroom", type=ascii_float, default=0.0, help="fraction of HBM kept free, e.g. 0.1")
     p.add_argument("--budget", type=ascii_float, default=2.0, help="seconds for the searching schedules (default 2)")
     p.add_argument("--no-pareto", action="store_true", help="skip the Pareto front (faster)")
@@ -79,7 +94,8 @@ def options(args: argparse.Namespace) -> Options:
     return Options(
         **{n: getattr(args, f"opt_{n}") for n in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero")},
         schedules=args.schedules, recompute=args.recompute, sequence_parallel=sp, uneven=not args.even_only,
-        headroom=args.headroom, tp_within_domain=args.tp_within_domain,
+        headroom=args.headroom, tp_within_domain=args.tp_within_domain, tp_mode=args.tp_mode, tp2d=args.tp2d,
+        summa_blocks=args.summa_blocks,
     )  # fmt: skip
 
 
@@ -135,7 +151,9 @@ def to_csv(result: SearchResult) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_FIELDS)
     for row in result.layouts:
-        w.writerow(["/".join(map(str, row[k])) if k == "layer_split" and row[k] else row[k] for k in CSV_FIELDS])
+        w.writerow(
+            ["/".join(map(str, row[k])) if k in ("layer_split", "tp2d") and row[k] else row[k] for k in CSV_FIELDS]
+        )
     return buf.getvalue()
 
 
@@ -172,6 +190,10 @@ def _layout(r: dict) -> str:
     parts += [f"mbs {r['mbs']}", f"recompute {r['recompute']}"]
     if r["sequence_parallel"]:
         parts.append("SP")
+    if r["tp_mode"] == "2d":
+        parts.append(
+            f"2D {r['tp2d'][0]}×{r['tp2d'][1]}" + (f" {r['summa_blocks']} blocks" if r["summa_blocks"] else "")
+        )
     parts.append(f"ZeRO {r['zero']}")
     if r["layer_split"]:
         parts.append("layers " + "/".join(map(str, r["layer_split"])))

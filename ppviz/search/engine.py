@@ -450,7 +450,7 @@ class _Search:
         m = self.model
         restricted = [
             k for k in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "schedules", "recompute", "sequence_parallel",
-                        "zero") if getattr(self.opt, k) is not None
+                        "zero", "tp_mode", "tp2d", "summa_blocks") if getattr(self.opt, k) is not None
         ]  # fmt: skip
         if not self.opt.uneven:
             restricted.append("even-only")
@@ -547,7 +547,8 @@ def closest(s: _Search, groups: list[_Group]) -> Estimate | None:
 def rank_key(lay: Layout) -> tuple:
     """Ties in iteration time are ranked by this, so the top k is one definite list."""
     return (lay.schedule, lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.vpp, lay.mbs, lay.recompute,
-            lay.sequence_parallel, lay.zero, lay.layer_split or ())  # fmt: skip
+            lay.sequence_parallel, lay.zero, lay.layer_split or (), lay.tp_mode, lay.tp2d or (),
+            lay.summa_blocks)  # fmt: skip
 
 
 class _Rev:
@@ -577,6 +578,10 @@ def describe(lay: Layout) -> str:
     split = f", layers {'/'.join(map(str, lay.layer_split))}" if lay.layer_split else ""
     vpp = f", vpp {lay.vpp}" if lay.vpp > 1 else ""
     sp = ", sequence parallel" if lay.sequence_parallel else ""
+    if lay.tp_mode == "2d":
+        sp += f", 2D tp {lay.tp2d[0]}×{lay.tp2d[1]}" + (
+            f" in {lay.summa_blocks} SUMMA blocks" if lay.summa_blocks else ""
+        )
     return (f"{lay.schedule} tp {lay.tp} pp {lay.pp} dp {lay.dp} cp {lay.cp}{vpp} mbs {lay.mbs}, recompute "
             f"{lay.recompute}{sp}, ZeRO {lay.zero}{split}")  # fmt: skip
 

@@ -14,7 +14,8 @@ from ..estimate import specs
 from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS
 from ..estimate.iteration import Estimate
 
-LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recompute", "sequence_parallel", "zero")
+LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recompute", "sequence_parallel", "zero",
+                 "tp_mode", "tp2d", "summa_blocks")  # fmt: skip
 
 
 def overrides(est: Estimate) -> list[str]:
@@ -58,6 +59,10 @@ def command(est: Estimate) -> str:
     parts += [f"--gbs {lay.gbs}", f"--schedule {lay.schedule}", f"--recompute {lay.recompute}", f"--zero {lay.zero}"]
     if lay.sequence_parallel:
         parts.append("--sequence-parallel")
+    if lay.tp_mode == "2d":
+        parts.append(f"--tp-mode 2d --tp2d {lay.tp2d[0]},{lay.tp2d[1]}")
+        if lay.summa_blocks:
+            parts.append(f"--summa-blocks {lay.summa_blocks}")
     if lay.layer_split:
         parts.append("--layer-split " + ",".join(map(str, lay.layer_split)))
     return " ".join(parts)
@@ -69,6 +74,7 @@ def row_of(est: Estimate, rank: int | None) -> dict:
     peak = est.peak_bytes.tolist()
     row = {"rank": rank} if rank is not None else {}
     row.update({k: getattr(lay, k) for k in LAYOUT_FIELDS})
+    row["tp2d"] = list(lay.tp2d) if lay.tp2d else None  # as JSON gives it back
     row.update(
         {
             "gbs": lay.gbs,

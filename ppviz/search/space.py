@@ -1,6 +1,6 @@
-"""The space of layouts: every (tp, cp, pp, dp, ep, mbs, recompute, sequence parallel) group that
-divides, and in each group every schedule (with its chunks), layer split and ZeRO stage the
-registry accepts. Options restrict any dimension; ``None`` means every value that divides.
+"""The space of layouts: every (tp, tp mode and 2D grid, cp, pp, dp, ep, mbs, recompute, sequence
+parallel) group that divides, and in each group every schedule (with its chunks), layer split and
+ZeRO stage the registry accepts. Options restrict any dimension; ``None`` means every value that divides.
 """
 
 from __future__ import annotations
@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
+from math import lcm
 
 from .. import schedules
 from ..estimate import layer
 from ..estimate.iteration import shape_of
-from ..estimate.specs import RECOMPUTE, Layout, Model, SpecError
+from ..estimate.specs import RECOMPUTE, TP_MODES, Layout, Model, SpecError
 from ..ir import Placement
 
 SEARCHING = "v-*, zb-auto"  # schedules whose order is searched under the op times (uses_costs)
@@ -36,6 +37,12 @@ class Options:
     uneven: bool = True  # stage counts that do not divide the layers get a balanced split, lighter edges
     headroom: float = 0.0  # fraction of HBM kept free
     tp_within_domain: bool = False  # keep every TP group inside one NVLink domain
+    # tensor parallelism "1d" (Megatron) and/or "2d" (SUMMA over hidden × sequence); default 1d only,
+    # or 2d only when tp2d is given. 2D takes every (R, C) grid with R·C = tp > 1 (or those of tp2d),
+    # each with the SUMMA block counts of summa_blocks (default 0: the least, lcm(R, C))
+    tp_mode: Sequence[str] | None = None
+    tp2d: Sequence[tuple[int, int]] | None = None
+    summa_blocks: Sequence[int] | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero"):
@@ -63,10 +70,42 @@ class Options:
             object.__setattr__(self, "schedules", tuple(dict.fromkeys(self.schedules)))
         if self.sequence_parallel is not None:
             object.__setattr__(self, "sequence_parallel", tuple(bool(x) for x in self.sequence_parallel))
+        self._check_tp_mode()
         if isinstance(self.headroom, bool) or not isinstance(self.headroom, (int, float)) or not 0 <= self.headroom < 1:
             raise ValueError(
                 f"headroom is the fraction of HBM kept free: give a number in [0, 1) (got {self.headroom!r})"
             )
+
+    def _check_tp_mode(self) -> None:
+        if self.tp_mode is not None:
+            modes = tuple(dict.fromkeys(self.tp_mode))
+            if not modes or any(m not in TP_MODES for m in modes):
+                raise ValueError(f"--tp-mode takes {', '.join(TP_MODES)} (got {', '.join(map(str, modes)) or 'none'})")
+            object.__setattr__(self, "tp_mode", modes)
+        if self.tp2d is not None:
+            grids = []
+            for g in self.tp2d:
+                g = tuple(g) if isinstance(g, (tuple, list)) else (g,)
+                if len(g) != 2 or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in g):
+                    raise ValueError(
+                        f"--tp2d wants grids of two whole numbers ≥ 1, hidden,sequence ways, e.g. 4,2 (got {g})"
+                    )
+                grids.append(g)
+            if not grids:
+                raise ValueError("--tp2d needs at least one grid, e.g. 4,2")
+            object.__setattr__(self, "tp2d", tuple(dict.fromkeys(grids)))
+        if self.summa_blocks is not None:
+            v = tuple(self.summa_blocks)
+            if not v or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in v):
+                raise ValueError(f"--summa-blocks wants whole numbers ≥ 0 (0: lcm of the grid sides) (got {list(v)})")
+            object.__setattr__(self, "summa_blocks", v)
+        if "2d" not in self.modes and (self.tp2d is not None or self.summa_blocks is not None):
+            raise ValueError("--tp2d and --summa-blocks are for 2D tensor parallelism: add --tp-mode 2d (or 1d,2d)")
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The tensor-parallel modes searched: tp_mode, else 2d when tp2d is given, else 1d."""
+        return self.tp_mode or (("2d",) if self.tp2d is not None else ("1d",))
 
 
 @dataclass(frozen=True)
@@ -82,10 +121,14 @@ class Group:
     recompute: str
     sequence_parallel: bool
     microbatches: int
+    tp_mode: str = "1d"
+    tp2d: tuple[int, int] | None = None  # 2D grid (hidden ways, sequence ways)
+    summa_blocks: int = 0  # 0: lcm of the grid sides
 
     def layout(self, gbs: int, **kw) -> Layout:
         return Layout(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep, mbs=self.mbs, gbs=gbs,
-                      sequence_parallel=self.sequence_parallel, recompute=self.recompute, **kw)  # fmt: skip
+                      sequence_parallel=self.sequence_parallel, recompute=self.recompute, tp_mode=self.tp_mode,
+                      tp2d=self.tp2d, summa_blocks=self.summa_blocks, **kw)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -135,34 +178,66 @@ def balanced_split(layers: int, stages: int) -> tuple[int, ...] | None:
 def groups(model: Model, gpus: int, gbs: int, opt: Options, domain: int) -> Space:
     """Every group whose sizes multiply to ``gpus``, divide the model and the global batch."""
     space = Space()
-    tps = opt.tp or [t for t in divisors(gpus) if model.heads % t == 0 and model.kv_heads % t == 0]
-    for tp in tps:
+    modes = opt.modes
+    one_d = [t for t in divisors(gpus) if model.heads % t == 0 and model.kv_heads % t == 0] if "1d" in modes else []
+    two_d = [t for t in divisors(gpus) if t > 1] if "2d" in modes else []
+    for tp in opt.tp or sorted(set(one_d + two_d)):
         if gpus % tp or (opt.tp_within_domain and tp > domain):
             continue
-        cps = opt.cp or [c for c in divisors(gpus // tp) if c == 1 or model.seq // c >= 2048]
-        for cp in cps:
-            if (gpus // tp) % cp:
-                continue
-            rest = gpus // (tp * cp)
-            for pp in opt.pp or divisors(rest):
-                if rest % pp or pp > model.layers:
-                    continue
-                dp = rest // pp
-                if (opt.dp and dp not in opt.dp) or gbs % dp:
-                    continue
-                eps = [1] if not model.moe else (opt.ep or [e for e in divisors(dp) if model.experts % e == 0])
-                for ep in eps:
-                    for mbs in opt.mbs or divisors(gbs // dp):
-                        if (gbs // dp) % mbs:
-                            continue
-                        for rec in opt.recompute or default_recompute(model):
-                            for sp in opt.sequence_parallel or ((False, True) if tp > 1 else (False,)):
-                                g = Group(tp, cp, pp, dp, ep, mbs, rec, sp, gbs // (dp * mbs))
-                                if _valid_shape(model, g, gbs):
-                                    space.groups.append(g)
-                                else:
-                                    space.invalid += 1
+        tps = [("1d", None, 0)] if "1d" in modes and (opt.tp or tp in one_d) else []
+        if "2d" in modes and tp > 1:
+            tps += [("2d", grid, nb) for grid, nb in grids(tp, opt)]
+        for mode, grid, nb in tps:
+            _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb)
     return space
+
+
+def grids(tp: int, opt: Options) -> list[tuple[tuple[int, int], int]]:
+    """The 2D grids (R, C) with R·C = tp (or those of opt.tp2d), each with its distinct SUMMA block
+    counts (0 stands for lcm(R, C); a count equal to it is the same layout, kept once)."""
+    out = []
+    for r in divisors(tp):
+        grid = (r, tp // r)
+        if opt.tp2d is not None and grid not in opt.tp2d:
+            continue
+        seen = set()
+        for nb in opt.summa_blocks or (0,):
+            eff = nb or lcm(*grid)
+            if eff % grid[0] or eff % grid[1] or eff in seen:  # each panel inside one GPU's block
+                continue
+            seen.add(eff)
+            out.append((grid, nb))
+    return out
+
+
+def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb) -> None:
+    # 2D splits the sequence over its C side itself: cp 1 and no Megatron sequence parallel
+    cps = opt.cp or [c for c in divisors(gpus // tp) if c == 1 or model.seq // c >= 2048]
+    for cp in cps:
+        if (gpus // tp) % cp or (mode == "2d" and cp > 1):
+            continue
+        rest = gpus // (tp * cp)
+        for pp in opt.pp or divisors(rest):
+            if rest % pp or pp > model.layers:
+                continue
+            dp = rest // pp
+            if (opt.dp and dp not in opt.dp) or gbs % dp:
+                continue
+            eps = [1] if not model.moe else (opt.ep or [e for e in divisors(dp) if model.experts % e == 0])
+            for ep in eps:
+                for mbs in opt.mbs or divisors(gbs // dp):
+                    if (gbs // dp) % mbs:
+                        continue
+                    for rec in opt.recompute or default_recompute(model):
+                        sps = opt.sequence_parallel or ((False, True) if tp > 1 else (False,))
+                        for sp in sps:
+                            if mode == "2d" and sp:
+                                continue
+                            g = Group(tp, cp, pp, dp, ep, mbs, rec, sp, gbs // (dp * mbs), mode, grid, nb)
+                            if _valid_shape(model, g, gbs):
+                                space.groups.append(g)
+                            else:
+                                space.invalid += 1
 
 
 def default_recompute(model: Model) -> tuple[str, ...]:
