@@ -528,8 +528,12 @@ def _shown(value: float) -> float:
 
 
 def _title(run: ppviz.Run) -> str:
+    """A schedule's name with the parameters that change it ("1f1b", not "1f1b (iterations=1)")."""
     s = run.schedule
-    extra = ", ".join(f"{k}={v}" for k, v in s.params.items() if k != "microbatches" and v is not None)
+    quiet = {"iterations": 1}  # one iteration is what a run is unless it says otherwise
+    extra = ", ".join(
+        f"{k}={v}" for k, v in s.params.items() if k != "microbatches" and v is not None and quiet.get(k) != v
+    )
     return s.name + (f" ({extra})" if extra else "")
 
 
