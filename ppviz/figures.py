@@ -33,6 +33,8 @@ from .iterations import iteration_ends, iterations
 KIND_COLORS = {Kind.F: "#0072B2", Kind.B: "#E69F00", Kind.W: "#009E73", Kind.BW: "#CC79A7"}
 PAIR_COLOR = "#4D4D4D"  # the overview's class of overlapped slots; in bars, the halves' outline
 PAIR_OUTLINE = dict(color="#1A1A1A", width=1.5)
+# Legend order, the same in every chart: kinds, then the chunks' patterns, the pairs' outline, iterations.
+LEGEND_RANK = {"F": 1, "B": 2, "W": 3, "BW": 4, "chunk": 10, "overlapped": 50, "iterations": 60}
 CHUNK_PATTERNS = ("", "/", "x", "\\", ".", "-", "|", "+")  # chunk c's fill: solid, hatched, crossed, …
 CHUNK_NAMES = {"": "solid", "/": "hatched /", "x": "cross-hatched", "\\": "hatched \\", ".": "dotted"}
 IDLE_COLOR = "#F4F4F4"
@@ -149,9 +151,11 @@ def _pattern(chunk: int, chunks: int) -> dict | None:
 
 def _legend_only(name: str, group: str, marker: dict, **axes) -> dict:
     """A legend entry for something drawn on several traces (a chunk's pattern, the pairs' outline)."""
+    kind, _, number = group.partition(" ")  # "chunk 1" or "overlapped"
+    rank = LEGEND_RANK.get(kind, 1000) + (int(number) if number.isdigit() else 0)
     return dict(
-        type="bar", orientation="h", name=name, legendgroup=group, x=[None], y=[None], marker=marker,
-        hoverinfo="skip", **axes,
+        type="bar", orientation="h", name=name, legendgroup=group, legendrank=rank, x=[None], y=[None],
+        marker=marker, hoverinfo="skip", **axes,
     )  # fmt: skip
 
 
@@ -222,6 +226,7 @@ def _bar_traces(
                     orientation="h",
                     name=KIND_LABELS[kind],
                     legendgroup=kind.value,
+                    legendrank=LEGEND_RANK[kind.value],
                     showlegend=kind.value not in seen,
                     base=typed_array(base[sel]),
                     x=width[sel],
@@ -296,6 +301,7 @@ def iteration_trace(run: Run, scale: float = 1.0, unit: str = "", **axes) -> dic
         hoverinfo="text",
         line=dict(color=ITERATION_COLOR, width=2),
         legendgroup="iterations",
+        legendrank=LEGEND_RANK["iterations"],
         **axes,
     )
 

@@ -89,6 +89,8 @@ def test_gantt_shows_the_chunk_by_pattern_with_one_colour_per_kind_and_a_legend_
         "F forward", "BW backward", "chunk 0: solid", "chunk 1: hatched /",
     ]  # fmt: skip
     assert "(chunk 1)" in hatched.hovertemplate
+    ranks = {t.name: t.legendrank for t in fig.data if t.type == "bar" and t.showlegend is not False}
+    assert sorted(ranks, key=ranks.get) == ["F forward", "BW backward", "chunk 0: solid", "chunk 1: hatched /"]
     one = figures.gantt(ppviz.simulate("1f1b", 4, 8))  # the same blue for F in a 1-chunk schedule
     assert bars(one)[0].marker.color == figures.KIND_COLORS[ppviz.Kind.F] and not legend_only(one)
 
