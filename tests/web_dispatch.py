@@ -126,8 +126,11 @@ class Page:
     def run_background(self, dep: dict, changed=(), values: dict | None = None, timeout_s: float = 60.0):
         """Start a background callback and poll it as the renderer does until it answers.
 
-        Returns (first response, final response, seconds until the answer).
+        Returns (first response, final response, seconds until the answer). Every progress update
+        seen on the way is kept in ``self.progress_seen`` (a poll hands each update over once, so
+        the last one may come with any poll, the answer's included).
         """
+        self.progress_seen = []
         for (cid, prop), value in (values or {}).items():
             self.set(cid, prop, value)
         body = self.body(dep, changed, values)
@@ -138,6 +141,8 @@ class Page:
         while time.monotonic() - started < timeout_s:
             time.sleep(0.1)
             final = self.post(body, cacheKey=handles["cacheKey"], job=handles["job"])
+            if final.status_code == 200 and "progress" in (final.get_json() or {}):
+                self.progress_seen.append(final.get_json()["progress"])
             if final.status_code != 200 or "cacheKey" not in (final.get_json() or {}):
                 answer = final.get_json() or {}
                 if "response" in answer:
