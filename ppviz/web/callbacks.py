@@ -21,7 +21,7 @@ from dash import (
     no_update,
 )
 
-from . import controls, jobs, limits, sync, views
+from . import controls, jobs, limits, sync, views, widgets
 from .layout import EXPORTS
 
 PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
@@ -78,7 +78,7 @@ def update_page(search, *args):
         out.params if out.params is not None else [no_update] * len(ids),
         out.rows if out.rows is not None else no_update,
         out.options if out.options is not None else no_update,
-        _notes(out.notes) if out.notes is not None else no_update,
+        widgets.notes(out.notes) if out.notes is not None else no_update,
     )
     names = [i.get("name") if isinstance(i, dict) else None for i in _pattern_ids(ctx.outputs_list, "control-msg")]
     trigger = _trigger()
@@ -111,7 +111,7 @@ def drawn(state, message_names: list[str], background: bool = False) -> tuple:
         [_card(*c) for c in view.cards],
         view.ranking,
         {} if compare else {"display": "none"},
-        [_message(view.messages.get(name)) for name in message_names],
+        [widgets.message(view.messages.get(name)) for name in message_names],
         *[view.disabled.get(name, False) for name in TOGGLED],
         controls.schedule_info(state.schedule) if not compare else [],
         f"{view.drawn_as}:{sum(len(r.result) for r in view.runs)}",
@@ -194,9 +194,9 @@ def draw_in_background(set_progress, request):
     except jobs.JobTimeout:
         cli = limits.cli_command(state, state.shown[0]) if state.shown else "ppviz simulate"
         text = f"{names} took longer than {jobs.JOB_MAX_S:g} s: use the CLI: {cli}"
-        return views.message_figure(text), no_update, [], [], "none:0", _message(("error", text))
+        return views.message_figure(text), no_update, [], [], "none:0", widgets.message(("error", text))
     except ValueError as e:  # drawn() shows the core's messages; this is a bound refused on the way
-        return views.message_figure(str(e)), no_update, [], [], "none:0", _message(("error", str(e)))
+        return views.message_figure(str(e)), no_update, [], [], "none:0", widgets.message(("error", str(e)))
     gantt, memory, _, cards, ranking = view[:5]
     return gantt, memory, cards, ranking, view[-2], None
 
@@ -257,12 +257,12 @@ def download_export(*args):
     try:
         return views.export(sync.read(search).state, kind), ""
     except jobs.JobTimeout:
-        return no_update, _message(("error", f"the export took longer than {jobs.JOB_MAX_S:g} s: use the CLI"))
+        return no_update, widgets.message(("error", f"the export took longer than {jobs.JOB_MAX_S:g} s: use the CLI"))
     except ValueError as e:
-        return no_update, _message(("error", f"cannot export: {e}"))
+        return no_update, widgets.message(("error", f"cannot export: {e}"))
     except Exception as e:  # a bug: a message by the buttons, never a 500
         views.log.exception("export %s of %s failed", kind, search)
-        return no_update, _message(("error", f"cannot export ({type(e).__name__}); please report it"))
+        return no_update, widgets.message(("error", f"cannot export ({type(e).__name__}); please report it"))
 
 
 @callback(
@@ -280,12 +280,12 @@ def read_upload(checked):
     checked = checked if isinstance(checked, dict) else {}
     filename = checked.get("filename") if isinstance(checked.get("filename"), str) else "the file"
     try:
-        return views.read_upload(checked.get("contents"), filename), _message(("reason", f"showing {filename}"))
+        return views.read_upload(checked.get("contents"), filename), widgets.message(("reason", f"showing {filename}"))
     except ValueError as e:  # strict parsing refuses anything but a valid order; say why
-        return no_update, _message(("error", str(e)))
+        return no_update, widgets.message(("error", str(e)))
     except Exception as e:  # a bug: say so, never a 500
         views.log.exception("reading the upload %s failed", filename)
-        return no_update, _message(("error", f"cannot read {filename} ({type(e).__name__}); please report it"))
+        return no_update, widgets.message(("error", f"cannot read {filename} ({type(e).__name__}); please report it"))
 
 
 @callback(
@@ -429,16 +429,3 @@ def _card(label: str, value: str, detail: str) -> html.Div:
         className="card",
         id=f"card-{label.replace(' ', '-')}",
     )
-
-
-def _message(message: tuple[str, str] | None):
-    if message is None:
-        return None
-    kind, text = message
-    return html.Span(text, className=f"msg-{kind}", role="alert" if kind == "error" else None)
-
-
-def _notes(notes: list[str]):
-    if not notes:
-        return None
-    return html.Ul([html.Li(n) for n in notes], className="msg-note")

@@ -11,7 +11,7 @@ import time
 
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
-from . import jobs, model_state, model_views
+from . import jobs, model_state, model_views, widgets
 from .model_layout import CONTROLS, GPU_FIELDS, MODEL_FIELDS, RANKING_COLUMNS, cid, control_values
 from .model_state import ModelState
 
@@ -136,10 +136,10 @@ def update_model_view(hash_, *args):
     return (
         new_hash,
         *control_out,
-        _notes(notes),
+        widgets.notes(notes),
         *drawn_outputs(view),
         {"display": "none"} if view.memory is None else {},
-        [_message(view.messages.get(n)) for n in names],
+        [widgets.message(view.messages.get(n)) for n in names],
         {"display": "none"} if compare else {},
         {} if compare else {"display": "none"},
         key,
@@ -171,9 +171,9 @@ def estimate_in_background(set_progress, request):
     except jobs.JobTimeout:
         cli = model_state.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
         text = f"{names} took longer than {jobs.JOB_MAX_S:g} s: use the CLI: {cli}"
-        return (model_views.views.message_figure(text), no_update, no_update, [], [], _message(("error", text)))
+        return (model_views.views.message_figure(text), no_update, no_update, [], [], widgets.message(("error", text)))
     error = next(iter(view.messages.values()), None)
-    return (*drawn_outputs(view), _message(error))
+    return (*drawn_outputs(view), widgets.message(error))
 
 
 def drawn_outputs(view: model_views.ModelView) -> tuple:
@@ -247,14 +247,3 @@ def _cell(column: str, value: object) -> str:
 
 def _no_chart() -> dict:
     return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 40}}
-
-
-def _message(message: tuple[str, str] | None):
-    if message is None:
-        return None
-    kind, text = message
-    return html.Span(text, className=f"msg-{kind}", role="alert" if kind == "error" else None)
-
-
-def _notes(notes: list[str]):
-    return html.Ul([html.Li(n) for n in notes], className="msg-note") if notes else None

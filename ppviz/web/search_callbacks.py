@@ -9,7 +9,7 @@ import time
 
 from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
-from . import jobs, model_state, search_state, search_views, views
+from . import jobs, model_state, search_state, search_views, views, widgets
 from .search_layout import CONTROLS, cid, control_values
 
 DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns what it has) before the job limit
@@ -50,7 +50,7 @@ def update_search(hash_, _clicks, *args):
     return (
         new_hash,
         *[controls.get(name, no_update) for name in CONTROLS],
-        _notes(notes),
+        widgets.notes(notes),
         request,
         key,
     )
@@ -141,7 +141,3 @@ def cli(state: search_state.SearchState) -> str:
 
 def _error(text: str) -> html.Span:
     return html.Span(text, className="msg-error", role="alert")
-
-
-def _notes(notes: list[str]):
-    return html.Ul([html.Li(n) for n in notes], className="msg-note") if notes else None
