@@ -14,7 +14,7 @@ import time
 
 import psutil
 import pytest
-from web_dispatch import Page, id_key, text_of
+from web_dispatch import Page, answer, id_key, text_of
 
 import app as page_app
 import ppviz
@@ -37,11 +37,6 @@ def page() -> Page:
     p = Page.open(SERVER)
     p.load()
     return p
-
-
-def answer(response) -> dict:
-    assert response.status_code == 200, response.get_data(as_text=True)[:3000]
-    return response.get_json()["response"]
 
 
 def notes(page: Page) -> str:

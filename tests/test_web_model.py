@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from web_dispatch import Page, text_of
+from web_dispatch import Page, answer, text_of
 
 import app as page_app
 import ppviz
@@ -26,11 +26,6 @@ def page() -> Page:
     p = Page.open(SERVER)
     p.load()
     return p
-
-
-def answer(response) -> dict:
-    assert response.status_code == 200, response.get_data(as_text=True)[:3000]
-    return response.get_json()["response"]
 
 
 def open_hash(page: Page, hash_: str) -> dict:

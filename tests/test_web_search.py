@@ -6,7 +6,7 @@ in the model & cluster view with that layout's estimate.
 from __future__ import annotations
 
 import pytest
-from web_dispatch import Page, text_of
+from web_dispatch import Page, answer, text_of
 
 import app as page_app
 import ppviz
@@ -39,11 +39,6 @@ def expected():
     return ppviz.search(
         model("llama3-8b", seq=4096), "h100-sxm", 16, 32, top=20, schedules=["1f1b", "zb-v"], headroom=0.1
     )
-
-
-def answer(response) -> dict:
-    assert response.status_code == 200, response.get_data(as_text=True)[:3000]
-    return response.get_json()["response"]
 
 
 def unchanged(response) -> bool:

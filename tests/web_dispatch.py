@@ -205,3 +205,9 @@ def patched(value, operations: list[dict]):
         else:
             raise NotImplementedError(op["operation"])
     return value
+
+
+def answer(response) -> dict:
+    """The outputs of a callback's 200 answer (anything else fails the test with the body)."""
+    assert response.status_code == 200, response.get_data(as_text=True)[:3000]
+    return response.get_json()["response"]
