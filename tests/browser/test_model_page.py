@@ -4,6 +4,7 @@ Gantt in ms and memory in GB with the capacity line, the cards, and a reload tha
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.browser
 def page(dash_duo):
     import app
 
-    dash_duo.start_server(app.app)
+    dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
     dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)  # the abstract view drew
     return dash_duo
 

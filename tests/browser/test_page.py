@@ -5,6 +5,7 @@ Each test starts its own Chromium (a few seconds), so there are few of them and 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.browser
 def page(dash_duo):
     import app
 
-    dash_duo.start_server(app.app)
+    dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
     dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)
     return dash_duo
 

@@ -4,6 +4,7 @@ button stops it (its job process ends), and a small search whose table, scatter 
 
 from __future__ import annotations
 
+import os
 import time
 
 import psutil
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.browser
 def page(dash_duo):
     import app
 
-    dash_duo.start_server(app.app)
+    dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
     dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)
     return dash_duo
 
