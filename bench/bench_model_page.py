@@ -2,28 +2,43 @@
 and memory (GB) charts are redrawn, at pp 8 and about 64 microbatches (target p50 ≤ 300 ms).
 
 Serves app.py from a thread and drives Debian's headless Chromium with selenium, as bench_page.py
-does. Each move types a new global batch (a new microbatch count, so every move estimates anew)
-and presses Enter: the clock starts at that keydown and stops at the later of the two charts'
-``plotly_afterplot`` events once the Gantt's title shows the new count. Also prints the server's
-share: ``model_views.render`` alone, cold (a new layout) and warm (cached). Prints figures:
+does. Each move types a new global batch and presses Enter: the clock starts at that keydown and
+stops at the later of the two charts' ``plotly_afterplot`` events once the Gantt's title shows the
+new count. The batches cycle 72, 64, 56, 64 (multiples of pp, which interleaved 1F1B needs: 65 is
+refused, and a bench waiting for a chart that never comes timed out), and the server's estimate
+cache is emptied before each move, so every move estimates anew. A page showing an error instead
+of the charts stops the bench with that error. Also prints the server's share: ``model_views.render``
+alone, cold (a new layout) and warm (cached), and the load average (other work on a shared
+machine slows the browser: compare rows of one run).
 
-    .venv/bin/python bench/bench_model_page.py
+``--ab REV`` also times the figures of git revision REV (its ``ppviz/figures.py``, loaded beside
+this one), alternating blocks of moves of both in one run, so that load drift hits both alike::
+
+    .venv/bin/python bench/bench_model_page.py [schedule ...] [--moves 15] [--ab main]
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import psutil  # noqa: E402
 from bench_page import browser, serve  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
+from ppviz import figures  # noqa: E402
 from ppviz.web import model_state, model_views  # noqa: E402
 
 HOOK = """
@@ -34,79 +49,163 @@ for (const id of ['gantt-model', 'memory-model']) {
   gd.on('plotly_afterplot', function () { window.__draws[id].push(performance.now()); });
 }
 """
-DONE = """
-const t0 = window.__t0, title = arguments[0];
+TITLE = """
 const gd = document.querySelector('#gantt-model .js-plotly-plot');
-const text = gd && gd.layout && gd.layout.title && (gd.layout.title.text || gd.layout.title);
-if (t0 === null || String(text).indexOf(title) < 0) return null;
+if (!gd || !gd.layout) return null;
+const notes = (gd.layout.annotations || []).map(a => String(a.text)).join(' ');
+if (notes.indexOf('Nothing to draw') >= 0) return {error: notes};
+const title = gd.layout.title && (gd.layout.title.text || gd.layout.title);
+return String(title || '');
+"""
+DONE = (
+    "const t0 = window.__t0, want = arguments[0];\nconst title = (function () {"
+    + TITLE
+    + """})();
+if (title && title.error) return title;
+if (t0 === null || !title || title.indexOf(want) < 0) return null;
 const g = window.__draws['gantt-model'].filter(t => t > t0), m = window.__draws['memory-model'].filter(t => t > t0);
 if (!g.length || !m.length) return null;
 return Math.max(g[g.length - 1], m[m.length - 1]) - t0;
 """
+)
 LINK = "/#view=model&model=llama3-70b&gpu=h100-sxm&schedule={schedule}&tp=8&pp=8&dp=1&mbs=1&gbs=64&vpp={vpp}"
+BATCHES = (72, 64, 56, 64)  # global batches (= microbatches at dp 1, mbs 1), all multiples of pp 8
 
 
 def wait(driver, script: str, *args, timeout: float = 60.0):
+    """The script's first truthy answer; an error shown on the page instead of a chart stops the bench."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         value = driver.execute_script(script, *args)
+        if isinstance(value, dict) and "error" in value:
+            raise RuntimeError(f"the page shows an error instead of the charts: {value['error']}")
         if value:
             return value
         time.sleep(0.02)
-    raise TimeoutError(script[:80])
+    raise TimeoutError(f"no answer within {timeout:g} s from: {script.strip()[:80]}")
 
 
-def moves(driver, base: str, schedule: str, count: int) -> list[float]:
-    driver.get(base + LINK.format(schedule=schedule, vpp=2 if schedule.startswith("interleaved") else 1))
+def vpp_of(schedule: str) -> int:
+    return 2 if schedule.startswith("interleaved") else 1
+
+
+def browser_cpu_s(driver) -> float:
+    """CPU seconds used so far by the browser's processes (renderer, GPU, browser): unlike wall time,
+    hardly swollen by other work on a shared machine."""
+    total = 0.0
+    for proc in psutil.Process(driver.service.process.pid).children(recursive=True):
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def moves(driver, base: str, schedule: str, count: int) -> tuple[list[float], list[float]]:
+    """Open the view at 64 microbatches, then ``count`` moves: ms from Enter to both charts drawn,
+    and the browser's CPU ms over each move."""
+    model_views.clear_cache()
+    driver.get(base + LINK.format(schedule=schedule, vpp=vpp_of(schedule)))
     driver.refresh()
-    wait(driver, "return document.querySelector('#gantt-model .js-plotly-plot') && "
-                 "String(document.querySelector('#gantt-model .js-plotly-plot').layout.title.text)"
-                 ".indexOf('64 microbatches') >= 0;")  # fmt: skip
+    wait(driver, "const t = (function () {" + TITLE + "})(); return t && (t.error ? t : t.indexOf('· 64 micro') >= 0);")
     wait(driver, "const gd = document.querySelector('#memory-model .js-plotly-plot');"
                  "return gd && gd.data && gd.data.length > 2;")  # fmt: skip
     time.sleep(1.0)  # both charts settled: the hooks go on the elements that will be redrawn
     driver.execute_script(HOOK)
-    out = []
+    out, cpu = [], []
     box = driver.find_element("css selector", "#gbs-model")
     for i in range(count):
-        m = 65 + i
+        m = BATCHES[i % len(BATCHES)]
+        model_views.clear_cache()  # every move estimates anew, as a new layout would
         box.send_keys(Keys.CONTROL, "a")
         box.send_keys(str(m))
         driver.execute_script("window.__t0 = null;")
+        before = browser_cpu_s(driver)
         box.send_keys(Keys.ENTER)
-        out.append(wait(driver, DONE, f"{m} microbatches"))
+        out.append(wait(driver, DONE, f"· {m} microbatches"))
+        cpu.append((browser_cpu_s(driver) - before) * 1e3)
         time.sleep(0.2)
-    return out
+    return out, cpu
 
 
 def server_share(schedule: str) -> tuple[float, float]:
-    state = replace(model_state.ModelState(), schedule=schedule, vpp=2 if schedule.startswith("interleaved") else 1)
+    """Median seconds of ``model_views.render`` with an empty cache, and one cached call."""
+    state = replace(model_state.ModelState(), schedule=schedule, vpp=vpp_of(schedule), pp=8, tp=8, dp=1, mbs=1)
     cold = []
-    for i in range(5):
+    for m in BATCHES + BATCHES[:1]:
         model_views.clear_cache()
-        s = replace(state, gbs=64 + i)
         t = time.perf_counter()
-        model_views.render(s)
+        model_views.render(replace(state, gbs=m))
         cold.append(time.perf_counter() - t)
     t = time.perf_counter()
-    model_views.render(replace(state, gbs=68))
+    model_views.render(replace(state, gbs=BATCHES[0]))
     return statistics.median(cold), time.perf_counter() - t
 
 
+def figures_at(rev: str):
+    """``ppviz/figures.py`` as of git revision ``rev``, imported as a module of ppviz beside the current one."""
+    text = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:ppviz/figures.py"], check=True, capture_output=True, text=True
+    ).stdout
+    path = Path(tempfile.mkdtemp(prefix="ppviz-ab-")) / "figures_before.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("ppviz._figures_before", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def summary(times: list[float]) -> str:
+    p90 = statistics.quantiles(times, n=10, method="inclusive")[-1] if len(times) > 1 else times[0]
+    return (
+        f"p50 {statistics.median(times):.0f} ms, p90 {p90:.0f} ms ({min(times):.0f}–{max(times):.0f}, n {len(times)})"
+    )
+
+
+def load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("schedules", nargs="*", default=["1f1b", "zb-v", "interleaved-1f1b"])
+    parser.add_argument("--moves", type=int, default=15, help="moves per schedule and variant (default 15)")
+    parser.add_argument("--ab", metavar="REV", help="also time the figures.py of this git revision, in turns")
+    args = parser.parse_args()
+    variants = [("now", figures)]
+    if args.ab:
+        variants.insert(0, (args.ab, figures_at(args.ab)))
+    blocks = 3 if args.ab else 1  # alternate before/after in blocks so both see the same load
     base, server = serve()
     driver = browser()
+    print(f"load average (1/5/15 min) at start: {load()}; {os.cpu_count()} CPUs")
+    print(
+        "| schedule | figures | change → both charts redrawn, pp 8 × m 56–72 | browser CPU a move (p50) "
+        "| server render cold / warm |"
+    )
+    print("|---|---|---:|---:|---:|")
     try:
-        print("| schedule | pp × m | change → both charts redrawn (15 moves) | server render cold / warm |")
-        print("|---|---|---:|---:|")
-        for schedule in sys.argv[1:] or ("1f1b", "zb-v", "interleaved-1f1b"):
-            times = moves(driver, base, schedule, 15)
-            cold, warm = server_share(schedule)
-            print(
-                f"| {schedule} | 8 × 65–79 | p50 {statistics.median(times):.0f} ms "
-                f"({min(times):.0f}–{max(times):.0f} ms) | {cold * 1e3:.0f} / {warm * 1e3:.0f} ms |"
-            )
+        for schedule in args.schedules:
+            times: dict[str, list[float]] = {name: [] for name, _ in variants}
+            cpu: dict[str, list[float]] = {name: [] for name, _ in variants}
+            for b in range(blocks):
+                for name, module in variants:
+                    model_views.figures = module
+                    n = args.moves // blocks + (1 if b < args.moves % blocks else 0)
+                    wall, used = moves(driver, base, schedule, n)
+                    times[name] += wall
+                    cpu[name] += used
+            for name, module in variants:
+                model_views.figures = module
+                cold, warm = server_share(schedule)
+                print(
+                    f"| {schedule} | {name} | {summary(times[name])} | {statistics.median(cpu[name]):.0f} ms "
+                    f"| {cold * 1e3:.0f} / {warm * 1e3:.0f} ms |"
+                )
+            print(f"  (load average now {load()})", flush=True)
     finally:
+        model_views.figures = figures
         driver.quit()
         server.shutdown()
 

@@ -3,9 +3,11 @@
 The only module of ppviz that imports plotly. Builders draw a ``Run`` and never compute schedule
 facts: times come from ``run.result``, peaks from ``ppviz.memory.activation``. Big schedules stay
 cheap: the number of traces depends on kinds and chunks, never on ops; each trace has one colour
-(per-bar colours draw several times slower); its data are compact numpy arrays that travel
-base64-encoded; and hover and labels are built in the browser from ``customdata`` rather than
-sent as strings. ``bench/bench_figures.py`` measures build time, JSON bytes and draw time.
+(per-bar colours draw several times slower) and draws its bars as one SVG path (one element per
+bar was most of a redraw); its data are compact numpy arrays that travel base64-encoded; and hover
+and labels are built in the browser from ``customdata`` rather than sent as strings.
+``bench/bench_figures.py`` measures build time, JSON bytes and draw time, ``bench/bench_model_page.py``
+a page's redraw.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def _hover(kind: Kind, paired: bool, chunk: int | None, unit: str = "") -> str:
     u = f" {unit or 'units'}"
     return (
         f"{what} · device %{{y}}<br>{where} · microbatch %{{customdata[1]}}"
-        f"<br>start %{{customdata[2]:.7~g}}{u} · end %{{x:.7~g}}{u}"  # a based bar's x in hover is its end
+        f"<br>start %{{customdata[2]:.7~g}}{u} · end %{{customdata[4]:.7~g}}{u}"
         f"<br>duration %{{customdata[3]:.7~g}}{u}<extra></extra>"
     )
 
@@ -179,13 +181,15 @@ def _bar_traces(
     scale: float = 1.0,
     unit: str = "",
 ) -> list[dict]:
-    """One bar trace per kind and chunk present, and the same for each half of overlapped pairs.
+    """Per kind and chunk present (and per half of overlapped pairs): the bars as one filled outline
+    (``rects`` reads it back) and an invisible trace of hover points over them.
 
-    Each trace has one colour: per-bar colour arrays measured 3-5x slower to draw in Chromium
-    (10k bars: 5.4 s against 1.5 s). ``seen`` collects legend groups already shown, so one
-    legend entry serves each kind, across chunks and across stacked charts. ``keep`` limits the
-    bars to some actions (those of a zoomed-in window). ``scale`` multiplies every time shown
-    (seconds to ms: 1e3), named ``unit`` in hover; ``span`` stays in the run's own time.
+    One SVG path per trace instead of one per bar: at pp 8 × 64 microbatches (3,072 ZB-V ops) a
+    redraw took about a third of the browser CPU of bar traces (``bench/bench_model_page.py``), and
+    the chunk's fill pattern is one pattern per trace, not per bar. ``seen`` collects legend groups
+    already shown, so one legend entry serves each kind, across chunks and across stacked charts.
+    ``keep`` limits the bars to some actions (those of a zoomed-in window). ``scale`` multiplies
+    every time shown (seconds to ms: 1e3), named ``unit`` in hover; ``span`` stays in the run's own time.
     """
     r = run.result
     seen = set() if seen is None else seen
@@ -194,20 +198,21 @@ def _bar_traces(
     labelled = int(keep.sum()) <= TEXT_LIMIT
     label_color = np.empty(len(r), dtype=object) if labelled else None
     label_y = np.zeros(len(r))
+    lo, hi = _time_range([run]) if span is None else (0.0, span)
+    px_per_time = LABEL_PLOT_PX / ((hi - lo) * scale) if hi > lo else 0.0
     tdt = _time_dtype(run, scale)
-    base = (r.start * scale).astype(tdt)
-    width = ((r.end - r.start) * scale).astype(tdt)
-    device = r.device.astype(_int_dtype(run.schedule.devices))
+    start, end = r.start * scale, r.end * scale
     # Hover only: 7 significant digits are shown, so float32 always suffices (stage, mb < 2**24).
-    duration = (r.end - r.start) * scale
-    custom = np.column_stack([r.stage, r.microbatch, r.start * scale, duration]).astype(np.float32)
+    custom = np.column_stack([r.stage, r.microbatch, start, end - start, end]).astype(np.float32)
     chunks = max(run.schedule.placement.chunks, 1)
+    device_dtype = _int_dtype(run.schedule.devices)  # a whole bar's middle is its device's row
     paired = r.paired
     top = _top_halves(r) if paired.any() else paired
     halves = [(~paired, BAR_WIDTH, -BAR_WIDTH / 2), (paired & top, BAR_WIDTH / 2, -BAR_WIDTH / 2)]
     halves.append((paired & ~top, BAR_WIDTH / 2, 0.0))
     traces = []
     legend: list[dict] = []  # what the patterns and outlines mean, after the kinds
+    axes = dict(xaxis=xaxis, yaxis=yaxis)
     for mask, bar_width, offset in halves:
         for kind in KINDS:
             is_pair = bar_width < BAR_WIDTH
@@ -217,52 +222,138 @@ def _bar_traces(
                 sel = np.flatnonzero(of_kind & (r.chunk == c)) if chunks > 1 else np.flatnonzero(of_kind)
                 if not len(sel):
                     continue
-                marker = dict(color=color, line=PAIR_OUTLINE if is_pair else dict(width=0))
-                pattern = _pattern(c, chunks)
-                if pattern:
-                    marker["pattern"] = pattern
-                trace = dict(
-                    type="bar",
-                    orientation="h",
+                y0 = r.device[sel] + offset
+                fill = dict(
+                    type="scatter",
                     name=KIND_LABELS[kind],
                     legendgroup=kind.value,
                     legendrank=LEGEND_RANK[kind.value],
                     showlegend=kind.value not in seen,
-                    base=typed_array(base[sel]),
-                    x=width[sel],
-                    y=device[sel],
-                    width=bar_width,
-                    offset=offset,
-                    marker=marker,
-                    customdata=custom[sel],
+                    fill="toself",
+                    fillcolor=color,
+                    hoverinfo="skip",
+                    **axes,
+                )
+                pattern = _pattern(c, chunks)
+                if pattern:
+                    fill["fillpattern"] = pattern
+                if is_pair:  # outlined, so each rectangle is its own closed piece (few: pairs are rare)
+                    xs, ys = _rect_pieces(start[sel], end[sel], y0, y0 + bar_width)
+                    fill.update(mode="lines", line=dict(PAIR_OUTLINE, simplify=False))
+                else:
+                    gap = 1.0 / px_per_time if px_per_time else 0.0
+                    xs, ys = _rect_outline(start[sel], end[sel], y0, y0 + bar_width, gap)
+                    fill.update(mode="lines", line=dict(width=0, shape="hv", simplify=False))
+                fill.update(x=xs.astype(tdt), y=ys.astype(np.float32))
+                at, offset_in_bar = _hover_points(start[sel], end[sel], px_per_time)
+                hover = dict(
+                    type="scatter",
+                    mode="none",
+                    name=KIND_LABELS[kind],
+                    legendgroup=kind.value,
+                    showlegend=False,
+                    x=(start[sel][at] + offset_in_bar).astype(tdt),
+                    y=(y0 + bar_width / 2)[at].astype(np.float32 if is_pair else device_dtype),
+                    customdata=custom[sel][at],
                     hovertemplate=_hover(kind, is_pair, c if chunks > 1 else None, unit),
-                    xaxis=xaxis,
-                    yaxis=yaxis,
+                    **axes,
                 )
                 seen.add(kind.value)
-                traces.append(trace)
+                traces += [fill, hover]
                 if chunks > 1 and f"chunk {c}" not in seen:
                     seen.add(f"chunk {c}")
                     shape = CHUNK_PATTERNS[c % len(CHUNK_PATTERNS)]
-                    fill = dict(color="#8C8C8C", line=dict(width=0))
+                    swatch = dict(color="#8C8C8C", line=dict(width=0))
                     if pattern:
-                        fill["pattern"] = pattern
+                        swatch["pattern"] = pattern
                     name = f"chunk {c}: {CHUNK_NAMES.get(shape, shape)}"
-                    legend.append(_legend_only(name, f"chunk {c}", fill, xaxis=xaxis, yaxis=yaxis))
+                    legend.append(_legend_only(name, f"chunk {c}", swatch, **axes))
                 if is_pair and "overlapped" not in seen:
                     seen.add("overlapped")
                     outline = dict(color="#FFFFFF", line=PAIR_OUTLINE)
-                    legend.append(_legend_only(PAIR_LABEL, "overlapped", outline, xaxis=xaxis, yaxis=yaxis))
+                    legend.append(_legend_only(PAIR_LABEL, "overlapped", outline, **axes))
                 if label_color is not None:
                     label_color[sel] = _ink(color)
                     label_y[sel] = r.device[sel] + offset + bar_width / 2
     traces += sorted(legend, key=lambda t: t["legendgroup"])
     if label_color is not None:
-        lo, hi = _time_range([run]) if span is None else (0.0, span)
-        label = _label_trace(run, label_color, label_y, hi - lo, keep, scale, xaxis=xaxis, yaxis=yaxis)
+        label = _label_trace(run, label_color, label_y, hi - lo, keep, scale, **axes)
         if label is not None:
             traces.append(label)
     return traces
+
+
+# Hover points every HOVER_STEP_PX or less along a bar at the nominal plot width: with Plotly's 20 px
+# hover distance, the cursor anywhere on a bar is nearest to one of that bar's points.
+HOVER_STEP_PX = 16
+
+
+def _hover_points(start: np.ndarray, end: np.ndarray, px_per_time: float) -> tuple[np.ndarray, np.ndarray]:
+    """Which bar each hover point belongs to and its offset from that bar's start: one point at the
+    middle of a narrow bar, evenly spread points (at most HOVER_STEP_PX apart) along a wide one."""
+    width = end - start
+    count = np.maximum(1, np.ceil(width * px_per_time / HOVER_STEP_PX)).astype(np.int64)
+    index = np.repeat(np.arange(len(start)), count)
+    rank = np.arange(len(index)) - np.repeat(np.cumsum(count) - count, count)
+    return index, width[index] * (rank + 0.5) / count[index]
+
+
+def _rect_outline(x0, x1, y0, y1, gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rectangles as ONE closed outline for a ``fill="toself"`` trace with ``line.shape="hv"``, drawn
+    as one SVG path: two points a bar, its start and end (a path of None-separated pieces instead
+    would cost Plotly a DOM element per piece).
+
+    Row by row, from a point at the trace's earliest start on the row's bottom edge, each bar is the
+    step up at (x0, top) and the step down at (x1, bottom); the row's last point returns along the
+    bottom edge to its start, and the next row is reached straight down from there (the close goes
+    straight back up). So every joining line is walked once each way and encloses nothing, and none
+    runs slanted across the chart (a browser draws a faint line along a doubled slanted edge).
+    A bar followed on its row by one of the same trace less than ``gap`` (one nominal pixel) later
+    ends ``gap`` before it (shortened by at most a quarter), so that the two stay two bars, as
+    separate bar elements did; every other bar keeps its exact extent.
+    """
+    order = np.lexsort((x0, y0))
+    x0, x1, y0, y1 = x0[order], x1[order], y0[order], y1[order]
+    x1 = x1.copy()
+    near = np.flatnonzero((y0[1:] == y0[:-1]) & (x0[1:] - x1[:-1] < gap))  # less than a pixel apart
+    x1[near] = np.maximum(np.minimum(x1[near], x0[near + 1] - gap), x1[near] - 0.25 * (x1[near] - x0[near]))
+    left = x0.min() if len(x0) else 0.0
+    xs, ys = [], []
+    rows = np.flatnonzero(np.r_[True, y0[1:] != y0[:-1], True])
+    for a, b in zip(rows[:-1], rows[1:]):
+        bottom = y1[a]
+        xs += [[left], np.stack([x0[a:b], x1[a:b]], axis=1).ravel(), [left]]
+        ys += [[bottom], np.stack([y0[a:b], y1[a:b]], axis=1).ravel(), [bottom]]
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def _rect_pieces(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray]:
+    """Rectangles as closed pieces separated by gaps (NaN), for outlined bars: no joining lines."""
+    gap = np.full(len(x0), np.nan)
+    xs = np.stack([x0, x1, x1, x0, x0, gap], axis=1).ravel()[:-1]
+    ys = np.stack([y0, y0, y1, y1, y0, gap], axis=1).ravel()[:-1]
+    return xs, ys
+
+
+def rects(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rectangles (x0, x1, y0, y1) of a Gantt chart's filled bar trace (plotly object or dict),
+    in drawing order: the inverse of ``_rect_outline`` / ``_rect_pieces``, for tests and callers."""
+    get = trace.get if isinstance(trace, dict) else lambda k: getattr(trace, k)
+    xs = decode_typed_array(get("x")).astype(float)
+    ys = decode_typed_array(get("y")).astype(float)
+    if np.isnan(xs).any():  # pieces: 5 corners and a gap each
+        xs, ys = np.append(xs, np.nan).reshape(-1, 6), np.append(ys, np.nan).reshape(-1, 6)
+        return xs[:, 0], xs[:, 1], ys[:, 0], ys[:, 2]
+    out: list[list[float]] = [[], [], [], []]
+    i = 0
+    while i < len(xs):  # a row: its start point on the bottom edge, (x0, top) and (x1, bottom) a bar, its end
+        bottom, k = ys[i], i + 1
+        while k + 1 < len(xs) and ys[k] != bottom:
+            for column, value in zip(out, (xs[k], xs[k + 1], ys[k], ys[k + 1])):
+                column.append(value)
+            k += 2
+        i = k + 1
+    return tuple(np.asarray(c, dtype=float) for c in out)
 
 
 ITERATION_COLOR = "#222222"

@@ -23,8 +23,14 @@ def overlapped_run():
 
 
 def bars(fig):
-    """The bars of ops (not the legend-only entries that name the chunks' patterns and the pairs' outline)."""
-    return [t for t in fig.data if t.type == "bar" and t.customdata is not None]
+    """The traces that draw the bars of ops (one filled SVG outline each; not the legend-only entries
+    that name the chunks' patterns and the pairs' outline)."""
+    return [t for t in fig.data if t.type == "scatter" and t.fill == "toself"]
+
+
+def hovers(fig):
+    """The invisible traces of hover points over the bars: one after each bar trace."""
+    return [t for t in fig.data if t.type == "scatter" and t.mode == "none" and t.customdata is not None]
 
 
 def legend_only(fig):
@@ -32,19 +38,23 @@ def legend_only(fig):
 
 
 def columns(trace):
-    """base, duration, device, stage, microbatch of every bar in a trace."""
-    base = figures.decode_typed_array(trace.base).astype(float)
-    custom = np.asarray(trace.customdata)
-    return base, np.asarray(trace.x, dtype=float), np.asarray(trace.y), custom[:, 0], custom[:, 1]
+    """start, end, top edge and bottom edge of every bar a trace draws."""
+    return figures.rects(trace)
+
+
+def hovered_ops(trace):
+    """The distinct (stage, microbatch, start, duration, end) rows its hover points name."""
+    return sorted({tuple(row) for row in np.asarray(trace.customdata, dtype=float).tolist()})
 
 
 def test_gantt_trace_count_does_not_grow_with_ops():
-    """One trace per kind present, whether the run has 32 or 6,400 ops."""
+    """One bar trace (and its hover trace) per kind present, whether the run has 32 or 6,400 ops."""
     small = figures.gantt(ppviz.simulate("1f1b", 4, 4))
     large = figures.gantt(ppviz.simulate("1f1b", 16, 200))
-    assert len(bars(small)) == len(bars(large)) == 2
-    assert len(small.data) <= 3 and len(large.data) == 2  # plus one label trace where labels fit
+    assert len(bars(small)) == len(bars(large)) == len(hovers(large)) == 2
+    assert len(small.data) <= 5 and len(large.data) == 4  # plus one label trace where labels fit
     assert [t.name for t in bars(large)] == [figures.KIND_LABELS[ppviz.Kind.F], figures.KIND_LABELS[ppviz.Kind.BW]]
+    assert [t.legendgroup for t in hovers(large)] == ["F", "BW"]  # a legend click hides a kind's hover too
 
 
 def test_gantt_has_one_trace_per_kind_present():
@@ -53,26 +63,55 @@ def test_gantt_has_one_trace_per_kind_present():
     assert sorted(t.legendgroup for t in bars(fig)) == ["B", "F", "W"]
 
 
-def test_gantt_bars_are_the_runs_start_and_duration():
-    """Every op is one bar at its exact start and duration, on its device, with its stage and microbatch."""
+def test_gantt_bars_are_the_runs_start_and_end_and_hover_names_each_op():
+    """Every op is one rectangle from its exact start to its end on its device's row, and its hover
+    names its stage, microbatch, start, duration and end. Bars of one trace that touch are kept apart
+    by a nominal pixel taken off the earlier one's end (f = 1 here, b = 2, w = 0.5)."""
     run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, f=1.0, b=2.0, w=0.5)
     r = run.result
-    rows = [np.concatenate(c) for c in zip(*(columns(t) for t in bars(figures.gantt(run))))]
-    got = sorted(zip(*(c.tolist() for c in rows)))
-    want = sorted(zip(r.start.tolist(), (r.end - r.start).tolist(), r.device.tolist(), r.stage.tolist(),
-                      r.microbatch.tolist()))  # fmt: skip
-    assert got == want
+    fig = figures.gantt(run)
+    x0, x1, top, bottom = (np.concatenate(c) for c in zip(*(columns(t) for t in bars(fig))))
+    assert np.allclose(bottom - top, figures.BAR_WIDTH)
+    got = sorted(zip(x0.tolist(), np.round(top + figures.BAR_WIDTH / 2, 6).tolist()))
+    assert got == sorted(zip(r.start.tolist(), r.device.astype(float).tolist()))
+    ends = dict(zip(zip(r.start.tolist(), r.device.tolist()), r.end.tolist()))
+    exact = np.array([ends[(a, int(round(t + 0.4)))] for a, t in zip(x0.tolist(), top.tolist())])
+    pixel = run.metrics.makespan / figures.LABEL_PLOT_PX
+    assert np.all((x1 <= exact) & (x1 >= exact - pixel - 1e-6))  # float32 times here
+    assert (x1 < exact).any() and (x1 == exact).mean() > 0.5  # most bars keep their exact end
+    want = sorted(zip(r.stage.tolist(), r.microbatch.tolist(), r.start.tolist(), (r.end - r.start).tolist(),
+                      r.end.tolist()))  # fmt: skip
+    assert sorted(sum((hovered_ops(t) for t in hovers(fig)), [])) == [tuple(map(float, w)) for w in want]
+
+
+def test_hover_points_lie_on_their_bar_at_most_a_step_apart():
+    """Hover finds the nearest point within 20 px: one in the middle of a narrow bar, more along a
+    wide one, never farther apart than HOVER_STEP_PX at the nominal width."""
+    run = ppviz.simulate("1f1b", 2, 4, f=1.0, b=2.0)
+    fig = figures.gantt(run)
+    px = figures.LABEL_PLOT_PX / run.metrics.makespan
+    for trace in hovers(fig):
+        x, y = np.asarray(trace.x, dtype=float), np.asarray(trace.y, dtype=float)
+        start, end = np.asarray(trace.customdata)[:, 2], np.asarray(trace.customdata)[:, 4]
+        assert np.all((start < x) & (x < end)) and set(y) <= {0.0, 1.0}
+        for op in set(zip(start.tolist(), y.tolist())):
+            on = np.flatnonzero((start == op[0]) & (y == op[1]))
+            width_px = (end[on[0]] - start[on[0]]) * px
+            assert len(on) == max(1, int(np.ceil(width_px / figures.HOVER_STEP_PX)))
+            edges = np.concatenate([[start[on[0]]], np.sort(x[on]), [end[on[0]]]])
+            assert np.diff(edges).max() * px <= figures.HOVER_STEP_PX
 
 
 def test_gantt_keeps_float64_times_when_float32_would_misplace_short_bars():
     """Bars 0.001 long at times near 10^6: float32 cannot place them, so the exact times are sent."""
     run = ppviz.simulate("1f1b", 2, 2, f=1e-3, b=1e-3, w=1e-3, p2p=1e6)
     trace = bars(figures.gantt(run))[0]
-    base, width, *_ = columns(trace)
+    start, end, *_ = columns(trace)
     fwd = run.result.kind == 0
-    assert figures.decode_typed_array(trace.base).dtype == np.float64
-    assert sorted(base) == sorted(run.result.start[fwd]) and run.result.start[fwd].max() > 1e6
-    assert np.allclose(width, 1e-3, rtol=1e-6)
+    assert figures.decode_typed_array(trace.x).dtype == np.float64
+    assert sorted(start) == sorted(run.result.start[fwd]) and run.result.start[fwd].max() > 1e6
+    # each device's two forwards touch: the first ends a quarter early (a pixel is far more than 0.001 here)
+    assert np.allclose(np.sort(end - start), [0.75e-3, 0.75e-3, 1e-3, 1e-3], rtol=1e-6)
 
 
 def test_gantt_shows_the_chunk_by_pattern_with_one_colour_per_kind_and_a_legend_of_both():
@@ -81,18 +120,19 @@ def test_gantt_shows_the_chunk_by_pattern_with_one_colour_per_kind_and_a_legend_
     run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2)
     fig = figures.gantt(run)
     solid, hatched = [t for t in bars(fig) if t.legendgroup == "F"]
-    assert set(np.asarray(solid.customdata)[:, 0]) == {0, 1, 2, 3}
-    assert set(np.asarray(hatched.customdata)[:, 0]) == {4, 5, 6, 7}
-    assert solid.marker.color == hatched.marker.color == figures.KIND_COLORS[ppviz.Kind.F]
-    assert not solid.marker.pattern.shape and hatched.marker.pattern.shape == "/"
-    assert [t.name for t in fig.data if t.showlegend is not False and t.type == "bar"] == [
+    solid_hover, hatched_hover = [t for t in hovers(fig) if t.legendgroup == "F"]
+    assert set(np.asarray(solid_hover.customdata)[:, 0]) == {0, 1, 2, 3}
+    assert set(np.asarray(hatched_hover.customdata)[:, 0]) == {4, 5, 6, 7}
+    assert solid.fillcolor == hatched.fillcolor == figures.KIND_COLORS[ppviz.Kind.F]
+    assert not solid.fillpattern.shape and hatched.fillpattern.shape == "/"
+    assert [t.name for t in fig.data if t.showlegend is not False] == [
         "F forward", "BW backward", "chunk 0: solid", "chunk 1: hatched /",
     ]  # fmt: skip
-    assert "(chunk 1)" in hatched.hovertemplate
-    ranks = {t.name: t.legendrank for t in fig.data if t.type == "bar" and t.showlegend is not False}
+    assert "(chunk 1)" in hatched_hover.hovertemplate
+    ranks = {t.name: t.legendrank for t in fig.data if t.showlegend is not False}
     assert sorted(ranks, key=ranks.get) == ["F forward", "BW backward", "chunk 0: solid", "chunk 1: hatched /"]
     one = figures.gantt(ppviz.simulate("1f1b", 4, 8))  # the same blue for F in a 1-chunk schedule
-    assert bars(one)[0].marker.color == figures.KIND_COLORS[ppviz.Kind.F] and not legend_only(one)
+    assert bars(one)[0].fillcolor == figures.KIND_COLORS[ppviz.Kind.F] and not legend_only(one)
 
 
 def test_every_kind_has_its_own_colour_and_b_is_not_next_to_bw():
@@ -107,11 +147,12 @@ def test_every_kind_has_its_own_colour_and_b_is_not_next_to_bw():
 
 
 def test_hover_names_start_end_and_duration_with_their_unit():
-    trace = bars(figures.gantt(ppviz.simulate("1f1b", 2, 2)))[0]
-    assert "start %{customdata[2]:.7~g} units · end %{x:.7~g} units" in trace.hovertemplate  # x: the bar's end
+    trace = hovers(figures.gantt(ppviz.simulate("1f1b", 2, 2)))[0]
+    assert "start %{customdata[2]:.7~g} units · end %{customdata[4]:.7~g} units" in trace.hovertemplate
     assert "duration %{customdata[3]:.7~g} units" in trace.hovertemplate
-    assert np.allclose(np.asarray(trace.customdata)[:, 3], np.asarray(trace.x, dtype=float))
-    ms = bars(figures.gantt(ppviz.simulate("1f1b", 2, 2), time_unit="ms"))[0]
+    custom = np.asarray(trace.customdata)
+    assert np.allclose(custom[:, 3], custom[:, 4] - custom[:, 2]) and (custom[:, 3] > 0).all()
+    ms = hovers(figures.gantt(ppviz.simulate("1f1b", 2, 2), time_unit="ms"))[0]
     assert "duration %{customdata[3]:.7~g} ms" in ms.hovertemplate
 
 
@@ -126,21 +167,26 @@ def test_gantt_device_zero_is_the_top_row_and_height_grows_with_devices():
 def test_overlapped_pairs_are_two_half_height_bars_forward_on_top():
     run = overlapped_run()
     fig = figures.gantt(run)
-    pairs = [t for t in bars(fig) if t.width < figures.BAR_WIDTH]
-    assert len(pairs) == 2 and all(t.marker.line.width == figures.PAIR_OUTLINE["width"] for t in pairs)
+    pairs = [t for t in bars(fig) if t.mode == "lines" and t.line.width]
+    assert len(pairs) == 2 and all(t.line.width == figures.PAIR_OUTLINE["width"] for t in pairs)
     top, bottom = pairs  # each half in its own kind's colour, outlined, named in the legend once
-    assert top.marker.color == figures.KIND_COLORS[ppviz.Kind.F]
-    assert bottom.marker.color == figures.KIND_COLORS[ppviz.Kind.BW]
+    assert top.fillcolor == figures.KIND_COLORS[ppviz.Kind.F]
+    assert bottom.fillcolor == figures.KIND_COLORS[ppviz.Kind.BW]
     (named,) = [t for t in legend_only(fig) if t.legendgroup == "overlapped"]
     assert named.name == figures.PAIR_LABEL and "F on top" in named.name
-    assert "<b>F</b> (half of an overlapped" in top.hovertemplate and "<b>BW</b>" in bottom.hovertemplate
-    assert top.width == bottom.width == figures.BAR_WIDTH / 2
+    top_hover, bottom_hover = [t for t in hovers(fig) if "half of an overlapped" in t.hovertemplate]
+    assert "<b>F</b> (half of an overlapped" in top_hover.hovertemplate
+    assert "<b>BW</b>" in bottom_hover.hovertemplate
     # the y axis is reversed, so the bar spanning [y - 0.4, y] is the upper half
-    assert top.offset == -figures.BAR_WIDTH / 2 and bottom.offset == 0
-    assert np.array_equal(columns(top)[0], columns(bottom)[0])  # same slot: same start
-    assert len(columns(top)[0]) == int(run.result.paired.sum()) // 2
-    plain = [t for t in bars(fig) if t.marker.line.width == 0]
-    assert all(t.width == figures.BAR_WIDTH for t in plain)
+    (top_start, _, top_y0, top_y1), (bottom_start, _, bottom_y0, bottom_y1) = columns(top), columns(bottom)
+    assert np.allclose(top_y1 - top_y0, figures.BAR_WIDTH / 2) and np.allclose(
+        bottom_y1 - bottom_y0, figures.BAR_WIDTH / 2
+    )
+    assert np.allclose(top_y1, bottom_y0) and np.allclose(top_y0 % 1, 1 - figures.BAR_WIDTH / 2)
+    assert np.array_equal(np.sort(top_start), np.sort(bottom_start))  # same slot: same start
+    assert len(top_start) == int(run.result.paired.sum()) // 2
+    plain = [t for t in bars(fig) if t not in pairs]
+    assert all(np.allclose(np.subtract(*columns(t)[3:1:-1]), figures.BAR_WIDTH) for t in plain)
     assert fig.layout.height == figures.gantt_height(2, pairs=True) > figures.gantt_height(2)  # room for labels
 
 
@@ -152,7 +198,7 @@ def test_labels_are_microbatch_numbers_at_bar_centres_and_dropped_for_huge_runs(
     """One text trace (not text inside bars, which Chromium measures per bar at every redraw)."""
     run = ppviz.simulate("1f1b", 4, 4)
     fig = figures.gantt(run)
-    assert all(t.texttemplate is None and t.text is None for t in bars(fig))
+    assert all(t.text is None for t in bars(fig) + hovers(fig))
     (label,) = labels(fig)
     r = run.result
     assert list(label.text) == [str(m) for m in r.microbatch]  # every bar is wide enough here
@@ -195,10 +241,12 @@ def test_overlapped_halves_have_their_labels_in_their_own_half():
 
 
 def test_gantt_json_is_compact():
-    """Arrays travel base64-encoded: under 40 bytes of JSON per op."""
+    """Arrays travel base64-encoded: under 64 bytes of JSON per op. An op costs 16 bytes of outline
+    (start and end, the two edges' y, float32) and 25 of hover point (x, device, 5 hover numbers),
+    base64 adding a third: 55. (Bar traces took 35 but drew about three times slower.)"""
     run = ppviz.simulate("interleaved-1f1b", 8, 64, chunks=2)
     text = figures.gantt(run).to_json()
-    assert len(text) / len(run.result) < 40
+    assert len(text) / len(run.result) < 64
     assert '"bdata"' in text
 
 
@@ -248,14 +296,14 @@ def test_gantt_window_draws_exactly_the_ops_overlapping_it():
     t0, t1 = 10.0, 17.5
     fig = figures.gantt(run, window=(t0, t1))
     rows = [np.concatenate(c) for c in zip(*(columns(t) for t in bars(fig)))]
-    got = sorted(zip(rows[0].tolist(), rows[2].tolist()))
+    got = sorted(zip(rows[0].tolist(), np.round(rows[2] + figures.BAR_WIDTH / 2, 6).tolist()))
     inside = (r.end > t0) & (r.start < t1)
     assert 0 < inside.sum() < len(r)
-    assert got == sorted(zip(r.start[inside].tolist(), r.device[inside].tolist()))
+    assert got == sorted(zip(r.start[inside].tolist(), r.device[inside].astype(float).tolist()))
     assert list(fig.layout.xaxis.range) == [t0, t1]
     assert f"{int(inside.sum())} ops in view" in fig.layout.title.text
-    labels = [t for t in fig.data if t.type == "scatter"]
-    assert labels and all(t0 - 3 <= x <= t1 + 3 for x in np.asarray(labels[0].x))
+    shown = labels(fig)
+    assert shown and all(t0 - 3 <= x <= t1 + 3 for x in np.asarray(shown[0].x))
 
 
 def test_gantt_window_must_be_a_finite_forward_range():
@@ -306,7 +354,8 @@ def test_compare_stacks_runs_on_one_shared_time_axis():
 def test_compare_draws_runs_past_max_bars_as_overviews():
     runs = [ppviz.simulate("1f1b", 4, 8), ppviz.simulate("1f1b", 4, 64)]
     fig = figures.compare(runs, max_bars=100)
-    assert [t.type for t in fig.data if t not in labels(fig)] == ["bar", "bar", "heatmap"]
+    assert [t.type for t in fig.data if t not in labels(fig)] == ["scatter"] * 4 + ["heatmap"]
+    assert len(bars(fig)) == len(hovers(fig)) == 2
     assert fig.data[-1].yaxis == "y2" and np.asarray(fig.data[-1].z).shape == (4, figures.OVERVIEW_BINS)
 
 
