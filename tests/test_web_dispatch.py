@@ -363,7 +363,7 @@ def test_zooming_into_an_overview_draws_bars_once(page):
     event = {"xaxis.range[0]": 100.0, "xaxis.range[1]": 130.0}
     assert "16,384 ops, drawn as an overview" in text_of(page.value("cards", "children"))
     out = answer(page.fire(zoom, [("zoom-request", "data")], {("zoom-request", "data"): event}))
-    assert any(t["type"] == "bar" for t in out["gantt"]["figure"]["data"])
+    assert any(t.get("fill") == "toself" for t in out["gantt"]["figure"]["data"])
     run = ppviz.simulate("1f1b", 16, 512)
     inside = int(((run.result.end > 100) & (run.result.start < 130)).sum())
     size = text_of(page.value("cards", "children")[4])  # the card says what is drawn now
@@ -390,7 +390,10 @@ def test_zooming_into_a_run_drawn_in_the_background_is_a_background_job_too(page
     assert "gantt" not in out and out["zoom-job"]["data"]["window"] == [1000.0, 1003.0]
     page.run_background(page.callback("zoom-stamp.children@"), [("zoom-job", "data")])
     figure = page.value("gantt", "figure")
-    assert any(t["type"] == "bar" for t in figure["data"]) and figure["layout"]["xaxis"]["range"] == [1000.0, 1003.0]
+    assert any(t.get("fill") == "toself" for t in figure["data"]) and figure["layout"]["xaxis"]["range"] == [
+        1000.0,
+        1003.0,
+    ]
     assert page.value("zoom-stamp", "children").endswith("|bars")
     assert "in view, drawn as bars" in text_of(page.value("cards", "children")[4])
 

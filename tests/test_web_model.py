@@ -71,8 +71,8 @@ def test_opening_the_view_shows_the_estimate_in_ms_and_gb(page):
     gantt = out["gantt-model"]["figure"]
     assert gantt["layout"]["xaxis"]["title"]["text"] == "time (ms)"
     assert gantt["layout"]["xaxis"]["range"] == pytest.approx([0, est.makespan_s * 1e3])
-    bars = [t for t in gantt["data"] if t["type"] == "bar"]
-    ends = np.concatenate([figures.decode_typed_array(t["base"]) + figures.decode_typed_array(t["x"]) for t in bars])
+    bars = [t for t in gantt["data"] if t.get("fill") == "toself"]
+    ends = np.concatenate([figures.rects(t)[1] for t in bars])
     assert ends.max() == pytest.approx(est.makespan_s * 1e3, rel=1e-6)  # the last op ends at the makespan, in ms
     memory = out["memory-model"]["figure"]
     assert memory["layout"]["yaxis"]["title"]["text"] == "memory (GB)"

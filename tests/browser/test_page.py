@@ -181,9 +181,14 @@ def test_controls_enter_picks_history_batch_and_iterations(page):
 
     page.driver.get(page.server_url + "/?schedule=1f1b&devices=4&microbatches=8")
     wait_title(page, "1f1b · 4 devices · 8 microbatches")
-    plotted(page, "gantt", "Plotly.Fx.hover(gd, [{curveNumber: 0, pointNumber: 2}]);")
-    page.wait_for_contains_text("#gantt .hoverlayer", "start 2 units · end 3 units")
-    assert "duration 1 units" in page.find_element("#gantt .hoverlayer").text
+    # the cursor over forward 2 on device 0 (from 2 to 3), near its middle, then near its lower left corner
+    for x, y in ((2.5, 0.0), (2.05, 0.35)):
+        plotted(page, "gantt", "Plotly.Fx.unhover(gd);")
+        plotted(page, "gantt", f"const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;"
+                               f"Plotly.Fx.hover(gd, {{xpx: xa.c2p({x}), ypx: ya.c2p({y})}});")  # fmt: skip
+        page.wait_for_contains_text("#gantt .hoverlayer", "start 2 units · end 3 units")
+        assert "duration 1 units" in page.find_element("#gantt .hoverlayer").text
+        assert "device 0" in page.find_element("#gantt .hoverlayer").text
 
     page.driver.get(page.server_url + "/?schedule=gpipe&devices=4&microbatches=4&gpipe.iterations=3")
     wait_title(page, "gpipe · 4 devices · 12 microbatches")
@@ -218,8 +223,8 @@ def test_zooming_into_an_overview_draws_the_bars_in_view(page):
         assert time.time() < deadline, f"zooming never drew the bars in view ({title(page)!r})"
         plotted(page, "gantt", "Plotly.relayout(gd, {'xaxis.range': [300, 330]});")
         time.sleep(1.5)
-    kinds = plotted(page, "gantt", "return gd.data.map(t => t.type);")
-    assert "bar" in kinds and "heatmap" not in kinds
+    kinds = plotted(page, "gantt", "return gd.data.map(t => t.type + (t.fill === 'toself' ? ' bars' : ''));")
+    assert "scatter bars" in kinds and "heatmap" not in kinds
     assert plotted(page, "gantt", "return gd.layout.xaxis.range;") == [300, 330]
     wait_for(page, lambda: plotted(page, "memory", "return gd._fullLayout.xaxis.range;") == [300, 330],
              "the memory chart follows the zoom")  # fmt: skip
