@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psutil  # noqa: E402
 from bench_page import browser, serve  # noqa: E402
+from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 from ppviz import figures  # noqa: E402
@@ -73,16 +74,22 @@ BATCHES = (72, 64, 56, 64)  # global batches (= microbatches at dp 1, mbs 1), al
 
 
 def wait(driver, script: str, *args, timeout: float = 60.0):
-    """The script's first truthy answer; an error shown on the page instead of a chart stops the bench."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = driver.execute_script(script, *args)
-        if isinstance(value, dict) and "error" in value:
-            raise RuntimeError(f"the page shows an error instead of the charts: {value['error']}")
-        if value:
-            return value
-        time.sleep(0.02)
-    raise TimeoutError(f"no answer within {timeout:g} s from: {script.strip()[:80]}")
+    """The script's first truthy answer, polled inside the page every 5 ms (polling from selenium
+    would cost the browser CPU that the bench measures); an error shown on the page instead of a
+    chart stops the bench."""
+    looped = (
+        "const done = arguments[arguments.length - 1], outer = arguments;"
+        "const probe = function () {" + script + "};"
+        "(function loop() { const v = probe.apply(null, outer); if (v) done(v); else setTimeout(loop, 5); })();"
+    )
+    driver.set_script_timeout(timeout)
+    try:
+        value = driver.execute_async_script(looped, *args)
+    except TimeoutException:
+        raise TimeoutError(f"no answer within {timeout:g} s from: {script.strip()[:80]}") from None
+    if isinstance(value, dict) and "error" in value:
+        raise RuntimeError(f"the page shows an error instead of the charts: {value['error']}")
+    return value
 
 
 def vpp_of(schedule: str) -> int:

@@ -90,7 +90,8 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             text = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
             return _failed(state, text, {"schedule": ("error", text)})
     parts = {_title(e): e.breakdown for e in estimates}
-    bars = figures.breakdown(parts, scale=MS, unit="ms")
+    with figures.plain():  # plain dicts, as the abstract view sends (see figures.plain)
+        bars = views.ready(figures.breakdown(parts, scale=MS, unit="ms"))
     if state.mode == "compare":
         runs = [e.run for e in estimates]
         fig = figures.compare(
@@ -112,32 +113,31 @@ def render(state: ModelState, background: bool = False) -> ModelView:
 def gantt_figure(est) -> tuple[object, str]:
     run = est.run
     title = f"{_title(est)} · {run.schedule.devices} devices · {run.schedule.microbatches} microbatches"
-    if len(run.result) <= views.BARS_MAX_OPS:
-        return figures.gantt(run, title=title, time_scale=MS, time_unit="ms"), "bars"
-    return figures.overview(run, time_scale=MS, time_unit="ms"), "overview"
+    with figures.plain():  # no plotly objects built: a third of the server's time (see figures.plain)
+        if len(run.result) <= views.BARS_MAX_OPS:
+            return views.ready(figures.gantt(run, title=title, time_scale=MS, time_unit="ms")), "bars"
+        return views.ready(figures.overview(run, time_scale=MS, time_unit="ms")), "overview"
 
 
 def memory_figure(est) -> object:
     """Each device's static bytes as the base of its activation curve, in GB, with the HBM capacity."""
     static = est.static_bytes
     base = static["weight"] + static["grad"] + static["optimizer"]
-    fig = figures.memory(
-        est.run,
-        stage_sizes=est.plan.activation_bytes,
-        base=base,
-        scale=GB,
-        unit="GB",
-        capacity=est.capacity_bytes,
-        time_scale=MS,
-        time_unit="ms",
-        title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
-    )
+    with figures.plain():
+        fig = figures.memory(
+            est.run,
+            stage_sizes=est.plan.activation_bytes,
+            base=base,
+            scale=GB,
+            unit="GB",
+            capacity=est.capacity_bytes,
+            time_scale=MS,
+            time_unit="ms",
+            title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
+        )
     top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GB * 1.08]  # the capacity line in view
-    if isinstance(fig, dict):  # figures.plain(): a plain figure dict
-        fig["layout"]["yaxis"]["range"] = top
-    else:
-        fig.layout.yaxis.range = top
-    return fig
+    fig["layout"]["yaxis"]["range"] = top
+    return views.ready(fig)
 
 
 def cards(est) -> list[tuple[str, str, str, str]]:
