@@ -7,6 +7,7 @@ charts' ``plotly_afterplot`` events once the Gantt chart shows the new size. Pri
 
     .venv/bin/python bench/bench_page.py            # 8×32 p50 over 15 moves, ~20,000 ops, zooms
     .venv/bin/python bench/bench_page.py --sweep    # also bars vs overview at 5k…50k ops
+    .venv/bin/python bench/bench_page.py --ab main  # only 8×32 and 8×64: main's figures.py against these, in turns
 """
 
 from __future__ import annotations
@@ -136,9 +137,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--moves", type=int, default=15, help="slider moves at 8×32 (default 15)")
     parser.add_argument("--sweep", action="store_true", help="also time bars and overview from 5k to 50k ops")
+    parser.add_argument("--ab", metavar="REV", help="only 8×32 and 8×64, the figures.py of REV against these, in turns")
     args = parser.parse_args()
     base, server = serve()
     driver = browser()
+    if args.ab:
+        try:
+            compare_figures(driver, base, args.ab, args.moves)
+        finally:
+            driver.quit()
+            server.shutdown()
+        return
     try:
         small = latencies(driver, base, "1f1b", 8, 32, args.moves)
         print(
@@ -158,6 +167,29 @@ def main() -> None:
     finally:
         driver.quit()
         server.shutdown()
+
+
+def compare_figures(driver, base: str, rev: str, moves: int) -> None:
+    """Slider moves at 8×32 and 8×64 with the figures.py of git revision ``rev`` and with this one, in
+    three alternating blocks each, so that other work on the machine slows both alike."""
+    from bench_model_page import figures_at, load, summary
+
+    from ppviz import figures
+
+    variants = ((rev, figures_at(rev)), ("now", figures))
+    print(f"load average at start: {load()}")
+    try:
+        for m in (32, 64):
+            times: dict[str, list[float]] = {name: [] for name, _ in variants}
+            for _ in range(3):
+                for name, module in variants:
+                    views.figures = module
+                    times[name] += [t * 1000 for t in latencies(driver, base, "1f1b", 8, m, max(moves // 3, 1))]
+            for name, _ in variants:
+                print(f"8 devices × {m} microbatches, figures {name}: {summary(times[name])}")
+    finally:
+        views.figures = figures
+    print(f"load average at the end: {load()}")
 
 
 def sweep(driver, base: str) -> None:
