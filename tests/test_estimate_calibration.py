@@ -186,16 +186,17 @@ def test_h100_fit_cases_within_10_percent(case):
     assert abs(case.error(H100)) <= 0.10, (case.label, case.ppviz(H100))
 
 
-# Stated tolerances of the held-out runs: Llama 3's two Table 4 rows within 10% (TFLOP/s per GPU, as
-# ppviz counts FLOPs); NVIDIA's 405B run within 20%: its TP-8 communication is overlapped with the GEMMs
-# (NeMo's userbuffers) and its gradients reduced chunk by chunk, which ppviz charges serially (+17%).
-HELD_OUT_TOLERANCE = {0: 0.10, 1: 0.10, 2: 0.20}
+# Stated tolerances of the held-out runs: 10% (Llama 3's two Table 4 rows in TFLOP/s per GPU, as ppviz
+# counts FLOPs; the fitted recipes at 2,048 GPUs), except NVIDIA's TP-8 405B recipe, 20%: its TP
+# communication is overlapped with the GEMMs (NeMo's userbuffers) and its gradients reduced chunk by
+# chunk, which ppviz charges serially (+17%).
+def held_out_tolerance(case) -> float:
+    return 0.20 if case.label.startswith("Llama 3.1 405B") else 0.10
 
 
-@pytest.mark.parametrize("i", range(len(cal.H100_HELD_OUT)), ids=lambda i: cal.H100_HELD_OUT[i].label)
-def test_h100_held_out_within_stated_tolerance(i):
-    case = cal.H100_HELD_OUT[i]
-    assert abs(case.error(H100)) <= HELD_OUT_TOLERANCE[i], (case.label, case.ppviz(H100))
+@pytest.mark.parametrize("case", cal.H100_HELD_OUT, ids=lambda c: c.label)
+def test_h100_held_out_within_stated_tolerance(case):
+    assert abs(case.error(H100)) <= held_out_tolerance(case), (case.label, case.ppviz(H100))
 
 
 def test_llama3_405b_published_layout_as_published():
