@@ -210,7 +210,11 @@ def summary(est: Estimate) -> str:
         f"{est.model.name} on {lay.gpus} × {est.gpu.name}: tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, cp {lay.cp}, "
         f"ep {lay.ep}; {lay.schedule}, {d['stages']} stages, {d['microbatches']} microbatches of {lay.mbs}",
         f"iteration      {d['iteration_s']:.4g} s  (makespan {d['makespan_s']:.4g} s + DP sync {d['dp_sync_s']:.3g} s"
-        f" + optimizer {d['optimizer_s']:.3g} s)",
+        f" + optimizer {d['optimizer_s']:.3g} s)"
+        if d["iterations"] == 1
+        else f"iteration      {d['iteration_s']:.4g} s on average over {d['iterations']} iterations (run "
+        f"{d['run_s']:.4g} s: makespan {d['makespan_s']:.4g} s with the steps between them + DP sync "
+        f"{d['dp_sync_s']:.3g} s + optimizer {d['optimizer_s']:.3g} s)",
         f"throughput     {d['tokens_per_s']:,.0f} tokens/s, {d['samples_per_s']:.4g} samples/s",
         f"per GPU        {d['tflops_per_gpu']:.1f} TFLOP/s, MFU {d['mfu'] * 100:.1f}%"
         + (f", HFU {d['hfu'] * 100:.1f}%" if lay.recompute != "none" else ""),
