@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ppviz
+from ppviz import figures, formats, memory
 from ppviz.__main__ import main
 from ppviz.estimate import Layout, estimate
 from ppviz.ir import Action, Kind, Overlap
@@ -202,3 +203,77 @@ def test_cli_iterations_in_real_units(capsys):
     assert d["tokens_per_s"] == pytest.approx(64 * 8192 / d["iteration_s"], rel=1e-12)
     assert main([str(a) for a in argv]) == 0
     assert "on average over 3 iterations" in capsys.readouterr().out
+
+
+# --- drawing and exports ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three():
+    """1F1B on 4 devices, 3 iterations of 2 microbatches, the DP sync fully exposed (big steps)."""
+    return estimate(
+        "llama3-8b", "h100-sxm",
+        Layout(tp=2, pp=4, dp=32, gbs=64, zero=1, schedule="1f1b", schedule_params={"iterations": 3}, dp_overlap=False),
+    )  # fmt: skip
+
+
+def _named(fig, name):
+    return [t for t in fig.data if t.name == name]
+
+
+def test_gantt_draws_each_step_as_a_grey_bar_after_its_iteration_line(three):
+    fig = figures.gantt(three.run, **three.gantt_kwargs())
+    (bars,) = _named(fig, figures.OPTIMIZER_LABEL)
+    st = optimizer_steps(three.run.result)
+    assert len(st.device) == 2 * 4
+    assert list(bars.y) == st.device.tolist()
+    assert np.allclose(bars.base, st.start * 1e3, rtol=1e-15) and np.allclose(bars.x, (st.end - st.start) * 1e3)
+    assert bars.marker.color == figures.OPTIMIZER_COLOR and bars.showlegend is not False
+    assert "optimizer step" in bars.hovertemplate and "ms" in bars.hovertemplate
+    (ends,) = [t for t in fig.data if t.legendgroup == "iterations"]
+    line_x = sorted({x for x in ends.x if x is not None})
+    assert line_x == sorted({float(t) for t in st.start * 1e3})  # each line at its device's step start
+    t0, t1 = float(st.start[0]), float(st.end[0])
+    window = figures.gantt(three.run, window=(t0, t1), **three.gantt_kwargs())
+    (part,) = _named(window, figures.OPTIMIZER_LABEL)
+    assert len(part.y) == int(((st.end > t0) & (st.start < t1)).sum()) < len(st.device)
+
+
+def test_the_abstract_view_draws_no_step_and_is_unchanged():
+    run = ppviz.simulate("1f1b", 4, 4, iterations=3)
+    for fig in (figures.gantt(run), figures.overview(run), figures.compare([run, run])):
+        assert not _named(fig, figures.OPTIMIZER_LABEL)
+    assert '"optimizer"' not in formats.chrome_trace(run)
+
+
+def test_overview_and_compare_show_the_steps_once_in_the_legend(three):
+    assert len(_named(figures.overview(three.run, **three.gantt_kwargs()), figures.OPTIMIZER_LABEL)) == 1
+    both = _named(figures.compare([three.run, three.run], **three.gantt_kwargs()), figures.OPTIMIZER_LABEL)
+    assert [t.showlegend for t in both] == [True, False] and both[1].xaxis == "x2"
+
+
+def test_memory_is_unaffected_by_the_steps(three):
+    """Activations are zero at a flush, so the peaks stay and the curve is 0 during every step."""
+    without = ppviz.evaluate(three.run.schedule, dataclasses.replace(three.costs, optimizer_step=()))
+    a = memory.activation(three.run.result, three.plan.activation_bytes)
+    b = memory.activation(without.result, three.plan.activation_bytes)
+    assert np.array_equal(a.peak, b.peak)
+    st = optimizer_steps(three.run.result)
+    for d, t0, t1 in zip(st.device, st.start, st.end):
+        at = np.searchsorted(a.times[d], (t0 + t1) / 2, side="right") - 1
+        assert a.values[d][at] == 0
+
+
+def test_the_trace_has_a_slice_per_step(capsys, three):
+    events = json.loads(formats.chrome_trace(three.run, **three.trace_kwargs()))["traceEvents"]
+    steps = [e for e in events if e.get("cat") == "optimizer"]
+    st = optimizer_steps(three.run.result)
+    assert sorted((e["tid"], e["args"]["iteration"], e["ts"], e["dur"]) for e in steps) == sorted(
+        (int(d), int(i), round(float(a) * 1e6, 6), round(float(b - a) * 1e6, 6))
+        for d, i, a, b in zip(st.device, st.iteration, st.start, st.end)
+    )
+    argv = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--tp", 2, "--pp", 4, "--dp", 32, "--gbs", 64,
+            "--zero", 1, "--schedule", "1f1b", "--iterations", 3, "--no-dp-overlap", "--trace"]  # fmt: skip
+    assert main([str(a) for a in argv]) == 0
+    cli_events = json.loads(capsys.readouterr().out)["traceEvents"]
+    assert [e for e in cli_events if e.get("cat") == "optimizer"] == steps
