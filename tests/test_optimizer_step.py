@@ -57,6 +57,24 @@ def test_1f1b_2bw_with_unequal_steps_waits_for_the_longest():
     assert run.metrics.makespan == (k * m + p - 1) * 3.0 + (k - 1) * 9.0
 
 
+def test_closed_forms_hold_for_random_sizes_times_and_steps():
+    """100 seeded draws of p, m, k, f, b, w and per-device steps: the flush form and 1F1B-2BW's."""
+    rng = np.random.default_rng(11)
+    for _ in range(100):
+        p = int(rng.integers(2, 7))
+        m, k = int(rng.integers(p, 13)), int(rng.integers(2, 5))
+        f, b, w = (float(x) for x in rng.choice([0.5, 1.0, 2.0, 3.0], 3))
+        steps = [float(x) for x in rng.choice([0.0, 0.5, 1.0, 3.0, 7.0, 20.0], p)]
+        work = f + b + w
+        costs = ppviz.Costs(f, b, w, optimizer_step=steps)
+        for name in FLUSHED:
+            run = ppviz.evaluate(ppviz.build(name, p, m, iterations=k), costs)
+            delay = max(s - d * work for d, s in enumerate(steps))
+            assert run.metrics.makespan == pytest.approx(k * (m + p - 1) * work + (k - 1) * delay, rel=1e-12)
+        run = ppviz.evaluate(ppviz.build("1f1b-2bw", p, m, iterations=k), costs)
+        assert run.metrics.makespan == pytest.approx((k * m + p - 1) * work + (k - 1) * max(steps), rel=1e-12)
+
+
 # --- the core: where the steps sit ---------------------------------------------------------
 
 
