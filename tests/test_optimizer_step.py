@@ -10,7 +10,7 @@ import pytest
 import ppviz
 from ppviz import figures, formats, memory
 from ppviz.__main__ import main
-from ppviz.estimate import Layout, estimate
+from ppviz.estimate import Layout, cli, estimate
 from ppviz.ir import Action, Kind, Overlap
 from ppviz.iterations import iteration_ends, optimizer_steps
 
@@ -221,6 +221,9 @@ def test_cli_iterations_in_real_units(capsys):
     assert d["tokens_per_s"] == pytest.approx(64 * 8192 / d["iteration_s"], rel=1e-12)
     assert main([str(a) for a in argv]) == 0
     assert "on average over 3 iterations" in capsys.readouterr().out
+    _, many = _pair("1f1b", 3)
+    facts = dict(cli.facts(many))
+    assert facts["iteration"] == f"{many.iteration_s:.4g} s" and "8 microbatches × 3 iterations" in facts["layout"]
 
 
 # --- drawing and exports ---------------------------------------------------------------------

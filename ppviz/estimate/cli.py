@@ -244,7 +244,11 @@ def facts(est: Estimate) -> list[tuple[str, str]]:
         ("MFU", f"{est.mfu:.1%}"),
         ("peak memory", f"{peak.max() / 1e9:.1f} GB of {est.capacity_bytes / 1e9:.0f} GB"),
         ("fits" if est.fits else "does not fit", est.verdict),
-        ("layout", f"{est.model.name} on {est.layout.gpus} × {est.gpu.name}, {est.microbatches} microbatches"),
+        (
+            "layout",
+            f"{est.model.name} on {est.layout.gpus} × {est.gpu.name}, {est.microbatches} microbatches"
+            + (f" × {est.iterations} iterations (iteration: their average)" if est.iterations > 1 else ""),
+        ),
     ]
 
 
