@@ -54,6 +54,7 @@ _F = KIND_INDEX[Kind.F]
 _MARGIN = dict(l=70, r=30, t=50, b=45)
 _GRID = "#E6E6E6"
 _LEGEND = dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom")
+TITLE_BAND_PX = 28  # the chart title and the modebar's icons, above the legend (see _title_band)
 
 
 # --- colours ---------------------------------------------------------------------------------
@@ -470,10 +471,22 @@ def gantt(
     traces = _bar_traces(run, keep=keep, span=time_range[1] - time_range[0], scale=time_scale, unit=time_unit)
     ends = iteration_trace(run, time_scale, time_unit)
     traces += [ends] if ends else []
-    extra = _legend_room(traces)  # a legend of more than one row keeps clear of the title
-    layout.update(margin=dict(_MARGIN, t=_MARGIN["t"] + extra), height=layout["height"] + extra)
-    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))  # at the top, over the legend
+    _title_band(layout, traces)
     return _figure(traces, layout)
+
+
+def _title_band(layout: dict, traces: list[dict]) -> None:
+    """The title (left) and the modebar (right) in a band at the top, the legend's rows under it.
+
+    The legend is placed from the figure's top (``yref="container"``), so plotly reserves its height
+    above the plot however many rows it wraps to at the page's width; placed from the plot's top, a
+    legend of more rows than estimated ran under the title and its last entries under the modebar.
+    The height grows by the rows estimated, so that the plot keeps about its size.
+    """
+    height = layout["height"] + _legend_room(traces)
+    layout.update(height=height, margin=dict(_MARGIN, t=TITLE_BAND_PX))
+    layout["legend"] = dict(_LEGEND, yref="container", y=1 - TITLE_BAND_PX / height, yanchor="top")
+    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))
 
 
 def _legend_room(traces: list[dict], width: float = LABEL_PLOT_PX - 40) -> int:
@@ -608,9 +621,7 @@ def memory(
         plot_bgcolor="white",
         hovermode="closest",
     )
-    extra = _legend_room(data)  # nine entries or more wrap: keep them clear of the title
-    layout.update(margin=dict(_MARGIN, t=_MARGIN["t"] + extra), height=layout["height"] + extra)
-    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))
+    _title_band(layout, data)
     return _figure(data, layout)
 
 
