@@ -542,12 +542,14 @@ def memory(
     unit: str = "units",
     capacity: float | None = None,
     band_over: int | None = None,
+    lines: Sequence[int] | None = None,
 ) -> go.Figure:
     """Activation per device over time as step lines, each device's peak marked.
 
     With ``band_over`` and more devices than that, the devices are drawn as one min–max band with
-    lines for the devices of the highest and the lowest peak only (32 lines could not be told apart);
-    every device's peak stays marked. ``memory_traces`` says how many traces precede a limit line.
+    lines for the ``lines`` devices over it (32 lines could not be told apart; by default those of the
+    highest and the lowest peak, ``band_lines``); every device's peak stays marked.
+    ``memory_traces`` says how many traces precede a limit line.
 
     Real units: ``stage_sizes`` (one microbatch's activation per stage, e.g. bytes), ``base`` (each
     device's static memory, drawn under its curve), ``scale`` and ``unit`` (bytes to GB: 1e-9,
@@ -564,19 +566,20 @@ def memory(
     colors = device_colors(p)
     tu, what = _suffix(time_unit), "memory" if base is not None else "activation"
     data = []
-    lines = range(p)
-    if band_over is not None and p > band_over:
-        lines = _band_lines(curves.peak + static)
+    drawn = range(p)
+    banded = band_over is not None and p > band_over
+    if banded:
+        drawn = _checked_lines(lines, p) if lines is not None else band_lines(curves.peak + static)
         data += _band(curves, static, span, scale, time_scale, tdt, unit, tu)
-    for d in lines:
+    for d in drawn:
         t, v = curves.times[d], curves.values[d]
         t, v = np.append(t, span[1]), np.append(v, v[-1])  # hold the last level to the end
         data.append(
             dict(
                 type="scatter",
                 mode="lines",
-                name=f"device {d}" + (_band_role(d, curves.peak + static) if len(lines) < p else ""),
-                showlegend=p <= 8 or len(lines) < p,  # past 8 a legend would crowd the title
+                name=f"device {d}" + (_band_role(d, curves.peak + static) if banded else ""),
+                showlegend=p <= 8 or banded,  # past 8 a legend would crowd the title
                 x=(t * time_scale).astype(tdt),
                 y=((v + static[d]) * scale).astype(np.float32),
                 line=dict(shape="hv", width=1.5, color=colors[d]),
@@ -625,22 +628,35 @@ def memory(
     return _figure(data, layout)
 
 
-def memory_traces(run: Run, band_over: int | None = None) -> int:
+def memory_traces(run: Run, band_over: int | None = None, lines: Sequence[int] | None = None) -> int:
     """How many traces ``memory`` (abstract units) draws before its limit line: lines (or the band and
     its lines) and the peaks."""
     p = run.schedule.devices
     if band_over is not None and p > band_over:
-        return 2 + len(_band_lines(np.asarray(run.metrics.peak_activation, dtype=float))) + 1
+        peaks = np.asarray(run.metrics.peak_activation, dtype=float)
+        return 2 + len(_checked_lines(lines, p) if lines is not None else band_lines(peaks)) + 1
     return p + 1
 
 
-def _band_lines(peaks: np.ndarray) -> list[int]:
-    """The devices drawn as lines over the band: the highest peak and the lowest (first of ties)."""
+def band_lines(peaks: Sequence[float]) -> list[int]:
+    """The devices drawn as lines over the band by default: the highest peak and the lowest (first of ties)."""
+    peaks = np.asarray(peaks, dtype=float)
     return sorted({int(np.argmax(peaks)), int(np.argmin(peaks))})
 
 
+def _checked_lines(lines: Sequence[int], devices: int) -> list[int]:
+    """Chosen devices in order, each once; a device that is not there is an error saying which."""
+    out = sorted({int(d) for d in lines})
+    if out and not 0 <= out[0] <= out[-1] < devices:
+        raise ValueError(f"lines: devices {out} are not all among the {devices} devices (0–{devices - 1})")
+    return out
+
+
 def _band_role(d: int, peaks: np.ndarray) -> str:
-    return " (highest peak)" if d == int(np.argmax(peaks)) else " (lowest peak)"
+    """What sets a line apart: the highest or lowest peak, or nothing for another chosen device."""
+    if d == int(np.argmax(peaks)):
+        return " (highest peak)"
+    return " (lowest peak)" if d == int(np.argmin(peaks)) else ""
 
 
 def _band(curves, static, span, scale: float, time_scale: float, tdt, unit: str, tu: str) -> list[dict]:

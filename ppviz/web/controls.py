@@ -84,6 +84,24 @@ def batch_row() -> html.Div:
     )
 
 
+def lines_picker() -> html.Div:
+    """Which devices the memory chart draws as lines over its min–max band (past 8 devices)."""
+    return control_row(
+        "lines",
+        "memory: devices drawn as lines",
+        "past 8 devices the memory chart is a min–max band over all devices, with these devices drawn as lines "
+        "(empty: the devices of the highest and the lowest peak)",
+        dcc.Dropdown(
+            id="lines", options=device_options(4), value=[], multi=True, placeholder="highest and lowest peak"
+        ),
+    )
+
+
+def device_options(devices: int) -> list[dict]:
+    """The picker's choices: every device of the view."""
+    return [{"label": f"device {d}", "value": d} for d in range(max(int(devices), 0))]
+
+
 def control_row(name: str, label: str, help_text: str, widget) -> html.Div:
     return html.Div(
         [

@@ -143,7 +143,7 @@ def panel(state: ViewState) -> html.Aside:
     return html.Aside(
         [
             section("schedule", "schedule", [schedule, html.Div(controls.param_blocks(state), id="param-blocks")]),
-            section("sizes", "sizes and costs", [*sliders, limit]),
+            section("sizes", "sizes and costs", [*sliders, limit, controls.lines_picker()]),
             section("stages", "per-stage times", stage_table(state), open_=False),
             section("export", "export and import", export_panel(), open_=False),
         ],
