@@ -91,8 +91,14 @@ def lines_picker() -> html.Div:
         "memory: devices drawn as lines",
         "past 8 devices the memory chart is a min–max band over all devices, with these devices drawn as lines "
         "(empty: the devices of the highest and the lowest peak)",
+        # every device a view can have until the link's view narrows them: a dropdown drops a value it does
+        # not offer, so a link's lines=20 arriving before the options of its 32 devices was lost
         dcc.Dropdown(
-            id="lines", options=device_options(4), value=[], multi=True, placeholder="highest and lowest peak"
+            id="lines",
+            options=device_options(int(SLIDERS["devices"].high)),
+            value=[],
+            multi=True,
+            placeholder="highest and lowest peak",
         ),
     )
 

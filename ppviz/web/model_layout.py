@@ -12,6 +12,7 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
+from .controls import device_options
 from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
 from .views import GRAPH_CONFIG
 
@@ -173,8 +174,12 @@ def _panel(values: dict) -> list:
     lines = _row(
         "lines",
         "memory: devices drawn as lines",
-        dcc.Dropdown(
-            id=cid("lines"), options=[], value=values["lines"], multi=True, placeholder="highest and lowest peak"
+        dcc.Dropdown(  # every device a view can have until the link's view narrows them (see controls.lines_picker)
+            id=cid("lines"),
+            options=device_options(int(LAYOUT_FIELDS["pp"].high)),
+            value=values["lines"],
+            multi=True,
+            placeholder="highest and lowest peak",
         ),
         "past 8 devices the memory chart is a min–max band, with these devices as lines (empty: the highest and "
         "the lowest peak)",
