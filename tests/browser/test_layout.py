@@ -80,8 +80,9 @@ def test_the_abstract_view_at_8_and_32_devices(page, shots, width, height):
 @pytest.mark.parametrize("width,height", SCREENS)
 def test_the_model_view_at_8_and_16_devices(page, shots, width, height):
     set_viewport(page.driver, width, height)
-    for pp, schedule in ((8, "zb-v"), (8, "interleaved-1f1b&vpp=4"), (16, "1f1b")):
-        link = f"/#view=model&model=llama3-70b&gpu=h100-sxm&tp=4&pp={pp}&gbs=64&schedule={schedule}"
+    # Llama-3 8B's 32 layers split into pp 8 × vpp 4 stages; 70B's 80 do not
+    for model, pp, schedule in ((70, 8, "zb-v"), (8, 8, "interleaved-1f1b&vpp=4"), (70, 16, "1f1b")):
+        link = f"/#view=model&model=llama3-{model}b&gpu=h100-sxm&tp=4&pp={pp}&gbs=64&schedule={schedule}"
         page.driver.get(page.server_url + link)
         page.driver.refresh()  # a new page, not a hash change of the one open
         wait_drawn(page, "gantt-model", "memory-model", f"{pp} devices")
