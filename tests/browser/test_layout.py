@@ -74,6 +74,10 @@ def test_the_abstract_view_at_8_and_32_devices(page, shots, width, height):
     names = chart(page, "memory", "return gd.data.map(t => t.name);")
     assert "device 3" in names and "device 20" in names  # the picked lines over the band
     assert page.find_element("#lines").text.count("device") == 2
+    page.find_element("#lines").click()  # a user adds device 7
+    next(o for o in page.find_elements(".dash-dropdown-option") if o.text.strip() == "device 7").click()
+    wait_for(lambda: "device 7" in chart(page, "memory", "return gd.data.map(t => t.name);"), "device 7 drawn")
+    assert "lines=3,7,20" in page.driver.current_url
     assert page.get_logs() == []
 
 
