@@ -412,3 +412,15 @@ def test_the_devices_drawn_over_the_band_can_be_chosen():
     with pytest.raises(ValueError, match="not all among the 16 devices"):
         figures.memory(run, band_over=8, lines=[16])
     assert len(figures.memory(run, lines=[2]).data) == 17  # no band: every device is a line anyway
+
+
+@pytest.mark.parametrize("draw", [figures.gantt, figures.memory])
+def test_the_legend_starts_under_the_title_and_modebar_band(draw):
+    """Placed from the figure's top, the legend's first row is TITLE_BAND_PX down, under the title and the
+    modebar, however many rows it wraps to (plotly reserves its height above the plot; the browser layout
+    tests check the drawn result at 1280 and 1920 px)."""
+    fig = draw(ppviz.simulate("dualpipe", 8, 16))
+    legend, height = fig.layout.legend, fig.layout.height
+    assert legend.yref == "container" and legend.yanchor == "top" and fig.layout.title.yref == "container"
+    assert (1 - legend.y) * height == pytest.approx(figures.TITLE_BAND_PX)
+    assert fig.layout.margin.t == figures.TITLE_BAND_PX
