@@ -185,7 +185,7 @@ def _panel(values: dict) -> list:
         "the lowest peak)",
     )
     return [
-        html.Section([mode, schedule, compare, lines], className="group"),
+        html.Section([mode, schedule, compare], className="group"),
         html.Section(
             [html.H3("model"), model, *[_number(n, values[n]) for n in MODEL_FIELDS]],
             className="group",
@@ -195,6 +195,7 @@ def _panel(values: dict) -> list:
             [html.H3("parallel layout"), *[_number(n, values[n]) for n in LAYOUT_FIELDS], sp, recompute, zero, split],
             className="group",
         ),
+        html.Section([html.H3("memory chart"), lines], className="group"),
     ]
 
 
