@@ -54,6 +54,7 @@ _F = KIND_INDEX[Kind.F]
 _MARGIN = dict(l=70, r=30, t=50, b=45)
 _GRID = "#E6E6E6"
 _LEGEND = dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom")
+TITLE_BAND_PX = 28  # the chart title and the modebar's icons, above the legend (see _title_band)
 
 
 # --- colours ---------------------------------------------------------------------------------
@@ -510,10 +511,22 @@ def gantt(
     traces += [step] if step else []
     ends = iteration_trace(run, time_scale, time_unit)
     traces += [ends] if ends else []
-    extra = _legend_room(traces)  # a legend of more than one row keeps clear of the title
-    layout.update(margin=dict(_MARGIN, t=_MARGIN["t"] + extra), height=layout["height"] + extra)
-    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))  # at the top, over the legend
+    _title_band(layout, traces)
     return _figure(traces, layout)
+
+
+def _title_band(layout: dict, traces: list[dict]) -> None:
+    """The title (left) and the modebar (right) in a band at the top, the legend's rows under it.
+
+    The legend is placed from the figure's top (``yref="container"``), so plotly reserves its height
+    above the plot however many rows it wraps to at the page's width; placed from the plot's top, a
+    legend of more rows than estimated ran under the title and its last entries under the modebar.
+    The height grows by the rows estimated, so that the plot keeps about its size.
+    """
+    height = layout["height"] + _legend_room(traces)
+    layout.update(height=height, margin=dict(_MARGIN, t=TITLE_BAND_PX))
+    layout["legend"] = dict(_LEGEND, yref="container", y=1 - TITLE_BAND_PX / height, yanchor="top")
+    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))
 
 
 def _legend_room(traces: list[dict], width: float = LABEL_PLOT_PX - 40) -> int:
@@ -569,12 +582,14 @@ def memory(
     unit: str = "units",
     capacity: float | None = None,
     band_over: int | None = None,
+    lines: Sequence[int] | None = None,
 ) -> go.Figure:
     """Activation per device over time as step lines, each device's peak marked.
 
     With ``band_over`` and more devices than that, the devices are drawn as one min–max band with
-    lines for the devices of the highest and the lowest peak only (32 lines could not be told apart);
-    every device's peak stays marked. ``memory_traces`` says how many traces precede a limit line.
+    lines for the ``lines`` devices over it (32 lines could not be told apart; by default those of the
+    highest and the lowest peak, ``band_lines``); every device's peak stays marked.
+    ``memory_traces`` says how many traces precede a limit line.
 
     Real units: ``stage_sizes`` (one microbatch's activation per stage, e.g. bytes), ``base`` (each
     device's static memory, drawn under its curve), ``scale`` and ``unit`` (bytes to GB: 1e-9,
@@ -591,19 +606,20 @@ def memory(
     colors = device_colors(p)
     tu, what = _suffix(time_unit), "memory" if base is not None else "activation"
     data = []
-    lines = range(p)
-    if band_over is not None and p > band_over:
-        lines = _band_lines(curves.peak + static)
+    drawn = range(p)
+    banded = band_over is not None and p > band_over
+    if banded:
+        drawn = _checked_lines(lines, p) if lines is not None else band_lines(curves.peak + static)
         data += _band(curves, static, span, scale, time_scale, tdt, unit, tu)
-    for d in lines:
+    for d in drawn:
         t, v = curves.times[d], curves.values[d]
         t, v = np.append(t, span[1]), np.append(v, v[-1])  # hold the last level to the end
         data.append(
             dict(
                 type="scatter",
                 mode="lines",
-                name=f"device {d}" + (_band_role(d, curves.peak + static) if len(lines) < p else ""),
-                showlegend=p <= 8 or len(lines) < p,  # past 8 a legend would crowd the title
+                name=f"device {d}" + (_band_role(d, curves.peak + static) if banded else ""),
+                showlegend=p <= 8 or banded,  # past 8 a legend would crowd the title
                 x=(t * time_scale).astype(tdt),
                 y=((v + static[d]) * scale).astype(np.float32),
                 line=dict(shape="hv", width=1.5, color=colors[d]),
@@ -648,28 +664,39 @@ def memory(
         plot_bgcolor="white",
         hovermode="closest",
     )
-    extra = _legend_room(data)  # nine entries or more wrap: keep them clear of the title
-    layout.update(margin=dict(_MARGIN, t=_MARGIN["t"] + extra), height=layout["height"] + extra)
-    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))
+    _title_band(layout, data)
     return _figure(data, layout)
 
 
-def memory_traces(run: Run, band_over: int | None = None) -> int:
+def memory_traces(run: Run, band_over: int | None = None, lines: Sequence[int] | None = None) -> int:
     """How many traces ``memory`` (abstract units) draws before its limit line: lines (or the band and
     its lines) and the peaks."""
     p = run.schedule.devices
     if band_over is not None and p > band_over:
-        return 2 + len(_band_lines(np.asarray(run.metrics.peak_activation, dtype=float))) + 1
+        peaks = np.asarray(run.metrics.peak_activation, dtype=float)
+        return 2 + len(_checked_lines(lines, p) if lines is not None else band_lines(peaks)) + 1
     return p + 1
 
 
-def _band_lines(peaks: np.ndarray) -> list[int]:
-    """The devices drawn as lines over the band: the highest peak and the lowest (first of ties)."""
+def band_lines(peaks: Sequence[float]) -> list[int]:
+    """The devices drawn as lines over the band by default: the highest peak and the lowest (first of ties)."""
+    peaks = np.asarray(peaks, dtype=float)
     return sorted({int(np.argmax(peaks)), int(np.argmin(peaks))})
 
 
+def _checked_lines(lines: Sequence[int], devices: int) -> list[int]:
+    """Chosen devices in order, each once; a device that is not there is an error saying which."""
+    out = sorted({int(d) for d in lines})
+    if out and not 0 <= out[0] <= out[-1] < devices:
+        raise ValueError(f"lines: devices {out} are not all among the {devices} devices (0–{devices - 1})")
+    return out
+
+
 def _band_role(d: int, peaks: np.ndarray) -> str:
-    return " (highest peak)" if d == int(np.argmax(peaks)) else " (lowest peak)"
+    """What sets a line apart: the highest or lowest peak, or nothing for another chosen device."""
+    if d == int(np.argmax(peaks)):
+        return " (highest peak)"
+    return " (lowest peak)" if d == int(np.argmin(peaks)) else ""
 
 
 def _band(curves, static, span, scale: float, time_scale: float, tdt, unit: str, tu: str) -> list[dict]:

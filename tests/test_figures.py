@@ -388,3 +388,39 @@ def test_many_devices_memory_is_a_min_max_band_with_the_extreme_devices_as_lines
         assert low[i] == min(levels) and high[i] == max(levels)
     assert figures.memory_traces(run, 8) == names.index("limit 3")
     assert len(figures.memory(run).data) == 17 and figures.memory_traces(run) == 16 + 1  # no band_over: lines
+
+
+def test_the_devices_drawn_over_the_band_can_be_chosen():
+    """1F1B: device d peaks at min(p − d, m), so with 16 devices device 3 peaks at 13; its line is its own curve."""
+    run = ppviz.simulate("1f1b", 16, 32)
+    fig = figures.memory(run, limit=3, band_over=8, lines=[7, 3, 0, 3])
+    names = [t.name for t in fig.data]
+    assert names == [
+        "min",
+        "min–max of 16 devices",
+        "device 0 (highest peak)",
+        "device 3",
+        "device 7",
+        "peak",
+        "limit 3",
+    ]
+    assert max(np.asarray(fig.data[3].y, dtype=float)) == 13 and max(np.asarray(fig.data[4].y, dtype=float)) == 9
+    assert figures.memory_traces(run, 8, [7, 3, 0]) == names.index("limit 3")
+    only_band = figures.memory(run, band_over=8, lines=[])
+    assert [t.name for t in only_band.data] == ["min", "min–max of 16 devices", "peak"]
+    assert figures.band_lines(run.metrics.peak_activation) == [0, 15]
+    with pytest.raises(ValueError, match="not all among the 16 devices"):
+        figures.memory(run, band_over=8, lines=[16])
+    assert len(figures.memory(run, lines=[2]).data) == 17  # no band: every device is a line anyway
+
+
+@pytest.mark.parametrize("draw", [figures.gantt, figures.memory])
+def test_the_legend_starts_under_the_title_and_modebar_band(draw):
+    """Placed from the figure's top, the legend's first row is TITLE_BAND_PX down, under the title and the
+    modebar, however many rows it wraps to (plotly reserves its height above the plot; the browser layout
+    tests check the drawn result at 1280 and 1920 px)."""
+    fig = draw(ppviz.simulate("dualpipe", 8, 16))
+    legend, height = fig.layout.legend, fig.layout.height
+    assert legend.yref == "container" and legend.yanchor == "top" and fig.layout.title.yref == "container"
+    assert (1 - legend.y) * height == pytest.approx(figures.TITLE_BAND_PX)
+    assert fig.layout.margin.t == figures.TITLE_BAND_PX

@@ -58,7 +58,7 @@ def test_page_load_draws_the_default_view(page):
 @pytest.mark.parametrize(
     "trigger",
     ["mode", "schedule", "compare", "devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees", "limit"]
-    + ["gbs", "mbs"],
+    + ["gbs", "mbs", "lines"],
 )
 def test_every_control_of_the_page_callback_answers_with_valid_outputs(page, trigger):
     """Each trigger with an ordinary new value, then emptied: 200 both times (Dash checked the shapes)."""
@@ -78,6 +78,7 @@ def test_every_control_of_the_page_callback_answers_with_valid_outputs(page, tri
         "limit": 3,
         "gbs": 64,
         "mbs": 4,
+        "lines": [1, 2],
     }[trigger]
     answer(page.fire(dep, [(trigger, "value")], {(trigger, "value"): new}))
     answer(page.fire(dep, [(trigger, "value")], {(trigger, "value"): None}))
@@ -160,6 +161,40 @@ def test_at_16_devices_memory_is_a_band_and_the_limit_patch_lands_after_it(page)
         assert "__dash_patch_update" in out["memory"]["figure"]
         full = views.render(parse(page.value("url", "search")).state).memory
         assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
+
+
+def test_the_memory_lines_picker_chooses_the_devices_over_the_band_and_lives_in_the_link(page):
+    """Past 8 devices: empty draws the highest and lowest peak (said beside the picker); picked devices are
+    drawn instead, in the link, with the Gantt chart and cards left alone; a link sets the picker; up to 8
+    devices the picker is disabled, every device being a line already."""
+    dep = page.callback(PAGE)
+    answer(page.fire(dep, [("devices", "value")], {("devices", "value"): 16}))
+    assert page.value("lines", "disabled") is False and page.value("lines", "value") == []
+    assert "automatic: device 0 (highest peak) and device 15 (lowest)" in message(page, "lines")
+    options = answer(page.fire(page.callback("lines.options"), [("url", "search")]))
+    assert options["lines"]["options"] == [{"label": f"device {d}", "value": d} for d in range(16)]
+
+    out = answer(page.fire(dep, [("lines", "value")], {("lines", "value"): [9, 3]}))
+    assert "gantt" not in out and "cards" not in out  # only the memory chart is drawn again
+    assert parse(out["url"]["search"]).state.lines == (3, 9) and "lines=3,9" in out["url"]["search"]
+    names = [t.get("name") for t in out["memory"]["figure"]["data"]]
+    assert names == ["min", "min–max of 16 devices", "device 3", "device 9", "peak"]
+    assert "over the min–max band of all 16 devices" in message(page, "lines")
+    out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): 4}))  # the patch lands after them
+    full = views.render(parse(page.value("url", "search")).state).memory
+    assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
+
+    link = "?schedule=1f1b&devices=32&microbatches=8&lines=31,5,99,x"
+    out = answer(page.fire(dep, [("url", "search")], {("url", "search"): link}))
+    assert out["lines"]["value"] == [5, 31]  # 99 stays in the link, but there is no device 99 to pick or draw
+    assert "'x' is not a device number" in text_of(out["link-notes"]["children"])
+    names = [t.get("name") for t in out["memory"]["figure"]["data"]]
+    assert names == ["min", "min–max of 32 devices", "device 5", "device 31 (lowest peak)", "peak"]
+
+    out = answer(page.fire(dep, [("lines", "value")], {("lines", "value"): list(range(12))}))
+    assert parse(out["url"]["search"]).state.lines == tuple(range(8)) and "at most 8" in notes(page)
+    answer(page.fire(dep, [("devices", "value")], {("devices", "value"): 8}))
+    assert page.value("lines", "disabled") is True and "every device is drawn as a line" in message(page, "lines")
 
 
 def test_clearing_the_compare_picker_says_what_to_do(page):
@@ -416,6 +451,7 @@ def test_every_server_callback_of_this_page_is_covered_here(page):
     covered = {"url.search", "row-compare.style", "download.data", "upload-store.data", "job-error"}
     covered |= {"zoom-job.data", "zoom-stamp.children@"}  # zoom_detail, zoom_in_background
     covered |= {"microbatches.value@"}  # pick_microbatches
+    covered |= {"lines.options"}  # line_options
     mine = [dep for dep in page.server_callbacks() if dep["output"] in OWN]
     assert len(mine) == len(covered)
     for dep in mine:

@@ -122,6 +122,7 @@ CHANGES = {
     "recompute": "full",
     "zero": 3,
     "split": "9,10,10,10,10,10,10,11",
+    "lines": [5, 2],
 }
 
 
@@ -140,6 +141,8 @@ def test_every_control_writes_the_link_and_redraws(page, name):
         assert state.sp is False
     elif name == "split":
         assert state.split == (9, 10, 10, 10, 10, 10, 10, 11)
+    elif name == "lines":
+        assert state.lines == (2, 5)
     else:
         assert getattr(state, name) == (tuple(CHANGES[name]) if name == "compare" else CHANGES[name])
     assert "gantt-model" in out
@@ -204,6 +207,37 @@ def test_values_past_their_range_are_clamped_with_a_note(page):
     assert "pp 1e+09 is outside 1–64; using 64" in text_of(page.value("notes-model", "children"))
     out = change(page, "model", {"junk": 1})
     assert out["model-model"]["value"] == "llama3-70b"
+
+
+def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
+    """pp 16: a min–max band in GB with the highest and lowest peak as lines (said beside the picker), then the
+    devices picked, in the link; the picker offers the 16 devices, and is disabled at pp 8."""
+    out = open_hash(page, DEFAULT + "&tp=4&pp=16&gbs=32")
+    est = estimate(tp=4, pp=16, gbs=32)
+    high, low = int(np.argmax(est.peak_bytes)), int(np.argmin(est.peak_bytes))
+    names = [t.get("name") for t in out["memory-model"]["figure"]["data"]]
+    assert names[:2] == ["min", "min–max of 16 devices"]
+    assert f"device {high} (highest peak)" in names and f"device {low} (lowest peak)" in names
+    assert f"automatic: device {high} (highest peak) and device {low} (lowest)" in message(page, "lines")
+    options = answer(page.fire(page.callback("lines-model.options"), [("url", "hash")]))["lines-model"]
+    assert options["options"] == [{"label": f"device {d}", "value": d} for d in range(16)]
+    assert options["disabled"] is False
+
+    out = change(page, "lines", [11, 4])
+    assert model_state.parse(out["url"]["hash"]).state.lines == (4, 11) and out["url"]["hash"].endswith("&lines=4,11")
+    lines = [t for t in out["memory-model"]["figure"]["data"] if str(t.get("name")).startswith("device")]
+    assert [t["name"].split(" (")[0] for t in lines] == ["device 4", "device 11"]
+    static = est.static_bytes["weight"] + est.static_bytes["grad"] + est.static_bytes["optimizer"]
+    top = max(figures.decode_typed_array(lines[0]["y"]))
+    assert top == pytest.approx(est.peak_bytes[4] * 1e-9, rel=1e-6) and min(
+        figures.decode_typed_array(lines[0]["y"])
+    ) >= static[4] * 1e-9 * (1 - 1e-6)
+    assert "over the min–max band of all 16 devices" in message(page, "lines")
+
+    open_hash(page, DEFAULT + "&pp=8&lines=3")
+    assert page.value("lines-model", "value") == [3]
+    options = answer(page.fire(page.callback("lines-model.options"), [("url", "hash")]))["lines-model"]
+    assert options["disabled"] is True and "every device is drawn as a line" in message(page, "lines")
 
 
 def test_compare_mode_ranks_the_schedules_in_the_same_units(page):

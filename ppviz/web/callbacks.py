@@ -28,7 +28,7 @@ PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
 MESSAGES = {"type": "control-msg", "name": ALL}
 BLOCKS = {"type": "param-block", "schedule": ALL}
 PICKS = {"type": "mb-pick", "value": ALL}
-TOGGLED = ("devices", "microbatches", "overlap", "b_frees")
+TOGGLED = ("devices", "microbatches", "overlap", "b_frees", "lines")
 LAYOUT_TRIGGERS = {None, "url", "mode", "schedule", "compare", "upload-store"}
 EXPORT_IDS = [f"export-{key}" for key, _ in EXPORTS]
 
@@ -94,6 +94,8 @@ def update_page(search, *args):
         return synced + view[:-1] + (job,)
     if trigger == "limit" and out.state.mode == "single":
         view = _only_memory(view, len(names))  # the limit line is all that changed: send the memory chart alone
+    elif trigger == "lines":
+        view = _keep_gantt(_keep_layout(view, out.state.mode == "compare"))  # the memory chart and the picker's note
     elif trigger not in LAYOUT_TRIGGERS:
         view = _keep_layout(view, out.state.mode == "compare")  # same schedule and mode: boxes stay
     return synced + view[:-1] + (no_update,)
@@ -126,6 +128,13 @@ def _keep_layout(view: tuple, compare: bool) -> tuple:
         kept[i] = no_update
     if not compare:
         kept[4] = no_update  # the ranking (empty outside compare mode)
+    return tuple(kept)
+
+
+def _keep_gantt(view: tuple) -> tuple:
+    """Leave the Gantt chart and the cards as they are (a change of memory lines redraws neither)."""
+    kept = list(view)
+    kept[0] = kept[3] = no_update
     return tuple(kept)
 
 
@@ -365,6 +374,12 @@ def zoom_in_background(request):
     except (ValueError, jobs.JobTimeout):
         return no_update, no_update, no_update
     return figure, "" if checked == "full" else f"{request.get('key')}|{drawn_as}", size
+
+
+@callback(Output("lines", "options"), Input("url", "search"))
+def line_options(search):
+    """The memory-lines picker offers the devices of the view in the link."""
+    return controls.device_options(sync.read(search).state.devices)
 
 
 clientside_callback(

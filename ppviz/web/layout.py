@@ -58,7 +58,6 @@ def layout() -> html.Div:
             dcc.Store(id="axes-sync"),
             dcc.Store(id="zoom-request"),
             header(),
-            model_layout.view_tabs(),
             html.Div([panel(state), views()], className="main", id="abstract-view"),
             model_layout.model_view(),
             search_layout.search_view(),
@@ -80,6 +79,7 @@ def header() -> html.Header:
                 ],
                 className="brand",
             ),
+            model_layout.view_tabs(),  # in the header row: a row of its own cost the charts 36 px of an 800 px screen
             html.Div(
                 [
                     html.Span("copy link", className="copy-label"),
@@ -143,7 +143,7 @@ def panel(state: ViewState) -> html.Aside:
     return html.Aside(
         [
             section("schedule", "schedule", [schedule, html.Div(controls.param_blocks(state), id="param-blocks")]),
-            section("sizes", "sizes and costs", [*sliders, limit]),
+            section("sizes", "sizes and costs", [*sliders, limit, controls.lines_picker()]),
             section("stages", "per-stage times", stage_table(state), open_=False),
             section("export", "export and import", export_panel(), open_=False),
         ],

@@ -22,7 +22,7 @@ from ppviz.ir import torch_lines
 from ppviz.iterations import microbatches_for_batch
 from ppviz.schedules.registry import resolve
 
-from .url_state import BATCH_LABELS, CUSTOM, SLIDERS, ViewState
+from .url_state import BATCH_LABELS, CUSTOM, SLIDERS, ViewState, read_lines
 
 MAX_DEVICES = int(SLIDERS["devices"].high)  # 64, as the slider says
 MAX_MICROBATCHES = int(SLIDERS["microbatches"].high)  # 512
@@ -179,6 +179,9 @@ def bounded(state: ViewState) -> tuple[ViewState, list[str]]:
         values["stage_times"] = stage_times
     if state.order is not None and not isinstance(state.order, str):
         values["order"] = None
+    lines = read_lines(state.lines, notes)
+    if lines != state.lines:
+        values["lines"] = lines
     state = replace(state, **values) if values else state
     if state.schedule == CUSTOM and state.order is None:
         state = replace(state, schedule=default.schedule)

@@ -11,7 +11,7 @@ import time
 
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
-from . import jobs, model_state, model_views, widgets
+from . import controls, jobs, model_state, model_views, views, widgets
 from .model_layout import CONTROLS, GPU_FIELDS, MODEL_FIELDS, RANKING_COLUMNS, cid, control_values
 from .model_state import ModelState
 
@@ -172,8 +172,19 @@ def estimate_in_background(set_progress, request):
         cli = model_state.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
         text = f"{names} took longer than {jobs.JOB_MAX_S:g} s: use the CLI: {cli}"
         return (model_views.views.message_figure(text), no_update, no_update, [], [], widgets.message(("error", text)))
-    error = next(iter(view.messages.values()), None)
+    error = next((m for m in view.messages.values() if m[0] == "error"), None)
     return (*drawn_outputs(view), widgets.message(error))
+
+
+@callback(
+    Output(cid("lines"), "options"),
+    Output(cid("lines"), "disabled"),
+    Input("url", "hash"),
+)
+def line_options(hash_):
+    """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose."""
+    state = model_state.parse(hash_).state
+    return controls.device_options(state.pp), state.pp <= views.MEMORY_LINES or state.mode == "compare"
 
 
 def drawn_outputs(view: model_views.ModelView) -> tuple:
@@ -193,6 +204,7 @@ def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelSt
     raw["compare"] = compare if isinstance(compare, (list, tuple)) else ()
     raw["sp"] = values.get("sp") if isinstance(values.get("sp"), list) else previous.sp
     raw["split"] = values.get("split") if values.get("split") is not None else ",".join(map(str, previous.split or ()))
+    raw["lines"] = values.get("lines") or ()
     skip = set(MODEL_FIELDS) if trigger == cid("model") else set(GPU_FIELDS) if trigger == cid("gpu") else set()
     numbers = {}
     for name in model_state.NUMBER_FIELDS:

@@ -12,10 +12,11 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
+from .controls import device_options
 from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
 from .views import GRAPH_CONFIG
 
-CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split")
+CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split", "lines")
 ZERO_LABELS = {
     0: "0: none",
     1: "1: optimizer state sharded (distributed optimizer)",
@@ -58,6 +59,7 @@ def control_values(state: ModelState) -> dict[str, object]:
         "recompute": state.recompute,
         "zero": state.zero,
         "split": ",".join(map(str, state.split)) if state.split else "",
+        "lines": [d for d in state.lines if d < state.pp],  # the picker offers the pipeline's devices
     }
     for name in NUMBER_FIELDS:
         values[name] = state.field_value(name)
@@ -169,6 +171,19 @@ def _panel(values: dict) -> list:
         dcc.Input(id=cid("split"), type="text", value=values["split"], debounce=True, placeholder="even"),
         "e.g. 9,10,10,…: one count per stage of the schedule (empty: even)",
     )
+    lines = _row(
+        "lines",
+        "memory: devices drawn as lines",
+        dcc.Dropdown(  # every device a view can have until the link's view narrows them (see controls.lines_picker)
+            id=cid("lines"),
+            options=device_options(int(LAYOUT_FIELDS["pp"].high)),
+            value=values["lines"],
+            multi=True,
+            placeholder="highest and lowest peak",
+        ),
+        "past 8 devices the memory chart is a min–max band, with these devices as lines (empty: the highest and "
+        "the lowest peak)",
+    )
     return [
         html.Section([mode, schedule, compare], className="group"),
         html.Section(
@@ -180,6 +195,7 @@ def _panel(values: dict) -> list:
             [html.H3("parallel layout"), *[_number(n, values[n]) for n in LAYOUT_FIELDS], sp, recompute, zero, split],
             className="group",
         ),
+        html.Section([html.H3("memory chart"), lines], className="group"),
     ]
 
 

@@ -19,6 +19,7 @@ from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
 from . import limits
+from .url_state import read_lines
 
 VIEWS = ("abstract", "model", "search")
 MAX_COMPARE = limits.MAX_COMPARE
@@ -93,6 +94,7 @@ class ModelState:
     recompute: str = "selective"
     zero: int = 1
     split: tuple[int, ...] | None = None  # layers of every stage (None: even)
+    lines: tuple[int, ...] = ()  # devices drawn as lines over the memory band; () = highest and lowest peak
 
     @property
     def shown(self) -> tuple[str, ...]:
@@ -215,7 +217,19 @@ def _owned(key: str, mine: set[str] | None, prefix: str) -> bool:
     return key.startswith(prefix) if prefix else key in (mine or set())
 
 
-MODEL_KEYS = {"mode", "schedule", "compare", "model", "gpu", "sp", "recompute", "zero", "split", *NUMBER_FIELDS}
+MODEL_KEYS = {
+    "mode",
+    "schedule",
+    "compare",
+    "model",
+    "gpu",
+    "sp",
+    "recompute",
+    "zero",
+    "split",
+    "lines",
+    *NUMBER_FIELDS,
+}
 
 
 def encode(state: ModelState) -> dict[str, str]:
@@ -231,6 +245,8 @@ def encode(state: ModelState) -> dict[str, str]:
     pairs |= {"sp": str(int(state.sp)), "recompute": state.recompute, "zero": str(state.zero)}
     if state.split:
         pairs["split"] = ",".join(map(str, state.split))
+    if state.lines:
+        pairs["lines"] = ",".join(map(str, state.lines))
     for name, value in sorted({**state.model_over, **state.gpu_over}.items()):
         pairs[name] = _num(value)
     return pairs
@@ -254,6 +270,8 @@ def parse(hash_: object) -> Parsed:
         raw["sp"] = query["sp"]
     if "split" in query:
         raw["split"] = query["split"]
+    if "lines" in query:
+        raw["lines"] = query["lines"]
     over = {name: query[name] for name in NUMBER_FIELDS if name in query}
     raw["zero"] = query.get("zero")
     return bounded(raw, over)
@@ -313,6 +331,8 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         values["sp"] = sp in (True, 1, "1", "true", "on") or (isinstance(sp, list) and "on" in sp)
     if "split" in raw:
         values["split"] = _split(raw["split"], notes)
+    if "lines" in raw:
+        values["lines"] = read_lines(raw["lines"], notes)
     state = replace(base, **values)
     model_over, gpu_over = {}, {}
     for name, value in numbers.items():

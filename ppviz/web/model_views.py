@@ -106,7 +106,8 @@ def render(state: ModelState, background: bool = False) -> ModelView:
         return ModelView(fig, memory, bars, [], ranking(estimates), notes, "bars", estimates)
     est = estimates[0]
     gantt, drawn_as = gantt_figure(est)
-    memory = memory_figure(est)
+    memory = memory_figure(est, views.lines_of(state, est.run))
+    notes = {**notes, "lines": views.lines_reason(state, est.run, est.peak_bytes)}
     return ModelView(gantt, memory, bars, cards(est), [], notes, drawn_as, estimates)
 
 
@@ -126,13 +127,16 @@ def gantt_figure(est) -> tuple[object, str]:
     k = est.iterations
     of = f"{k} iterations of {est.microbatches} microbatches" if k > 1 else f"{est.microbatches} microbatches"
     title = f"{_title(est)} · {run.schedule.devices} devices · {of}"
+    # capped as in the abstract view, so that the cards, both charts and the time axis fit a 1280×800 screen
+    height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), views.GANTT_MAX_PX)
     if len(run.result) <= views.BARS_MAX_OPS:
-        return figures.gantt(run, title=title, time_scale=MS, time_unit="ms"), "bars"
-    return figures.overview(run, time_scale=MS, time_unit="ms"), "overview"
+        return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
+    return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
 
 
-def memory_figure(est) -> object:
-    """Each device's static bytes as the base of its activation curve, in GB, with the HBM capacity."""
+def memory_figure(est, lines: list[int] | None = None) -> object:
+    """Each device's static bytes as the base of its activation curve, in GB, with the HBM capacity;
+    past 8 devices a min–max band with the ``lines`` devices (default: highest and lowest peak) over it."""
     static = est.static_bytes
     base = static["weight"] + static["grad"] + static["optimizer"]
     fig = figures.memory(
@@ -144,6 +148,9 @@ def memory_figure(est) -> object:
         capacity=est.capacity_bytes,
         time_scale=MS,
         time_unit="ms",
+        height=views.MEMORY_PX,
+        band_over=views.MEMORY_LINES,
+        lines=lines,
         title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
     )
     top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GB * 1.08]  # the capacity line in view

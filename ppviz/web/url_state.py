@@ -45,6 +45,8 @@ SLIDERS: dict[str, Slider] = {
 INT_FIELDS = ("devices", "microbatches")
 BATCH_FIELDS = ("gbs", "mbs")  # global batch and micro-batch size: microbatches = gbs / mbs when both are set
 BATCH_LABELS = {"gbs": "global batch", "mbs": "micro-batch size"}
+MAX_LINES = 8  # devices drawn as lines over the memory band (more could not be told apart)
+MAX_DEVICE_ID = 1023  # a chosen device past the view's devices is not drawn; past this it is junk
 
 
 def _default_compare() -> tuple[str, ...]:
@@ -73,6 +75,7 @@ class ViewState:
     params: dict[str, dict[str, float | int]] = field(default_factory=dict)  # schedule -> param -> value
     stage_times: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # model share -> f, b, w
     order: str | None = None  # an uploaded PyTorch-format order (schedule == CUSTOM)
+    lines: tuple[int, ...] = ()  # devices drawn as lines over the memory band; () = highest and lowest peak
 
     @property
     def shown(self) -> tuple[str, ...]:
@@ -116,6 +119,8 @@ def encode(state: ViewState) -> str:
         pairs.append(("stage_times", ",".join(cells)))
     if state.order is not None and state.mode != "compare":
         pairs.append(("order", pack_order(state.order)))
+    if state.lines:
+        pairs.append(("lines", ",".join(map(str, state.lines))))
     return "?" + urlencode(pairs, safe=",:")
 
 
@@ -125,7 +130,7 @@ def parse(search: str | None) -> Parsed:
     notes: list[str] = []
     query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
     values: dict = {}
-    known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order", *BATCH_FIELDS}
+    known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order", "lines", *BATCH_FIELDS}
 
     if query.get("mode") in ("single", "compare"):
         values["mode"] = query["mode"]
@@ -165,6 +170,8 @@ def parse(search: str | None) -> Parsed:
                 values[name] = int(v)
     if query.get("stage_times"):
         values["stage_times"] = _read_stage_times(query["stage_times"], notes)
+    if "lines" in query:
+        values["lines"] = read_lines(query["lines"], notes)
     if "order" in query:
         try:
             values["order"] = unpack_order(query["order"])
@@ -193,6 +200,29 @@ def parse(search: str | None) -> Parsed:
     if state.schedule == CUSTOM and state.order is None:
         state = replace(state, schedule=base.schedule)
     return Parsed(state, notes)
+
+
+def read_lines(value: object, notes: list[str]) -> tuple[int, ...]:
+    """Devices to draw as lines over the memory band, from a link ("3,17") or a dropdown ([3, 17]):
+    whole numbers 0–1023, each once, in order, at most MAX_LINES; anything else is left out with a note."""
+    if value is None or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
+    if items is None or len(items) > 4 * MAX_LINES:
+        notes.append(f"memory lines {str(value)[:40]!r} is not a list of devices; drawing the highest and lowest peak")
+        return ()
+    out: set[int] = set()
+    for item in items:
+        v = _to_float(item) if isinstance(item, str) else item
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer():
+            notes.append(f"memory lines: {str(item)[:20]!r} is not a device number; left out")
+        elif not 0 <= v <= MAX_DEVICE_ID:
+            notes.append(f"memory lines: device {v:g} is outside 0–{MAX_DEVICE_ID}; left out")
+        else:
+            out.add(int(v))
+    if len(out) > MAX_LINES:
+        notes.append(f"memory lines: at most {MAX_LINES} devices are drawn as lines; kept the first {MAX_LINES}")
+    return tuple(sorted(out)[:MAX_LINES])
 
 
 def pack_order(text: str) -> str:

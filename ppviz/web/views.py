@@ -312,7 +312,11 @@ def render(state: ViewState, background: bool = False) -> View:
     run = runs[0]
     gantt, drawn_as = gantt_figure(run)
     with figures.plain():
-        memory = ready(figures.memory(run, limit=_limit(state), height=MEMORY_PX, band_over=MEMORY_LINES))
+        memory = ready(
+            figures.memory(
+                run, limit=_limit(state), height=MEMORY_PX, band_over=MEMORY_LINES, lines=lines_of(state, run)
+            )
+        )
     memory["layout"]["xaxis"]["range"] = list(gantt["layout"]["xaxis"]["range"])  # one time axis
     return View(gantt, memory, cards(run, drawn_as), [], messages, disabled, runs, drawn_as)
 
@@ -496,6 +500,12 @@ def _disabled(state: ViewState, runs: list) -> tuple[dict[str, bool], dict[str, 
         reasons["gbs"] = ("reason", f"{state.gbs} ÷ {state.mbs} = {state.microbatches} microbatches")
     if state.devices == 1 and CUSTOM not in names:
         reasons["p2p"] = ("reason", "one device: nothing crosses devices")
+    if state.mode == "compare":
+        disabled["lines"] = True
+        reasons["lines"] = ("reason", "for the memory chart of one schedule")
+    elif runs:
+        disabled["lines"] = runs[0].schedule.devices <= MEMORY_LINES
+        reasons["lines"] = lines_reason(state, runs[0], runs[0].metrics.peak_activation)
     return disabled, reasons
 
 
@@ -512,8 +522,25 @@ def limit_change(before: ViewState, after: ViewState) -> tuple[int, bool, dict |
     line = None
     if new is not None:
         with figures.plain():
-            line = ready(figures.memory(run, limit=new, band_over=MEMORY_LINES)["data"][-1])
-    return figures.memory_traces(run, MEMORY_LINES), old is not None, line  # after the curves and the peaks
+            line = ready(figures.memory(run, limit=new, band_over=MEMORY_LINES, lines=lines_of(after, run))["data"][-1])
+    return figures.memory_traces(run, MEMORY_LINES, lines_of(after, run)), old is not None, line  # after the peaks
+
+
+def lines_of(state, run: ppviz.Run) -> list[int] | None:
+    """The chosen devices the run has, to draw as lines over the memory band; None: the automatic pair."""
+    chosen = [d for d in state.lines if d < run.schedule.devices]
+    return chosen or None
+
+
+def lines_reason(state, run: ppviz.Run, peaks) -> tuple[str, str]:
+    """What the memory-lines picker does for this run (shown beside it)."""
+    p = run.schedule.devices
+    if p <= MEMORY_LINES:
+        return ("reason", f"up to {MEMORY_LINES} devices every device is drawn as a line")
+    if lines_of(state, run) is None:
+        high, low = int(np.argmax(peaks)), int(np.argmin(peaks))
+        return ("reason", f"automatic: device {high} (highest peak) and device {low} (lowest) over the band")
+    return ("reason", f"over the min–max band of all {p} devices")
 
 
 def _limit(state: ViewState) -> float | None:
