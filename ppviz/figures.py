@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -1282,4 +1283,27 @@ def sweep(
             )  # fmt: skip
     last = "" if n == 1 else str(n)
     layout[f"xaxis{last}"]["title"] = dict(text=SWEEP_AXES[axis])
+    gaps = _sweep_gaps(rows, axis)
+    if gaps:  # why a line has a gap, under the chart
+        layout["margin"]["b"] = 70 + 16 * len(gaps)
+        layout["height"] += 16 * len(gaps)
+        text = "<br>".join(html.escape(g) for g in gaps)
+        layout["annotations"] = [
+            dict(text=text, xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top", yshift=-58,
+                 showarrow=False, align="left", font=dict(size=11, color="#555555"))
+        ]  # fmt: skip
     return _figure(data, layout)
+
+
+def _sweep_gaps(rows: Sequence[dict], axis: str, width: int = 150) -> list[str]:
+    """One line per schedule and reason: "no point for interleaved-1f1b at m 1, 2: needs …"."""
+    reasons: dict[tuple[str, str], list] = {}
+    for r in rows:
+        if r.get("reason"):  # one line for one reason at several values ("(got 1 …)", "(got 2 …)")
+            reason = re.sub(r" \(got [^)]*\)", "", r["reason"])
+            reasons.setdefault((r["schedule"], reason), []).append(r["value"])
+    lines = []
+    for (name, reason), values in reasons.items():
+        line = f"no point for {name} at {axis} {', '.join(map(str, values))}: {reason}"
+        lines.append(line if len(line) <= width else line[: width - 1] + "…")
+    return lines

@@ -28,7 +28,7 @@ def page() -> Page:
 
 
 def test_the_views_have_callbacks_to_fuzz(page):
-    assert len([d for d in page.server_callbacks() if d["output"] in OWN]) == 5
+    assert len([d for d in page.server_callbacks() if d["output"] in OWN]) == 6  # list_baselines included
 
 
 @settings(

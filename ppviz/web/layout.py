@@ -35,7 +35,9 @@ RANKING_COLUMNS = [
     {"name": "longest span", "id": "span", "type": "numeric"},
     {"name": "peak activation", "id": "peak activation", "type": "numeric"},
     {"name": "parameters", "id": "parameters", "type": "numeric"},
+    {"name": "vs baseline", "id": "vs baseline", "type": "text"},
 ]
+COMPARE_BAR_STYLE = {"display": "flex", "flexWrap": "wrap", "gap": "6px 18px", "alignItems": "center"}
 EXPORTS = [
     ("ops-csv", "ops CSV"),
     ("run-json", "run JSON"),
@@ -215,11 +217,50 @@ def export_panel() -> list:
     ]
 
 
+def compare_bar(state: ViewState) -> html.Div:
+    """Compare mode's own controls: the baseline of the deltas, charts or sweep, and the sweep's axis."""
+    return html.Div(
+        [
+            html.Label("deltas against", htmlFor="baseline", className="label"),
+            dcc.Dropdown(
+                id="baseline",
+                options=list(state.compare),
+                value=state.reference,
+                clearable=False,
+                style={"minWidth": "190px"},
+            ),
+            dcc.RadioItems(
+                id="compare_show",
+                options=[{"label": " Gantt & memory", "value": "charts"}, {"label": " sweep", "value": "sweep"}],
+                value=state.compare_show,
+                inline=True,
+                className="mode",
+            ),
+            html.Span("sweep along", className="label"),
+            dcc.RadioItems(
+                id="sweep_axis",
+                options=[
+                    {"label": " m (microbatches)", "value": "m"},
+                    {"label": " v (chunks)", "value": "v"},
+                    {"label": " p (devices)", "value": "p"},
+                ],
+                value=state.sweep_axis,
+                inline=True,
+                className="mode",
+            ),
+        ],
+        id="compare-bar",
+        style={"display": "none"},
+    )
+
+
 def views() -> html.Section:
+    state = ViewState()
     return html.Section(
         [
             html.Div(id="link-notes", className="notes"),
             html.Div(id="cards", className="cards"),
+            compare_bar(state),
             html.Div(
                 dash_table.DataTable(
                     id="ranking",

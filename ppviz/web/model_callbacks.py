@@ -176,6 +176,15 @@ def estimate_in_background(set_progress, request):
     return (*drawn_outputs(view), widgets.message(error))
 
 
+@callback(
+    Output(cid("baseline"), "options"),
+    Input(cid("compare"), "value"),
+)
+def list_baselines(compare):
+    """The baseline picker offers the compared schedules."""
+    return list(dict.fromkeys(n for n in compare if isinstance(n, str))) if isinstance(compare, list) else []
+
+
 def drawn_outputs(view: model_views.ModelView) -> tuple:
     return (
         view.gantt,
@@ -189,6 +198,7 @@ def drawn_outputs(view: model_views.ModelView) -> tuple:
 def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:
     """The state the controls show; a preset's change resets that preset's fields to its values."""
     raw = {k: values.get(k) for k in ("mode", "schedule", "model", "gpu", "recompute", "zero")}
+    raw |= {k: values.get(k) for k in ("baseline", "compare_show", "sweep_axis")}
     compare = values.get("compare")
     raw["compare"] = compare if isinstance(compare, (list, tuple)) else ()
     raw["sp"] = values.get("sp") if isinstance(values.get("sp"), list) else previous.sp

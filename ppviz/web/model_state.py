@@ -90,10 +90,20 @@ class ModelState:
     recompute: str = "selective"
     zero: int = 1
     split: tuple[int, ...] | None = None  # layers of every stage (None: even)
+    baseline: str | None = None  # compare mode: the schedule the deltas are against (None: the first)
+    compare_show: str = "charts"  # compare mode: "charts" (Gantt + memory per schedule) or "sweep"
+    sweep_axis: str = "m"  # the sweep's axis: "m", "v" (vpp) or "p" (pp)
 
     @property
     def shown(self) -> tuple[str, ...]:
         return self.compare if self.mode == "compare" else (self.schedule,)
+
+    @property
+    def reference(self) -> str | None:
+        """The compared schedule the ranking's deltas are against: the chosen one, else the first."""
+        if self.baseline in self.compare:
+            return self.baseline
+        return self.compare[0] if self.compare else None
 
     @property
     def microbatches(self) -> int | None:
@@ -198,6 +208,9 @@ def _owned(key: str, mine: set[str] | None, prefix: str) -> bool:
 
 
 MODEL_KEYS = {"mode", "schedule", "compare", "model", "gpu", "sp", "recompute", "zero", "split", *NUMBER_FIELDS}
+MODEL_KEYS |= {"baseline", "show", "sweep"}
+COMPARE_SHOWS = ("charts", "sweep")
+SWEEP_AXES = ("m", "v", "p")
 
 
 def encode(state: ModelState) -> dict[str, str]:
@@ -205,6 +218,12 @@ def encode(state: ModelState) -> dict[str, str]:
     pairs = {"model": state.model, "gpu": state.gpu}
     if state.mode == "compare":
         pairs |= {"mode": "compare", "compare": ",".join(state.compare)}
+        if state.baseline in state.compare and state.baseline != state.compare[0]:
+            pairs["baseline"] = state.baseline
+        if state.compare_show != "charts":
+            pairs["show"] = state.compare_show
+        if state.sweep_axis != "m":
+            pairs["sweep"] = state.sweep_axis
     else:
         pairs["schedule"] = state.schedule
     for name in LAYOUT_FIELDS:
@@ -235,6 +254,9 @@ def parse(hash_: object) -> Parsed:
         raw["sp"] = query["sp"]
     if "split" in query:
         raw["split"] = query["split"]
+    for key, name in (("baseline", "baseline"), ("show", "compare_show"), ("sweep", "sweep_axis")):
+        if key in query:
+            raw[name] = query[key]
     over = {name: query[name] for name in NUMBER_FIELDS if name in query}
     raw["zero"] = query.get("zero")
     return bounded(raw, over)
@@ -294,6 +316,20 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         values["sp"] = sp in (True, 1, "1", "true", "on") or (isinstance(sp, list) and "on" in sp)
     if "split" in raw:
         values["split"] = _split(raw["split"], notes)
+    baseline = raw.get("baseline")
+    if baseline is not None:
+        if isinstance(baseline, str) and baseline in values.get("compare", base.compare):
+            values["baseline"] = baseline
+        elif not (isinstance(baseline, str) and (baseline in REGISTRY or baseline == "")):
+            notes.append(f"baseline {limits._show(baseline)} is not a compared schedule; using the first")
+    for name, allowed in (("compare_show", COMPARE_SHOWS), ("sweep_axis", SWEEP_AXES)):
+        chosen = raw.get(name)
+        if chosen is None:
+            continue
+        if isinstance(chosen, str) and chosen in allowed:
+            values[name] = chosen
+        else:
+            notes.append(f"{name.replace('_', ' ')} {limits._show(chosen)} is not one of {', '.join(allowed)}")
     state = replace(base, **values)
     model_over, gpu_over = {}, {}
     for name, value in numbers.items():
@@ -341,7 +377,38 @@ def actions(state: ModelState, name: str) -> int:
 
 
 def work(state: ModelState) -> int:
-    return sum(actions(state, n) * limits.factor(n) for n in state.shown)
+    """The price of the view: its schedules, and their sweep when it is on screen."""
+    return sum(actions(state, n) * limits.factor(n) for n in state.shown) + sweep_work(state)
+
+
+MAX_VPP = int(LAYOUT_FIELDS["vpp"].high)
+
+
+def sweep_values(state: ModelState) -> list[int]:
+    """Powers of two around the view's own m, vpp or pp, within the page's bounds."""
+    from ppviz.sweep import values_around
+
+    if state.sweep_axis == "m":
+        return values_around(min(state.microbatches or 1, limits.MAX_MICROBATCHES), 1, limits.MAX_MICROBATCHES)
+    if state.sweep_axis == "p":
+        return values_around(state.pp, 1, limits.MAX_DEVICES)
+    return values_around(state.vpp, 1, MAX_VPP)
+
+
+def at_value(state: ModelState, value: int) -> ModelState:
+    """The view with the sweep's axis at ``value`` (m sets the global batch to m·dp·mbs)."""
+    field_name = {"m": "gbs", "v": "vpp", "p": "pp"}[state.sweep_axis]
+    return replace(state, **{field_name: value * state.dp * state.mbs if state.sweep_axis == "m" else value})
+
+
+def sweep_work(state: ModelState) -> int:
+    if state.mode != "compare" or state.compare_show != "sweep":
+        return 0
+    return sum(
+        min(actions(at_value(state, v), n) * limits.factor(n), limits.BACKGROUND_WORK)
+        for n in state.compare
+        for v in sweep_values(state)
+    )
 
 
 def in_background(state: ModelState) -> bool:

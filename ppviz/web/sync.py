@@ -13,7 +13,7 @@ from ppviz import REGISTRY
 from . import controls, limits
 from .url_state import BATCH_FIELDS, CUSTOM, SLIDERS, Parsed, ViewState, encode, parse
 
-CONTROLS = ("mode", "schedule", "compare", *SLIDERS, "limit", *BATCH_FIELDS)
+CONTROLS = ("mode", "schedule", "compare", *SLIDERS, "limit", *BATCH_FIELDS, "baseline", "compare_show", "sweep_axis")
 TABLE_TRIGGERS = {"url", "devices", "f", "b", "w", "stage-reset", None}
 MAX_COMPARE = limits.MAX_COMPARE
 
@@ -34,6 +34,7 @@ class Synced:
 def control_values(state: ViewState) -> dict:
     values = {name: getattr(state, name) for name in CONTROLS}
     values["compare"] = list(state.compare)
+    values["baseline"] = state.reference
     return values
 
 
@@ -92,6 +93,9 @@ def state_from_controls(
         gbs=None if trigger == "microbatches" else _count(values.get("gbs")),  # the slider gives m itself
         mbs=_count(values.get("mbs")),
         params=chosen,
+        baseline=values.get("baseline") if isinstance(values.get("baseline"), str) else None,
+        compare_show=values.get("compare_show") if isinstance(values.get("compare_show"), str) else "charts",
+        sweep_axis=values.get("sweep_axis") if isinstance(values.get("sweep_axis"), str) else "m",
         **{name: _number(values.get(name), getattr(previous, name), name) for name in SLIDERS},
     )
     upload = upload if isinstance(upload, str) else None
