@@ -1132,7 +1132,8 @@ def compare_memory(
             seen.add(trace["name"])
             trace["hovertemplate"] = f"{html.escape(titles[i])}<br>" + trace.get("hovertemplate", "")
         data += mem["data"]
-        blocks[-1] += (mem["layout"]["yaxis"]["title"]["text"], mem["layout"]["yaxis"].get("range"))
+        top = max((float(np.max(t["y"])) for t in mem["data"] if len(t["y"])), default=1.0)
+        blocks[-1] += (mem["layout"]["yaxis"]["title"]["text"], top)
     legend_px = 30 + _legend_room(data)
     plot_px = sum(_COMPARE_TITLE_PX + g + 8 + m + _COMPARE_TICKS_PX for g, m, *_ in blocks)
     height = legend_px + plot_px + 30  # the bottom margin holds the time axis's title
@@ -1146,7 +1147,8 @@ def compare_memory(
         annotations=[],
     )
     top = plot_px  # pixels from the plot area's bottom, going down block by block
-    memory_top = max((rng[1] for *_, rng in blocks if rng), default=None)
+    # One y range for every memory plot, set here: plotly.js left matched axes at [0, 4] in Chromium.
+    memory_top = 1.08 * max(top for *_, top in blocks) or 1.0
     for i, (run, (g_px, m_px, m_title, _)) in enumerate(zip(runs, blocks)):
         g, m = f"{2 * i + 1 if i else ''}", f"{2 * i + 2}"
         top -= _COMPARE_TITLE_PX
@@ -1163,9 +1165,8 @@ def compare_memory(
         mem_axis = dict(
             domain=m_dom, anchor=f"x{m}", title=dict(text=m_title, font=dict(size=10)), gridcolor=_GRID, nticks=4
         )
-        mem_axis.update(rangemode="tozero", **({"matches": "y2"} if i else {}))
-        if memory_top is not None and not i:
-            mem_axis["range"] = [0, memory_top]
+        mem_axis.update(**({"matches": "y2"} if i else {}))
+        mem_axis["range"] = [0, memory_top]
         layout[f"yaxis{m}"] = mem_axis
         color = SCHEDULE_COLORS[i % len(SCHEDULE_COLORS)]
         layout["annotations"].append(
@@ -1215,7 +1216,7 @@ def sweep(
     height_each = (1 - gap * (n - 1)) / max(n, 1)
     data: list[dict] = []
     layout: dict = dict(
-        height=130 + 150 * n,
+        height=100 + 125 * n,
         margin=dict(_MARGIN, t=75),
         legend=_LEGEND,
         plot_bgcolor="white",

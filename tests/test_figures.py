@@ -424,6 +424,8 @@ def test_compare_memory_in_real_units_draws_gb_and_the_capacity_line():
     peaks = [t for t in fig.data if t.name == "peak"]
     assert list(peaks[0].y) == [10 + 2 * a for a in run.metrics.peak_activation]
     assert fig.layout.xaxis.range == (0, run.metrics.makespan * 1e3)
+    assert fig.layout.yaxis2.range == pytest.approx((0, 1.08 * 80))  # every memory plot shows the capacity line
+    assert fig.layout.yaxis4.matches == "y2"
 
 
 def test_compare_memory_refuses_mismatched_settings():

@@ -32,12 +32,12 @@ RANKING_COLUMNS = [
     {"name": "schedule", "id": "schedule", "type": "text"},
     {"name": "makespan", "id": "makespan", "type": "numeric"},
     {"name": "bubble", "id": "bubble", "type": "numeric", "format": FormatTemplate.percentage(1)},
-    {"name": "longest span", "id": "span", "type": "numeric"},
-    {"name": "peak activation", "id": "peak activation", "type": "numeric"},
-    {"name": "parameters", "id": "parameters", "type": "numeric"},
+    {"name": "span", "id": "span", "type": "numeric"},
+    {"name": "peak act.", "id": "peak activation", "type": "numeric"},
+    {"name": "params", "id": "parameters", "type": "numeric"},
     {"name": "vs baseline", "id": "vs baseline", "type": "text"},
 ]
-COMPARE_BAR_STYLE = {"display": "flex", "flexWrap": "wrap", "gap": "6px 18px", "alignItems": "center"}
+COMPARE_BAR_STYLE = {"display": "flex", "flexWrap": "wrap", "gap": "4px 14px", "alignItems": "center"}
 EXPORTS = [
     ("ops-csv", "ops CSV"),
     ("run-json", "run JSON"),
@@ -227,7 +227,7 @@ def compare_bar(state: ViewState) -> html.Div:
                 options=list(state.compare),
                 value=state.reference,
                 clearable=False,
-                style={"minWidth": "190px"},
+                style={"minWidth": "150px"},
             ),
             dcc.RadioItems(
                 id="compare_show",
@@ -236,13 +236,13 @@ def compare_bar(state: ViewState) -> html.Div:
                 inline=True,
                 className="mode",
             ),
-            html.Span("sweep along", className="label"),
+            html.Span("sweep along", className="label", title="m microbatches, v chunks per device, p devices"),
             dcc.RadioItems(
                 id="sweep_axis",
                 options=[
-                    {"label": " m (microbatches)", "value": "m"},
-                    {"label": " v (chunks)", "value": "v"},
-                    {"label": " p (devices)", "value": "p"},
+                    {"label": html.Span(" m", title="microbatches"), "value": "m"},
+                    {"label": html.Span(" v", title="chunks per device (the chunks parameter)"), "value": "v"},
+                    {"label": html.Span(" p", title="devices"), "value": "p"},
                 ],
                 value=state.sweep_axis,
                 inline=True,
@@ -267,7 +267,8 @@ def views() -> html.Section:
                     columns=RANKING_COLUMNS,
                     data=[],
                     sort_action="native",
-                    style_cell={"padding": "4px 10px", "fontFamily": "inherit"},
+                    style_table={"overflowX": "auto"},
+                    style_cell={"padding": "3px 8px", "fontFamily": "inherit"},
                     style_cell_conditional=[{"if": {"column_id": "schedule"}, "textAlign": "left"}],
                     style_header={"fontWeight": "600"},
                 ),
