@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from web_dispatch import Page, answer, text_of
@@ -316,3 +318,17 @@ def test_the_sweep_is_in_real_units_with_gaps_that_say_why(page):
     assert fig["layout"]["yaxis3"]["title"]["text"] == "peak memory (GB)"
     assert fig["layout"]["xaxis3"]["title"]["text"] == "chunks per device v"
     assert [t["y"] for t in fig["data"] if t["name"].startswith("capacity")] == [[80.0, 80.0]]
+
+
+def test_a_sweep_of_a_searching_schedule_is_priced_and_estimated_by_a_background_job(page):
+    """zb-auto searches: its sweep along m = 4 … 256 at pp 4 is past a request's budget, the charts alone are not."""
+    link = DEFAULT + "&mode=compare&compare=zb-auto,1f1b&tp=8&pp=4&gbs=32&show=sweep"
+    state = model_state.parse(link).state
+    assert not model_state.in_background(replace(state, compare_show="charts")) and model_state.in_background(state)
+    out = open_hash(page, link)
+    assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
+    page.run_background(page.callback("job-error-model.children"), [("job-model", "data")])
+    fig = page.value("gantt-model", "figure")
+    (zb,) = [t for t in fig["data"] if t["name"] == "zb-auto" and t["yaxis"] == "y"]
+    assert zb["x"] == [4, 8, 16, 32, 64, 128, 256]
+    assert zb["y"][3] == pytest.approx(estimate(schedule="zb-auto", pp=4, gbs=32).iteration_s * 1e3)
