@@ -26,7 +26,7 @@ from plotly.subplots import make_subplots
 from . import memory as _memory
 from .api import Run
 from .ir import KIND_INDEX, KINDS, Kind
-from .iterations import iteration_ends, iterations
+from .iterations import iteration_ends, iterations, optimizer_steps
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies. One colour per kind in
 # every schedule (B orange and BW reddish purple, never two oranges); the chunk is a fill pattern
@@ -35,7 +35,7 @@ KIND_COLORS = {Kind.F: "#0072B2", Kind.B: "#E69F00", Kind.W: "#009E73", Kind.BW:
 PAIR_COLOR = "#4D4D4D"  # the overview's class of overlapped slots; in bars, the halves' outline
 PAIR_OUTLINE = dict(color="#1A1A1A", width=1.5)
 # Legend order, the same in every chart: kinds, then the chunks' patterns, the pairs' outline, iterations.
-LEGEND_RANK = {"F": 1, "B": 2, "W": 3, "BW": 4, "chunk": 10, "overlapped": 50, "iterations": 60}
+LEGEND_RANK = {"F": 1, "B": 2, "W": 3, "BW": 4, "chunk": 10, "overlapped": 50, "optimizer": 55, "iterations": 60}
 CHUNK_PATTERNS = ("", "/", "x", "\\", ".", "-", "|", "+")  # chunk c's fill: solid, hatched, crossed, …
 CHUNK_NAMES = {"": "solid", "/": "hatched /", "x": "cross-hatched", "\\": "hatched \\", ".": "dotted"}
 IDLE_COLOR = "#F4F4F4"
@@ -307,6 +307,44 @@ def iteration_trace(run: Run, scale: float = 1.0, unit: str = "", **axes) -> dic
     )
 
 
+OPTIMIZER_COLOR = "#A0A0A0"
+OPTIMIZER_LABEL = "optimizer step (exposed DP sync + optimizer)"
+
+
+def optimizer_trace(run: Run, scale: float = 1.0, unit: str = "", window=None, **axes) -> dict | None:
+    """The optimizer steps the simulator placed between iterations (``ppviz.iterations``, real units
+    only): one grey bar per device and boundary, one legend entry; None when there are none (the
+    abstract view). ``window`` (t0, t1) keeps the steps overlapping it, in the run's own time."""
+    st = optimizer_steps(run.result)
+    keep = np.ones(len(st.device), dtype=bool)
+    if window is not None:
+        keep = (st.end > window[0]) & (st.start < window[1])
+    if not keep.any():
+        return None
+    start, end = st.start[keep] * scale, st.end[keep] * scale
+    u = f" {unit or 'units'}"
+    return dict(
+        type="bar",
+        orientation="h",
+        name=OPTIMIZER_LABEL,
+        legendgroup="optimizer",
+        legendrank=LEGEND_RANK["optimizer"],
+        base=start.tolist(),
+        x=(end - start).tolist(),
+        y=st.device[keep].tolist(),
+        width=BAR_WIDTH,
+        offset=-BAR_WIDTH / 2,
+        marker=dict(color=OPTIMIZER_COLOR, line=dict(width=0)),
+        customdata=np.column_stack([st.iteration[keep], start, end, end - start]).tolist(),
+        hovertemplate=(
+            "<b>optimizer step</b> after iteration %{customdata[0]} · device %{y}"
+            f"<br>start %{{customdata[1]:.7~g}}{u} · end %{{customdata[2]:.7~g}}{u}"
+            f"<br>duration %{{customdata[3]:.7~g}}{u}<extra></extra>"
+        ),
+        **axes,
+    )
+
+
 def _ink(background: str) -> str:
     """Dark text on light bars, white on dark ones (relative luminance threshold)."""
     red, green, blue = (int(background[i : i + 2], 16) / 255 for i in (1, 3, 5))
@@ -469,6 +507,8 @@ def gantt(
         hovermode="closest",
     )
     traces = _bar_traces(run, keep=keep, span=time_range[1] - time_range[0], scale=time_scale, unit=time_unit)
+    step = optimizer_trace(run, time_scale, time_unit, window)
+    traces += [step] if step else []
     ends = iteration_trace(run, time_scale, time_unit)
     traces += [ends] if ends else []
     extra = _legend_room(traces)  # a legend of more than one row keeps clear of the title
@@ -772,10 +812,11 @@ def overview(
         plot_bgcolor="white",
     )
     ends = iteration_trace(run, time_scale, time_unit)
-    if ends:
+    step = optimizer_trace(run, time_scale, time_unit, window)
+    if ends or step:
         layout["legend"] = _LEGEND
     heat = _heat_trace(run, OVERVIEW_BINS if bins is None else bins, window=window, scale=time_scale, unit=time_unit)
-    return _figure([heat] + ([ends] if ends else []), layout)
+    return _figure([heat] + ([step] if step else []) + ([ends] if ends else []), layout)
 
 
 # --- comparison ------------------------------------------------------------------------------
@@ -821,6 +862,11 @@ def compare(
             data.append(_heat_trace(run, OVERVIEW_BINS, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
         else:
             data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
+        step = optimizer_trace(run, time_scale, time_unit, **axes)
+        if step:
+            step.update(showlegend="optimizer" not in seen)
+            seen.add("optimizer")
+            data.append(step)
         ends = iteration_trace(run, time_scale, time_unit, **axes)
         if ends:
             ends.update(name=ITERATION_LABEL, showlegend="iterations" not in seen)
@@ -1118,6 +1164,11 @@ def compare_memory(
             data.append(_heat_trace(run, OVERVIEW_BINS, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
         else:
             data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
+        step = optimizer_trace(run, time_scale, time_unit, **axes)
+        if step:
+            step.update(showlegend="optimizer" not in seen)
+            seen.add("optimizer")
+            data.append(step)
         ends = iteration_trace(run, time_scale, time_unit, **axes)
         if ends:
             ends.update(name=ITERATION_LABEL, showlegend="iterations" not in seen)

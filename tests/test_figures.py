@@ -451,3 +451,17 @@ def test_the_sweep_chart_has_one_line_per_schedule_in_panels_sharing_x_with_gaps
     assert fig.data[1].y[0] is None and "microbatches" in fig.data[1].customdata[0]  # a gap saying why
     assert fig.data[0].line.color != fig.data[1].line.color  # a colour per schedule
     assert [s.x0 for s in fig.layout.shapes] == [4, 4]  # this view's m in each panel
+
+
+def test_compare_memory_marks_iterations_and_optimizer_steps_in_each_gantt():
+    runs = [ppviz.simulate("gpipe", 4, 8, iterations=2), ppviz.simulate("1f1b", 4, 8, iterations=2)]
+    fig = figures.compare_memory(runs)
+    lines = [t for t in fig.data if t.legendgroup == "iterations"]
+    assert [t.yaxis for t in lines] == ["y", "y3"] and [t.showlegend for t in lines] == [True, False]
+    from ppviz.estimate import Layout
+
+    lay = Layout(tp=8, pp=8, gbs=16, schedule="1f1b", schedule_params={"iterations": 3})
+    est = ppviz.estimate("llama3-70b", "h100-sxm", lay)
+    fig = figures.compare_memory([est.run, est.run], time_scale=1e3, time_unit="ms")
+    steps = [t for t in fig.data if t.legendgroup == "optimizer"]
+    assert [t.yaxis for t in steps] == ["y", "y3"] and [t.showlegend for t in steps] == [True, False]

@@ -119,6 +119,7 @@ CHANGES = {
     "vpp": 2,
     "mbs": 2,
     "gbs": 128,
+    "iterations": 3,
     "sp": [],
     "recompute": "full",
     "zero": 3,
@@ -332,3 +333,40 @@ def test_a_sweep_of_a_searching_schedule_is_priced_and_estimated_by_a_background
     (zb,) = [t for t in fig["data"] if t["name"] == "zb-auto" and t["yaxis"] == "y"]
     assert zb["x"] == [4, 8, 16, 32, 64, 128, 256]
     assert zb["y"][3] == pytest.approx(estimate(schedule="zb-auto", pp=4, gbs=32).iteration_s * 1e3)
+
+
+def test_iterations_put_each_optimizer_step_between_them_in_ms(page):
+    """1F1B, 3 iterations: the run holds them with a grey step per device between each two, the card
+    says the iteration is their average, and the link carries them."""
+    out = open_hash(page, DEFAULT + "&iterations=3&gbs=16")
+    est = estimate(schedule="1f1b", gbs=16, schedule_params={"iterations": 3})
+    assert est.iterations == 3 and est.microbatches == 16
+    assert out["iterations-model"]["value"] == 3
+    text = cards(page)
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in text and "average of 3 iterations" in text
+    assert f"run {est.run_s * 1e3:,.0f} ms" in text
+    gantt = out["gantt-model"]["figure"]
+    assert "3 iterations of 16 microbatches" in gantt["layout"]["title"]["text"]
+    (steps,) = [t for t in gantt["data"] if t.get("legendgroup") == "optimizer"]
+    assert len(steps["y"]) == 2 * 8 and steps["name"] == figures.OPTIMIZER_LABEL
+    ends = np.array(steps["base"]) + np.array(steps["x"])
+    assert ends.max() < est.makespan_s * 1e3  # the last iteration's step follows the run, as for one iteration
+    assert gantt["layout"]["xaxis"]["range"] == pytest.approx([0, est.makespan_s * 1e3])
+    parts = out["breakdown-model"]["figure"]["data"]
+    assert sum(t["x"][0] for t in parts) == pytest.approx(est.iteration_s * 1e3)
+    out = change(page, "iterations", 2)
+    assert "iterations=2" in out["url"]["hash"]
+    out = change(page, "iterations", 1)
+    assert "iterations" not in out["url"]["hash"]  # one iteration: the link of before
+    assert not [t for t in out["gantt-model"]["figure"]["data"] if t.get("legendgroup") == "optimizer"]
+
+
+def test_iterations_beside_a_schedule_without_them_and_past_the_limit(page):
+    open_hash(page, DEFAULT + "&iterations=3&gbs=16&schedule=zb-v")
+    assert "zb-v runs one iteration" in message(page, "iterations")
+    assert f"{estimate(schedule='zb-v', gbs=16).iteration_s * 1e3:,.0f} ms" in cards(page)
+    change(page, "schedule", "1f1b")
+    assert message(page, "iterations") == ""
+    change(page, "iterations", 64)  # 64 × 16 microbatches
+    text = message(page, "iterations")
+    assert "1,024 in the run" in text and "--iterations 64" in text

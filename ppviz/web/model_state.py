@@ -61,7 +61,9 @@ LAYOUT_FIELDS: dict[str, Field] = {
     "vpp": Field("vpp (chunks per device, interleaved)", 1, 16),
     "mbs": Field("micro-batch size", 1, 1024),
     "gbs": Field("global batch (sequences)", 1, 1_048_576),
+    "iterations": Field("iterations (optimizer step between them)", 1, 64),
 }
+ITERATED = "gpipe, 1f1b, eager-1f1b and the 2BW schedules"  # the registry's schedules that take iterations
 ZERO = (0, 1, 2, 3)
 MAX_SPLIT = 1024  # stages in an explicit layer split (pp·vpp, or 2·pp for V shapes, at most)
 NUMBER_FIELDS = {**MODEL_FIELDS, **GPU_FIELDS, **LAYOUT_FIELDS}
@@ -86,6 +88,7 @@ class ModelState:
     vpp: int = 1
     mbs: int = 1
     gbs: int = 64
+    iterations: int = 1  # for schedules that take it (the others run one)
     sp: bool = True
     recompute: str = "selective"
     zero: int = 1
@@ -141,10 +144,22 @@ def gpu_of(state: ModelState) -> specs.Gpu:
     return specs.gpu(state.gpu, **values)
 
 
+def takes_iterations(schedule: str) -> bool:
+    spec = REGISTRY.get(schedule)
+    return spec is not None and spec.param("iterations") is not None
+
+
+def iterations_of(state: ModelState, schedule: str) -> int:
+    """The iterations one schedule of the view runs: the box's value where it takes them, else 1."""
+    return state.iterations if takes_iterations(schedule) else 1
+
+
 def layout_of(state: ModelState, schedule: str) -> specs.Layout:
-    """The estimate's Layout for one schedule; vpp goes only to schedules that take chunks."""
+    """The estimate's Layout for one schedule; vpp goes only to schedules that take chunks, and
+    iterations to those that take them."""
     spec = REGISTRY.get(schedule)
     takes_chunks = spec is not None and spec.param("chunks") is not None
+    k = iterations_of(state, schedule)
     return specs.Layout(
         tp=state.tp,
         pp=state.pp,
@@ -158,6 +173,7 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
         recompute=state.recompute,
         zero=state.zero,
         schedule=schedule,
+        schedule_params={"iterations": k} if k > 1 else {},
         layer_split=state.split,
     )
 
@@ -170,6 +186,8 @@ def cli_command(state: ModelState, schedule: str) -> str:
     parts.append(f"--recompute {lay.recompute} --zero {lay.zero} --schedule {schedule}")
     if lay.sequence_parallel:
         parts.append("--sequence-parallel")
+    if iterations_of(state, schedule) > 1:
+        parts.append(f"--iterations {state.iterations}")
     if state.split:
         parts.append("--layer-split " + ",".join(map(str, state.split)))
     flags = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_heads": "kv-heads", "ffn": "ffn"}
@@ -227,7 +245,8 @@ def encode(state: ModelState) -> dict[str, str]:
     else:
         pairs["schedule"] = state.schedule
     for name in LAYOUT_FIELDS:
-        pairs[name] = str(getattr(state, name))
+        if name != "iterations" or state.iterations != 1:  # links of one iteration stay as they were
+            pairs[name] = str(getattr(state, name))
     pairs |= {"sp": str(int(state.sp)), "recompute": state.recompute, "zero": str(state.zero)}
     if state.split:
         pairs["split"] = ",".join(map(str, state.split))
@@ -358,6 +377,12 @@ def check(state: ModelState) -> None:
             f"{cli_command(state, state.shown[0] if state.shown else state.schedule)}"
         )
     for name in state.shown:
+        k = iterations_of(state, name)
+        if m is not None and k > 1 and m * k > limits.MAX_MICROBATCHES:
+            raise ValueError(
+                f"iterations {k} × {m} microbatches make {m * k:,} in the run; the page draws at most "
+                f"{limits.MAX_MICROBATCHES}: lower iterations or gbs, or use the CLI: {cli_command(state, name)}"
+            )
         cost = actions(state, name) * limits.factor(name)
         if cost > limits.BACKGROUND_WORK:
             raise ValueError(
@@ -373,7 +398,7 @@ def actions(state: ModelState, name: str) -> int:
     if spec is None or m is None:
         return 0
     chunks = state.vpp if spec.param("chunks") is not None else (spec.chunks or 1)
-    return state.pp * m * chunks * (3 if spec.split_backward else 2)
+    return state.pp * m * iterations_of(state, name) * chunks * (3 if spec.split_backward else 2)
 
 
 def work(state: ModelState) -> int:

@@ -90,6 +90,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             views.log.exception("estimating %s failed", name)
             text = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
             return _failed(state, text, {"schedule": ("error", text)})
+    notes = _iteration_notes(state)
     parts = {_title(e): e.breakdown for e in estimates}
     bars = figures.breakdown(parts, scale=MS, unit="ms")
     if state.mode == "compare":
@@ -97,7 +98,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
         memory = figures.peaks({_title(e): e.peak_bytes * GB for e in estimates}, capacity=capacity, unit="GB")
         table = ranking(estimates, state.reference)
         if state.compare_show == "sweep":
-            return ModelView(sweep_figure(state), memory, bars, [], table, {}, "sweep", estimates)
+            return ModelView(sweep_figure(state), memory, bars, [], table, notes, "sweep", estimates)
         fig = figures.compare_memory(
             [e.run for e in estimates],
             titles=[_title(e) for e in estimates],
@@ -106,16 +107,29 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             time_unit="ms",
             memory_kwargs=[memory_kwargs(e) for e in estimates],
         )
-        return ModelView(fig, memory, bars, [], table, {}, "bars", estimates)
+        return ModelView(fig, memory, bars, [], table, notes, "bars", estimates)
     est = estimates[0]
     gantt, drawn_as = gantt_figure(est)
     memory = memory_figure(est)
-    return ModelView(gantt, memory, bars, cards(est), [], {}, drawn_as, estimates)
+    return ModelView(gantt, memory, bars, cards(est), [], notes, drawn_as, estimates)
+
+
+def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
+    """Beside the iterations box: which schedules on screen run one iteration whatever it says."""
+    single = [n for n in state.shown if not model_state.takes_iterations(n)]
+    if state.iterations == 1 or not single:
+        return {}
+    text = (
+        f"{', '.join(single)} run{'s' if len(single) == 1 else ''} one iteration: only {model_state.ITERATED} take more"
+    )
+    return {"iterations": ("reason", text)}
 
 
 def gantt_figure(est) -> tuple[object, str]:
     run = est.run
-    title = f"{_title(est)} · {run.schedule.devices} devices · {run.schedule.microbatches} microbatches"
+    k = est.iterations
+    of = f"{k} iterations of {est.microbatches} microbatches" if k > 1 else f"{est.microbatches} microbatches"
+    title = f"{_title(est)} · {run.schedule.devices} devices · {of}"
     if len(run.result) <= views.BARS_MAX_OPS:
         return figures.gantt(run, title=title, time_scale=MS, time_unit="ms"), "bars"
     return figures.overview(run, time_scale=MS, time_unit="ms"), "overview"
@@ -163,14 +177,19 @@ def cards(est) -> list[tuple[str, str, str, str]]:
         fit = f"device {device}; does not fit by {est.over_bytes * GB:.1f} GB"
     lay = est.layout
     hfu = f" · HFU {est.hfu:.1%} (with recompute)" if lay.recompute != "none" else ""
+    sched = "schedule"
+    if est.iterations > 1:
+        steps = est.optimizer_step_s * MS
+        sched = (
+            f"average of {est.iterations} iterations; steps between them {steps.min():.1f}–{steps.max():.1f} ms; "
+            f"run {est.run_s * MS:,.0f} ms = schedule with the steps"
+        )
+    time = (
+        f"{sched} {est.makespan_s * MS:,.0f} ms + DP sync {est.dp_sync_s * MS:.1f} ms + optimizer "
+        f"{est.optimizer_s * MS:.1f} ms"
+    )
     return [
-        (
-            "iteration",
-            "iteration time",
-            f"{est.iteration_s * MS:,.0f} ms",
-            f"schedule {est.makespan_s * MS:,.0f} ms + DP sync {est.dp_sync_s * MS:.1f} ms + optimizer "
-            f"{est.optimizer_s * MS:.1f} ms",
-        ),
+        ("iteration", "iteration time", f"{est.iteration_s * MS:,.0f} ms", time),
         (
             "tokens",
             "tokens/s",
@@ -276,6 +295,7 @@ CONTROL_WORDS = {
     "gbs": "gbs",
     "global batch": "gbs",
     "microbatches": "gbs",
+    "iterations": "iterations",
     "sequence parallel": "sp",
     "recompute": "recompute",
     "zero": "zero",

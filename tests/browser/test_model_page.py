@@ -4,12 +4,14 @@ Gantt in ms and memory in GB with the capacity line, the cards, and a reload tha
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
 import pytest
 
 import ppviz
+from ppviz import figures
 from ppviz.estimate import Layout
 
 pytestmark = pytest.mark.browser
@@ -118,4 +120,29 @@ def test_compare_shows_memory_in_gb_per_schedule_deltas_and_a_sweep_in_real_unit
     titles = "return [gd.layout.yaxis.title.text, gd.layout.yaxis3.title.text];"
     assert chart(page, "gantt-model", titles) == ["iteration (ms)", "peak memory (GB)"]
     assert "show=sweep" in page.driver.current_url
+    assert page.get_logs() == []
+
+
+def test_iterations_draw_each_optimizer_step_between_them(page):
+    """A link with 3 iterations of 1F1B: the card gives their average, the Gantt a grey step per
+    device between each two (in the legend); back to 1 iteration, the steps and the link key go."""
+    link = "/#view=model&model=llama3-8b&tp=2&pp=4&dp=32&gbs=64&schedule=1f1b&iterations=3"
+    page.driver.get(page.server_url + link)
+    lay = Layout(tp=2, pp=4, dp=32, gbs=64, sequence_parallel=True, recompute="selective", zero=1, schedule="1f1b")
+    est = ppviz.estimate("llama3-8b", "h100-sxm", dataclasses.replace(lay, schedule_params={"iterations": 3}))
+    page.wait_for_contains_text("#card-iteration-model", f"{est.iteration_s * 1e3:,.0f} ms", timeout=20)
+    assert "average of 3 iterations" in card(page, "iteration")
+    steps = "const t = gd && gd.data.find(t => t.legendgroup === 'optimizer'); return t ? t.y.length : 0;"
+    wait_for(lambda: chart(page, "gantt-model", steps) == 2 * 4, "a step per device between the 3 iterations")
+    legend = chart(
+        page, "gantt-model", "return Array.from(gd.querySelectorAll('.legendtext')).map(e => e.textContent);"
+    )
+    assert figures.OPTIMIZER_LABEL in legend
+    box = page.find_element("#iterations-model")
+    box.clear()
+    box.send_keys("1\t")
+    one = ppviz.estimate("llama3-8b", "h100-sxm", lay)
+    page.wait_for_contains_text("#card-iteration-model", f"{one.iteration_s * 1e3:,.0f} ms", timeout=20)
+    wait_for(lambda: chart(page, "gantt-model", steps) == 0, "no step with one iteration")
+    assert "iterations=" not in page.driver.current_url
     assert page.get_logs() == []
