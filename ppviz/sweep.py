@@ -49,6 +49,7 @@ def sweep(
     costs: Costs | None = None,
     params: Mapping[str, Mapping[str, object]] | None = None,
     guard: Guard | None = None,
+    known: Mapping[tuple[str, int], api.Run] | None = None,
 ) -> list[dict]:
     """Makespan, bubble fraction and peak activation of each schedule at each value of ``axis``.
 
@@ -56,7 +57,8 @@ def sweep(
     its own chunks, noted in the row) or "p" (devices). ``params`` are each schedule's own
     parameters, ``costs`` the op times (searching schedules search under them). ``guard``
     (name, devices, microbatches, params) may return a reason to skip a point (a caller's work
-    bound); the row then carries that reason. Rows: {schedule, value, makespan,
+    bound); the row then carries that reason. ``known`` maps (name, value) to runs already at hand
+    (e.g. the view's own), used instead of simulating them again. Rows: {schedule, value, makespan,
     bubble_fraction, peak_activation, reason, note}, ``reason`` None when the point was run.
     """
     _check_axis(axis)
@@ -84,7 +86,9 @@ def sweep(
                 rows.append(row | {"reason": reason})
                 continue
             try:
-                if note is not None and fixed is not None:
+                if known is not None and (name, value) in known:
+                    run = known[(name, value)]
+                elif note is not None and fixed is not None:
                     run = fixed
                 else:
                     run = api.evaluate(build(name, p, m, costs=costs, **own), costs)

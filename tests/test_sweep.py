@@ -88,3 +88,10 @@ def test_the_estimate_sweep_along_m_sets_the_global_batch():
         "llama3-70b", "h100-sxm", specs.Layout(tp=8, pp=8, dp=2, mbs=2, gbs=16 * 4, schedule="1f1b")
     )
     assert rows[1]["iteration_s"] == direct.iteration_s and direct.microbatches == 16
+
+
+def test_known_runs_are_used_instead_of_simulating_again():
+    """A run at hand (the view's own) stands for its point: here a 1F1B run at m = 8 given for m = 4."""
+    at_8 = ppviz.simulate("1f1b", 2, 8)
+    rows = sweep.sweep(["1f1b"], "m", [4, 16], devices=2, microbatches=8, known={("1f1b", 4): at_8})
+    assert [r["makespan"] for r in rows] == [at_8.metrics.makespan, (16 + 1) * 3]

@@ -83,6 +83,8 @@ def work(state: ViewState) -> int:
 
 
 MAX_CHUNKS = 16  # the sweep along v stops at the chunks parameter's own bound
+# A sweep computes at most this much (about 6 s here), its cheapest points first; past it, the CLI.
+SWEEP_WORK = BACKGROUND_WORK // 4
 
 
 def sweep_values(state: ViewState) -> list[int]:
@@ -111,11 +113,38 @@ def at_value(state: ViewState, name: str, value: int) -> ViewState:
     return replace(state, params={**state.params, name: {**state.params.get(name, {}), "chunks": value}})
 
 
-def sweep_work(state: ViewState) -> int:
-    """The sweep's price: every compared schedule at every value (0 unless the sweep is on screen)."""
+def own_point(state: ViewState, name: str, value: int) -> bool:
+    """Whether the sweep's point is the view's own run (already drawn, so free): its m or p, its
+    chunks, or any v for a schedule without chunks."""
+    if state.sweep_axis == "m":
+        return value == state.microbatches
+    if state.sweep_axis == "p":
+        return value == state.devices
+    spec = REGISTRY.get(name)
+    return spec is None or spec.param("chunks") is None or value == state.params_of(name).get("chunks")
+
+
+def sweep_plan(state: ViewState) -> tuple[set[tuple[str, int]], int]:
+    """The sweep's points the page computes, cheapest first while their total stays within
+    SWEEP_WORK (the rest are gaps giving the CLI command), and their price."""
     if state.mode != "compare" or state.compare_show != "sweep":
-        return 0
-    return sum(min(cost(at_value(state, n, v), n), BACKGROUND_WORK) for n in state.compare for v in sweep_values(state))
+        return set(), 0
+    priced = sorted(
+        (0 if own_point(state, n, v) else cost(at_value(state, n, v), n), n, v)
+        for n in state.compare
+        for v in sweep_values(state)
+    )
+    allowed, spent = set(), 0
+    for price, name, value in priced:
+        if spent + price <= SWEEP_WORK:
+            allowed.add((name, value))
+            spent += price
+    return allowed, spent
+
+
+def sweep_work(state: ViewState) -> int:
+    """The sweep's price (0 unless the sweep is on screen)."""
+    return sweep_plan(state)[1]
 
 
 def in_background(state: ViewState) -> bool:

@@ -426,14 +426,27 @@ def at_value(state: ModelState, value: int) -> ModelState:
     return replace(state, **{field_name: value * state.dp * state.mbs if state.sweep_axis == "m" else value})
 
 
-def sweep_work(state: ModelState) -> int:
+def sweep_plan(state: ModelState) -> tuple[set[tuple[str, int]], int]:
+    """The sweep's points the page estimates, cheapest first within ``limits.SWEEP_WORK`` (the view's
+    own value is free: it is estimated anyway), and their price; the rest are gaps naming the CLI."""
     if state.mode != "compare" or state.compare_show != "sweep":
-        return 0
-    return sum(
-        min(actions(at_value(state, v), n) * limits.factor(n), limits.BACKGROUND_WORK)
+        return set(), 0
+    own = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
+    priced = sorted(
+        (0 if v == own else actions(at_value(state, v), n) * limits.factor(n), n, v)
         for n in state.compare
         for v in sweep_values(state)
     )
+    allowed, spent = set(), 0
+    for price, name, value in priced:
+        if spent + price <= limits.SWEEP_WORK:
+            allowed.add((name, value))
+            spent += price
+    return allowed, spent
+
+
+def sweep_work(state: ModelState) -> int:
+    return sweep_plan(state)[1]
 
 
 def in_background(state: ModelState) -> bool:

@@ -252,15 +252,15 @@ SWEEP_METRICS = [
 def sweep_rows(state: ModelState) -> list[dict]:
     """``ppviz.sweep_estimate`` of the compared schedules along the view's axis (m, vpp or pp), the
     rest of the layout as set; points past the page's work limit are gaps that say so."""
-    spent = [0]
+    allowed, _ = model_state.sweep_plan(state)
 
     def guard(name: str, lay) -> str | None:
+        axis = state.sweep_axis
+        value = lay.gbs // (lay.dp * lay.mbs) if axis == "m" else lay.vpp if axis == "v" else lay.pp
+        if (name, value) in allowed or (state.sweep_axis == "v" and not sweeps.takes_chunks(name)):
+            return None
         point = replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs)
-        price = model_state.actions(point, name) * views.limits.factor(name)
-        if spent[0] + price > views.limits.BACKGROUND_WORK:
-            return f"past the page's work limit: use the CLI: {model_state.cli_command(point, name)}"
-        spent[0] += price
-        return None
+        return f"past the page's work limit: use the CLI: {model_state.cli_command(point, name)}"
 
     return sweeps.sweep_estimate(
         list(state.compare),

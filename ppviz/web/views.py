@@ -426,8 +426,8 @@ SWEEP_CACHE_SIZE = 8
 def sweep_rows(state: ViewState) -> list[dict]:
     """``ppviz.sweep`` of the compared schedules along the view's sweep axis, under the view's costs.
 
-    Points past the page's work limit (a running total, so the largest values go first) are gaps
-    that say so and give the CLI command instead. The last few sweeps are kept per worker.
+    Points past the page's work limit (``limits.sweep_plan``: the cheapest first) are gaps that
+    say so and give the CLI command instead. The last few sweeps are kept per worker.
     """
     values = limits.sweep_values(state)
     costs = ppviz.make_costs(**costs_kwargs(state), stage_times=state.stage_times)
@@ -438,17 +438,17 @@ def sweep_rows(state: ViewState) -> list[dict]:
         if key in _SWEEP_CACHE:
             _SWEEP_CACHE.move_to_end(key)
             return _SWEEP_CACHE[key]
-    spent = [0]
+    allowed, _ = limits.sweep_plan(state)
 
     def guard(name: str, devices: int, microbatches: int, own: dict) -> str | None:
         value = {"m": microbatches, "p": devices}.get(state.sweep_axis, own.get("chunks"))
-        point = limits.at_value(state, name, value) if value is not None else state
-        price = limits.cost(point, name)
-        if spent[0] + price > limits.BACKGROUND_WORK:
-            return f"past the page's work limit: use the CLI: {limits.cli_command(point, name)}"
-        spent[0] += price
-        return None
+        if value is None or (name, value) in allowed:
+            return None
+        return (
+            f"past the page's work limit: use the CLI: {limits.cli_command(limits.at_value(state, name, value), name)}"
+        )
 
+    known = {(n, v): cached_run(state, n) for n in names for v in values if limits.own_point(state, n, v)}
     rows = sweeps.sweep(
         names,
         state.sweep_axis,
@@ -458,6 +458,7 @@ def sweep_rows(state: ViewState) -> list[dict]:
         costs=costs,
         params=params,
         guard=guard,
+        known=known,
     )
     with _RUN_CACHE_LOCK:
         _SWEEP_CACHE[key] = rows
