@@ -219,6 +219,14 @@ def test_compare_deltas_follow_the_chosen_baseline(page):
     assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}["gpipe"] == "±0% makespan, +4 peak"
 
 
+def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(page):
+    open_compare(page, "?mode=compare&compare=1f1b,zb-h1,gpipe&baseline=zb-h1")
+    assert page.value("baseline", "value") == "zb-h1"
+    out = answer(page.fire(page.callback(PAGE), [("compare", "value")], {("compare", "value"): ["gpipe", "1f1b"]}))
+    assert out["baseline"]["value"] == "gpipe" and "baseline" not in out["url"]["search"]
+    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}["gpipe"] == "baseline"
+
+
 def test_a_link_with_a_baseline_not_compared_falls_back_to_the_first(page):
     out = open_compare(page, "?mode=compare&compare=1f1b,zb-h1&baseline=gpipe")
     assert out["baseline"]["value"] == "1f1b" and "baseline 'gpipe' is not a compared schedule" in notes(page)

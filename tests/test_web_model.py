@@ -291,6 +291,12 @@ def test_compare_deltas_are_against_the_chosen_baseline_in_percent_and_gb(page):
     assert expected(one, zbv) in table and expected(zbv, one) not in table
 
 
+def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(page):
+    open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v,zb-h1&baseline=zb-v")
+    out = change(page, "compare", ["zb-h1", "1f1b"])
+    assert out[cid("baseline")]["value"] == "zb-h1" and "baseline" not in out["url"]["hash"]
+
+
 def test_the_baseline_picker_offers_the_compared_schedules(page):
     dep = page.callback(f"{cid('baseline')}.options")
     out = answer(page.fire(dep, [(cid("compare"), "value")], {(cid("compare"), "value"): ["zb-v", "1f1b", "zb-v"]}))

@@ -129,6 +129,8 @@ def update_model_view(hash_, *args):
         controls = control_values(state) if notes or preset else None
         if controls is not None and not preset:
             controls = {k: v for k, v in controls.items() if k != "compare"}
+        if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
+            controls = {**(controls or {}), "baseline": state.reference}
     view = model_views.render(state)
     control_out = [controls.get(n, no_update) if controls else no_update for n in CONTROLS]
     job = {"hash": model_state.write_hash(model_state.encode(state)), "at": time.time()}

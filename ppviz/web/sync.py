@@ -155,6 +155,8 @@ def sync(
     sent = values.get("compare")
     if not isinstance(sent, (list, tuple)) or list(sent) != list(state.compare):
         out.controls = {**(out.controls or {}), "compare": list(state.compare)}
+    if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
+        out.controls = {**(out.controls or {}), "baseline": state.reference}
     if trigger in TABLE_TRIGGERS:
         out.rows = table_rows(state)
     if out.search.lstrip("?") == (search if isinstance(search, str) else "").lstrip("?"):
