@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -1134,3 +1135,254 @@ def peaks(
         plot_bgcolor="white",
     )
     return _figure(data, layout)
+
+
+# --- compare mode: Gantt and memory per schedule, and the sweep ------------------------------
+
+# One colour per compared schedule (Paul Tol's "bright", kept clear of the kinds' Okabe-Ito hues
+# by order): its title in the comparison and its line in the sweep.
+SCHEDULE_COLORS = ("#4477AA", "#EE6677", "#228833", "#AA3377")
+COMPARE_ROW_PX = 13  # a device row of a compared Gantt (19 with overlapped pairs, for the half bars)
+COMPARE_GANTT_MAX_PX = 200  # a compared Gantt's plot height cap: zoom on its device axis for a range
+COMPARE_MEMORY_PX = 64
+_COMPARE_TITLE_PX = 26  # above each schedule's Gantt: its title
+_COMPARE_TICKS_PX = 22  # below each memory plot: its time tick labels
+
+
+def compare_memory(
+    runs: Sequence[Run],
+    *,
+    titles: Sequence[str] | None = None,
+    max_bars: int | None = None,
+    time_scale: float = 1.0,
+    time_unit: str = "",
+    memory_kwargs: Sequence[dict] | None = None,
+    band_over: int | None = 8,
+) -> go.Figure:
+    """Each schedule's Gantt with its memory chart right under it, in one figure on one time axis.
+
+    Every time axis matches the first (a zoom anywhere zooms all) and every memory plot shows its
+    time tick labels, so the axis is in view beside each schedule; memory plots share one y range.
+    Kind colours and chunk patterns are those of ``gantt`` in every block. Heights are capped
+    (COMPARE_GANTT_MAX_PX a Gantt), so two schedules at 8 devices fit a 1280×800 screen.
+    ``memory_kwargs`` (one dict per run) are ``memory``'s real-units arguments (GB, static base,
+    capacity); ``time_scale``/``time_unit`` as in gantt; past ``max_bars`` ops a Gantt is its overview.
+    """
+    runs = list(runs)
+    if not 1 <= len(runs) <= 4:
+        raise ValueError(f"compare draws 1 to 4 runs (got {len(runs)})")
+    titles = list(titles) if titles is not None else [_title(run, None) for run in runs]
+    kwargs = list(memory_kwargs) if memory_kwargs is not None else [{} for _ in runs]
+    if len(titles) != len(runs) or len(kwargs) != len(runs):
+        raise ValueError(f"compare got {len(titles)} titles and {len(kwargs)} memory settings for {len(runs)} runs")
+    lo, hi = _time_range(runs)
+    span = _scaled([lo, hi], time_scale)
+    seen: set = set()
+    data: list[dict] = []
+    blocks = []  # (gantt px, memory px) per run
+    for i, run in enumerate(runs):
+        g, m = f"{2 * i + 1 if i else ''}", f"{2 * i + 2}"
+        p = run.schedule.devices
+        pairs = bool(run.result.paired.any())
+        blocks.append((min((19 if pairs else COMPARE_ROW_PX) * p + 8, COMPARE_GANTT_MAX_PX), COMPARE_MEMORY_PX))
+        axes = dict(xaxis=f"x{g}", yaxis=f"y{g}")
+        if max_bars is not None and len(run.result) > max_bars:
+            first_heat = not any(t["type"] == "heatmap" for t in data)
+            data.append(_heat_trace(run, OVERVIEW_BINS, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
+        else:
+            data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
+        step = optimizer_trace(run, time_scale, time_unit, **axes)
+        if step:
+            step.update(showlegend="optimizer" not in seen)
+            seen.add("optimizer")
+            data.append(step)
+        ends = iteration_trace(run, time_scale, time_unit, **axes)
+        if ends:
+            ends.update(name=ITERATION_LABEL, showlegend="iterations" not in seen)
+            seen.add("iterations")
+            data.append(ends)
+        with plain():
+            mem = memory(run, time_scale=time_scale, time_unit=time_unit, band_over=band_over, **kwargs[i])
+        for trace in mem["data"]:
+            line = trace["name"].split(" ")[0] in ("limit", "capacity")
+            trace.update(xaxis=f"x{m}", yaxis=f"y{m}", legendgroup=trace["name"] if line else f"mem-{i}")
+            trace["showlegend"] = line and trace["name"] not in seen
+            seen.add(trace["name"])
+            trace["hovertemplate"] = f"{html.escape(titles[i])}<br>" + trace.get("hovertemplate", "")
+        data += mem["data"]
+        top = max((float(np.max(t["y"])) for t in mem["data"] if len(t["y"])), default=1.0)
+        blocks[-1] += (mem["layout"]["yaxis"]["title"]["text"], top)
+    legend_px = 30 + _legend_room(data)
+    plot_px = sum(_COMPARE_TITLE_PX + g + 8 + m + _COMPARE_TICKS_PX for g, m, *_ in blocks)
+    height = legend_px + plot_px + 30  # the bottom margin holds the time axis's title
+    layout: dict = dict(
+        height=height,
+        barmode="overlay",
+        margin=dict(_MARGIN, t=legend_px, b=30),
+        legend=dict(_LEGEND, y=1.0),
+        plot_bgcolor="white",
+        hovermode="closest",
+        annotations=[],
+    )
+    top = plot_px  # pixels from the plot area's bottom, going down block by block
+    # One y range for every memory plot, set here: plotly.js left matched axes at [0, 4] in Chromium.
+    memory_top = 1.08 * max(top for *_, top in blocks) or 1.0
+    for i, (run, (g_px, m_px, m_title, _)) in enumerate(zip(runs, blocks)):
+        g, m = f"{2 * i + 1 if i else ''}", f"{2 * i + 2}"
+        top -= _COMPARE_TITLE_PX
+        g_dom = [(top - g_px) / plot_px, top / plot_px]
+        top -= g_px + 8
+        m_dom = [(top - m_px) / plot_px, top / plot_px]
+        top -= m_px + _COMPARE_TICKS_PX
+        x_common = dict(range=span, zeroline=False, gridcolor=_GRID)
+        layout[f"xaxis{g}"] = dict(x_common, anchor=f"y{g}", showticklabels=False, **({"matches": "x"} if i else {}))
+        layout[f"xaxis{m}"] = dict(x_common, anchor=f"y{m}", showticklabels=True, matches="x")
+        devices = _device_axis(run.schedule.devices, g_px + _MARGIN["t"] + _MARGIN["b"], domain=g_dom, anchor=f"x{g}")
+        devices["title"] = dict(text="device", standoff=4)
+        layout[f"yaxis{g}"] = devices
+        mem_axis = dict(
+            domain=m_dom, anchor=f"x{m}", title=dict(text=m_title, font=dict(size=10)), gridcolor=_GRID, nticks=4
+        )
+        mem_axis.update(**({"matches": "y2"} if i else {}))
+        mem_axis["range"] = [0, memory_top]
+        layout[f"yaxis{m}"] = mem_axis
+        color = SCHEDULE_COLORS[i % len(SCHEDULE_COLORS)]
+        layout["annotations"].append(
+            dict(
+                text=f"<b>{html.escape(titles[i])}</b>",
+                xref="paper",
+                yref="paper",
+                x=0,
+                xanchor="left",
+                y=g_dom[1],
+                yanchor="bottom",
+                yshift=2,
+                showarrow=False,
+                font=dict(size=13, color=color),
+            )
+        )
+    last = f"{2 * len(runs)}"
+    layout[f"xaxis{last}"]["title"] = dict(_time_title(time_unit), standoff=4)
+    return _figure(data, layout)
+
+
+SWEEP_AXES = {"m": "microbatches m", "v": "chunks per device v", "p": "devices p"}
+
+
+def sweep(
+    rows: Sequence[dict],
+    axis: str,
+    metrics: Sequence[tuple[str, str, float]],
+    *,
+    current: float | None = None,
+    capacity: tuple[str, float] | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """One line per schedule across the swept values, in small panels sharing x, one per metric.
+
+    ``rows`` are ``ppviz.sweep``'s (one per schedule and value; a row with a ``reason`` has no
+    numbers and leaves a gap in its line). ``metrics`` are (row key, axis title with its unit,
+    scale to that unit). ``current`` marks the view's own value; ``capacity`` (metric key, level in
+    that metric's unit) draws a line in that panel (e.g. the GPU's HBM under peak memory).
+    """
+    if axis not in SWEEP_AXES:
+        raise ValueError(f"a sweep runs along m, v or p (got {axis!r})")
+    names = list(dict.fromkeys(r["schedule"] for r in rows))
+    values = sorted({r["value"] for r in rows})
+    n = len(metrics)
+    gap = 0.08
+    height_each = (1 - gap * (n - 1)) / max(n, 1)
+    data: list[dict] = []
+    layout: dict = dict(
+        height=100 + 125 * n,
+        margin=dict(_MARGIN, t=75),
+        legend=_LEGEND,
+        plot_bgcolor="white",
+        hovermode="closest",
+        title=dict(text=title or f"the compared schedules along {SWEEP_AXES[axis]}", x=0, xanchor="left"),
+    )
+    layout["title"].update(font=dict(size=14), yref="container", y=1, yanchor="top", pad=dict(t=8))
+    for k, (key, label, scale) in enumerate(metrics):
+        suffix = "" if k == 0 else str(k + 1)
+        top = 1 - k * (height_each + gap)
+        layout[f"xaxis{suffix}"] = dict(
+            type="log",
+            tickvals=values,
+            ticktext=[str(v) for v in values],
+            gridcolor=_GRID,
+            anchor=f"y{suffix}",
+            showticklabels=k == n - 1,
+            **({"matches": "x"} if k else {}),
+        )
+        layout[f"yaxis{suffix}"] = dict(
+            domain=[max(top - height_each, 0.0), top], title=dict(text=label, font=dict(size=11)), gridcolor=_GRID
+        )
+        layout[f"yaxis{suffix}"]["rangemode"] = "tozero"
+        for i, name in enumerate(names):
+            mine = sorted((r for r in rows if r["schedule"] == name), key=lambda r: r["value"])
+            ys = [None if r.get(key) is None else r[key] * scale for r in mine]
+            notes = [r.get("reason") or r.get("note") or "" for r in mine]
+            data.append(
+                dict(
+                    type="scatter",
+                    mode="lines+markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=k == 0,
+                    x=[r["value"] for r in mine],
+                    y=ys,
+                    customdata=notes,
+                    connectgaps=False,
+                    line=dict(color=SCHEDULE_COLORS[i % len(SCHEDULE_COLORS)], width=2),
+                    marker=dict(size=6),
+                    hovertemplate=f"{html.escape(name)}<br>{axis} %{{x}}: %{{y:.4~g}} {html.escape(label)}"
+                    "<br>%{customdata}<extra></extra>",
+                    xaxis=f"x{suffix}",
+                    yaxis=f"y{suffix}",
+                )
+            )
+        if capacity is not None and capacity[0] == key and values:
+            data.append(
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    name=f"capacity {capacity[1]:.4g}",
+                    x=[values[0], values[-1]],
+                    y=[capacity[1], capacity[1]],
+                    line=dict(color="#7A0000", dash="dot", width=2),
+                    hoverinfo="skip",
+                    xaxis=f"x{suffix}",
+                    yaxis=f"y{suffix}",
+                )
+            )
+        if current is not None:  # the view's own value: a dotted line across the panel
+            layout.setdefault("shapes", []).append(
+                dict(type="line", xref=f"x{suffix}", yref=f"y{suffix} domain", x0=current, x1=current, y0=0, y1=1,
+                     line=dict(color="#999999", dash="dot", width=1))
+            )  # fmt: skip
+    last = "" if n == 1 else str(n)
+    layout[f"xaxis{last}"]["title"] = dict(text=SWEEP_AXES[axis])
+    gaps = _sweep_gaps(rows, axis)
+    if gaps:  # why a line has a gap, under the chart
+        layout["margin"]["b"] = 70 + 16 * len(gaps)
+        layout["height"] += 16 * len(gaps)
+        text = "<br>".join(html.escape(g) for g in gaps)
+        layout["annotations"] = [
+            dict(text=text, xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top", yshift=-58,
+                 showarrow=False, align="left", font=dict(size=11, color="#555555"))
+        ]  # fmt: skip
+    return _figure(data, layout)
+
+
+def _sweep_gaps(rows: Sequence[dict], axis: str, width: int = 150) -> list[str]:
+    """One line per schedule and reason: "no point for interleaved-1f1b at m 1, 2: needs …"."""
+    reasons: dict[tuple[str, str], list] = {}
+    for r in rows:
+        if r.get("reason"):  # one line for one reason at several values ("(got 1 …)", "(got 2 …)")
+            reason = re.sub(r" \(got [^)]*\)", "", r["reason"])
+            reasons.setdefault((r["schedule"], reason), []).append(r["value"])
+    lines = []
+    for (name, reason), values in reasons.items():
+        line = f"no point for {name} at {axis} {', '.join(map(str, values))}: {reason}"
+        lines.append(line if len(line) <= width else line[: width - 1] + "…")
+    return lines

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from web_dispatch import Page, answer, text_of
@@ -123,15 +125,17 @@ CHANGES = {
     "zero": 3,
     "split": "9,10,10,10,10,10,10,11",
     "lines": [5, 2],
+    "baseline": "zb-v",
+    "compare_show": "sweep",
+    "sweep_axis": "p",
 }
+IN_COMPARE = {"compare", "baseline", "compare_show", "sweep_axis"}  # controls of compare mode
 
 
 @pytest.mark.parametrize("name", CONTROLS)
 def test_every_control_writes_the_link_and_redraws(page, name):
     """Each control with an ordinary new value, then emptied: 200 both times, and the hash carries it."""
-    open_hash(
-        page, DEFAULT + ("&mode=compare" if name == "compare" else "")
-    )  # a link keeps compare's list in compare mode
+    open_hash(page, DEFAULT + ("&mode=compare" if name in IN_COMPARE else ""))  # compare's own controls
     out = change(page, name, CHANGES[name])
     state = shown = model_state.parse(out["url"]["hash"]).state
     assert model_state.view_of(out["url"]["hash"]) == "model"
@@ -247,8 +251,18 @@ def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
         est = estimate(schedule=name)
         assert f"{round(est.iteration_s * 1e3, 1)}" in table
         assert f"{round(est.peak_bytes.max() * 1e-9, 2)}" in table
-    fig = page.value("gantt-model", "figure")
-    assert fig["layout"]["xaxis2"]["title"]["text"] == "time (ms)"
+    fig = page.value("gantt-model", "figure")  # each schedule's Gantt, then its memory in GB, on one ms axis
+    assert fig["layout"]["xaxis4"]["title"]["text"] == "time (ms)"
+    assert fig["layout"]["xaxis2"]["matches"] == fig["layout"]["xaxis3"]["matches"] == "x"
+    assert fig["layout"]["yaxis2"]["title"]["text"] == fig["layout"]["yaxis4"]["title"]["text"] == "memory (GB)"
+    peaks = [t for t in fig["data"] if t["name"] == "peak"]
+    for trace, name in zip(peaks, ("1f1b", "zb-v")):
+        est = estimate(schedule=name)
+        static = est.static_bytes["weight"] + est.static_bytes["grad"] + est.static_bytes["optimizer"]
+        assert figures.decode_typed_array(trace["y"]) == pytest.approx(est.peak_bytes * 1e-9)
+        assert max(figures.decode_typed_array(trace["y"])) > static.max() * 1e-9  # static + activation
+    capacity = [t for t in fig["data"] if t["name"].startswith("capacity")]
+    assert [t["y"] for t in capacity] == [[80.0, 80.0]] * 2
     memory = page.value("memory-model", "figure")  # each schedule's peak GB per device, against 80 GB
     for name in ("1f1b", "zb-v"):
         (bars,) = [t for t in memory["data"] if t["name"] == name]
@@ -292,6 +306,73 @@ def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
                                                          schedule="v-auto"))  # fmt: skip
     assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
     assert page.value("gantt-model", "figure")["layout"]["xaxis"]["title"]["text"] == "time (ms)"
+
+
+def test_compare_deltas_are_against_the_chosen_baseline_in_percent_and_gb(page):
+    open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v")
+    one, zbv = estimate(schedule="1f1b"), estimate(schedule="zb-v")
+
+    def expected(est, base):
+        pct = 100 * (est.iteration_s - base.iteration_s) / base.iteration_s
+        gb = round((est.peak_bytes.max() - base.peak_bytes.max()) * 1e-9, 1)
+        sign = lambda v: ("+" if v > 0 else "−") + f"{abs(v):.1f}"  # noqa: E731
+        return f"{sign(pct)}% iteration, {sign(gb)} GB peak"
+
+    assert expected(zbv, one) in text_of(page.value("ranking-model", "children"))  # the first is the baseline
+    out = change(page, "baseline", "zb-v")
+    assert "baseline=zb-v" in out["url"]["hash"]
+    table = text_of(page.value("ranking-model", "children"))
+    assert expected(one, zbv) in table and expected(zbv, one) not in table
+
+
+def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(page):
+    open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v,zb-h1&baseline=zb-v")
+    out = change(page, "compare", ["zb-h1", "1f1b"])
+    assert out[cid("baseline")]["value"] == "zb-h1" and "baseline" not in out["url"]["hash"]
+
+
+def test_the_baseline_picker_offers_the_compared_schedules(page):
+    dep = page.callback(f"{cid('baseline')}.options")
+    out = answer(page.fire(dep, [(cid("compare"), "value")], {(cid("compare"), "value"): ["zb-v", "1f1b", "zb-v"]}))
+    assert out[cid("baseline")]["options"] == ["zb-v", "1f1b"]
+    out = answer(page.fire(dep, [(cid("compare"), "value")], {(cid("compare"), "value"): None}))
+    assert out[cid("baseline")]["options"] == []
+
+
+def test_the_sweep_is_in_real_units_with_gaps_that_say_why(page):
+    """Along v, interleaved 1F1B's iteration time is the estimate's at each vpp; 80 layers do not split
+    into 8 × 4 stages, so v = 4 is a gap with that reason; 1F1B takes no chunks and stays flat."""
+    open_hash(page, DEFAULT + "&mode=compare&compare=interleaved-1f1b,1f1b")
+    out = change(page, "compare_show", "sweep")
+    assert "show=sweep" in out["url"]["hash"]
+    out = change(page, "sweep_axis", "v")
+    assert "sweep=v" in out["url"]["hash"] and out["drawn-model"]["data"]
+    fig = page.value("gantt-model", "figure")
+    lines = {(t["name"], t["yaxis"]): t for t in fig["data"] if t.get("mode") == "lines+markers"}
+    inter = lines[("interleaved-1f1b", "y")]
+    assert inter["x"] == [1, 2, 4, 8]  # powers of two around vpp 1
+    for v, y in zip((1, 2), inter["y"]):
+        assert y == pytest.approx(estimate(schedule="interleaved-1f1b", vpp=v).iteration_s * 1e3)
+    assert inter["y"][2] is None and "do not split evenly into 32 stages" in fig["layout"]["annotations"][0]["text"]
+    assert len(set(lines[("1f1b", "y")]["y"])) == 1
+    assert fig["layout"]["yaxis"]["title"]["text"] == "iteration (ms)"
+    assert fig["layout"]["yaxis3"]["title"]["text"] == "peak memory (GB)"
+    assert fig["layout"]["xaxis3"]["title"]["text"] == "chunks per device v"
+    assert [t["y"] for t in fig["data"] if t["name"].startswith("capacity")] == [[80.0, 80.0]]
+
+
+def test_a_sweep_of_a_searching_schedule_is_priced_and_estimated_by_a_background_job(page):
+    """zb-auto searches: its sweep along m = 4 … 256 at pp 4 is past a request's budget, the charts alone are not."""
+    link = DEFAULT + "&mode=compare&compare=zb-auto,1f1b&tp=8&pp=4&gbs=32&show=sweep"
+    state = model_state.parse(link).state
+    assert not model_state.in_background(replace(state, compare_show="charts")) and model_state.in_background(state)
+    out = open_hash(page, link)
+    assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
+    page.run_background(page.callback("job-error-model.children"), [("job-model", "data")])
+    fig = page.value("gantt-model", "figure")
+    (zb,) = [t for t in fig["data"] if t["name"] == "zb-auto" and t["yaxis"] == "y"]
+    assert zb["x"] == [4, 8, 16, 32, 64, 128, 256]
+    assert zb["y"][3] == pytest.approx(estimate(schedule="zb-auto", pp=4, gbs=32).iteration_s * 1e3)
 
 
 def test_iterations_put_each_optimizer_step_between_them_in_ms(page):

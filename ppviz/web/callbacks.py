@@ -22,7 +22,7 @@ from dash import (
 )
 
 from . import controls, jobs, limits, sync, views, widgets
-from .layout import EXPORTS
+from .layout import COMPARE_BAR_STYLE, EXPORTS
 
 PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
 MESSAGES = {"type": "control-msg", "name": ALL}
@@ -228,18 +228,24 @@ def pick_microbatches(_clicks):
     Output(BLOCKS, "style"),
     Output("row-schedule", "style"),
     Output("row-compare", "style"),
+    Output("compare-bar", "style"),
+    Output("baseline", "options"),
     Input("mode", "value"),
     Input("schedule", "value"),
     Input("compare", "value"),
 )
 def show_controls(mode, schedule, compare):
-    """Show the parameter blocks of the schedules on screen, and the picker of the mode."""
+    """Show the parameter blocks of the schedules on screen, the picker of the mode, and in compare
+    mode its bar (baseline, charts or sweep, the sweep's axis) with the compared schedules as baselines."""
     names = [i["schedule"] for i in _pattern_ids(ctx.outputs_list, "param-block")]
     compare_mode = mode == "compare"
+    compared = [n for n in compare if isinstance(n, str)] if isinstance(compare, list) else []
     return (
         [controls.block_style(name, mode, schedule, compare) for name in names],
         {"display": "none"} if compare_mode else {},
         {} if compare_mode else {"display": "none"},
+        COMPARE_BAR_STYLE if compare_mode else {"display": "none"},
+        list(dict.fromkeys(compared)),
     )
 
 

@@ -129,6 +129,8 @@ def update_model_view(hash_, *args):
         controls = control_values(state) if notes or preset else None
         if controls is not None and not preset:
             controls = {k: v for k, v in controls.items() if k != "compare"}
+        if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
+            controls = {**(controls or {}), "baseline": state.reference}
     view = model_views.render(state)
     control_out = [controls.get(n, no_update) if controls else no_update for n in CONTROLS]
     job = {"hash": model_state.write_hash(model_state.encode(state)), "at": time.time()}
@@ -187,6 +189,15 @@ def line_options(hash_):
     return controls.device_options(state.pp), state.pp <= views.MEMORY_LINES or state.mode == "compare"
 
 
+@callback(
+    Output(cid("baseline"), "options"),
+    Input(cid("compare"), "value"),
+)
+def list_baselines(compare):
+    """The baseline picker offers the compared schedules."""
+    return list(dict.fromkeys(n for n in compare if isinstance(n, str))) if isinstance(compare, list) else []
+
+
 def drawn_outputs(view: model_views.ModelView) -> tuple:
     return (
         view.gantt,
@@ -200,6 +211,7 @@ def drawn_outputs(view: model_views.ModelView) -> tuple:
 def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:
     """The state the controls show; a preset's change resets that preset's fields to its values."""
     raw = {k: values.get(k) for k in ("mode", "schedule", "model", "gpu", "recompute", "zero")}
+    raw |= {k: values.get(k) for k in ("baseline", "compare_show", "sweep_axis")}
     compare = values.get("compare")
     raw["compare"] = compare if isinstance(compare, (list, tuple)) else ()
     raw["sp"] = values.get("sp") if isinstance(values.get("sp"), list) else previous.sp

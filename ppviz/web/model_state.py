@@ -95,10 +95,20 @@ class ModelState:
     zero: int = 1
     split: tuple[int, ...] | None = None  # layers of every stage (None: even)
     lines: tuple[int, ...] = ()  # devices drawn as lines over the memory band; () = highest and lowest peak
+    baseline: str | None = None  # compare mode: the schedule the deltas are against (None: the first)
+    compare_show: str = "charts"  # compare mode: "charts" (Gantt + memory per schedule) or "sweep"
+    sweep_axis: str = "m"  # the sweep's axis: "m", "v" (vpp) or "p" (pp)
 
     @property
     def shown(self) -> tuple[str, ...]:
         return self.compare if self.mode == "compare" else (self.schedule,)
+
+    @property
+    def reference(self) -> str | None:
+        """The compared schedule the ranking's deltas are against: the chosen one, else the first."""
+        if self.baseline in self.compare:
+            return self.baseline
+        return self.compare[0] if self.compare else None
 
     @property
     def microbatches(self) -> int | None:
@@ -230,6 +240,9 @@ MODEL_KEYS = {
     "lines",
     *NUMBER_FIELDS,
 }
+MODEL_KEYS |= {"baseline", "show", "sweep"}
+COMPARE_SHOWS = ("charts", "sweep")
+SWEEP_AXES = ("m", "v", "p")
 
 
 def encode(state: ModelState) -> dict[str, str]:
@@ -237,6 +250,12 @@ def encode(state: ModelState) -> dict[str, str]:
     pairs = {"model": state.model, "gpu": state.gpu}
     if state.mode == "compare":
         pairs |= {"mode": "compare", "compare": ",".join(state.compare)}
+        if state.baseline in state.compare and state.baseline != state.compare[0]:
+            pairs["baseline"] = state.baseline
+        if state.compare_show != "charts":
+            pairs["show"] = state.compare_show
+        if state.sweep_axis != "m":
+            pairs["sweep"] = state.sweep_axis
     else:
         pairs["schedule"] = state.schedule
     for name in LAYOUT_FIELDS:
@@ -272,6 +291,9 @@ def parse(hash_: object) -> Parsed:
         raw["split"] = query["split"]
     if "lines" in query:
         raw["lines"] = query["lines"]
+    for key, name in (("baseline", "baseline"), ("show", "compare_show"), ("sweep", "sweep_axis")):
+        if key in query:
+            raw[name] = query[key]
     over = {name: query[name] for name in NUMBER_FIELDS if name in query}
     raw["zero"] = query.get("zero")
     return bounded(raw, over)
@@ -333,6 +355,20 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         values["split"] = _split(raw["split"], notes)
     if "lines" in raw:
         values["lines"] = read_lines(raw["lines"], notes)
+    baseline = raw.get("baseline")
+    if baseline is not None:
+        if isinstance(baseline, str) and baseline in values.get("compare", base.compare):
+            values["baseline"] = baseline
+        elif not (isinstance(baseline, str) and (baseline in REGISTRY or baseline == "")):
+            notes.append(f"baseline {limits._show(baseline)} is not a compared schedule; using the first")
+    for name, allowed in (("compare_show", COMPARE_SHOWS), ("sweep_axis", SWEEP_AXES)):
+        chosen = raw.get(name)
+        if chosen is None:
+            continue
+        if isinstance(chosen, str) and chosen in allowed:
+            values[name] = chosen
+        else:
+            notes.append(f"{name.replace('_', ' ')} {limits._show(chosen)} is not one of {', '.join(allowed)}")
     state = replace(base, **values)
     model_over, gpu_over = {}, {}
     for name, value in numbers.items():
@@ -386,7 +422,51 @@ def actions(state: ModelState, name: str) -> int:
 
 
 def work(state: ModelState) -> int:
-    return sum(actions(state, n) * limits.factor(n) for n in state.shown)
+    """The price of the view: its schedules, and their sweep when it is on screen."""
+    return sum(actions(state, n) * limits.factor(n) for n in state.shown) + sweep_work(state)
+
+
+MAX_VPP = int(LAYOUT_FIELDS["vpp"].high)
+
+
+def sweep_values(state: ModelState) -> list[int]:
+    """Powers of two around the view's own m, vpp or pp, within the page's bounds."""
+    from ppviz.sweep import values_around
+
+    if state.sweep_axis == "m":
+        return values_around(min(state.microbatches or 1, limits.MAX_MICROBATCHES), 1, limits.MAX_MICROBATCHES)
+    if state.sweep_axis == "p":
+        return values_around(state.pp, 1, limits.MAX_DEVICES)
+    return values_around(state.vpp, 1, MAX_VPP)
+
+
+def at_value(state: ModelState, value: int) -> ModelState:
+    """The view with the sweep's axis at ``value`` (m sets the global batch to m·dp·mbs)."""
+    field_name = {"m": "gbs", "v": "vpp", "p": "pp"}[state.sweep_axis]
+    return replace(state, **{field_name: value * state.dp * state.mbs if state.sweep_axis == "m" else value})
+
+
+def sweep_plan(state: ModelState) -> tuple[set[tuple[str, int]], int]:
+    """The sweep's points the page estimates, cheapest first within ``limits.SWEEP_WORK`` (the view's
+    own value is free: it is estimated anyway), and their price; the rest are gaps naming the CLI."""
+    if state.mode != "compare" or state.compare_show != "sweep":
+        return set(), 0
+    own = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
+    priced = sorted(
+        (0 if v == own else actions(at_value(state, v), n) * limits.factor(n), n, v)
+        for n in state.compare
+        for v in sweep_values(state)
+    )
+    allowed, spent = set(), 0
+    for price, name, value in priced:
+        if spent + price <= limits.SWEEP_WORK:
+            allowed.add((name, value))
+            spent += price
+    return allowed, spent
+
+
+def sweep_work(state: ModelState) -> int:
+    return sweep_plan(state)[1]
 
 
 def in_background(state: ModelState) -> bool:

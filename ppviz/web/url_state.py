@@ -47,6 +47,8 @@ BATCH_FIELDS = ("gbs", "mbs")  # global batch and micro-batch size: microbatches
 BATCH_LABELS = {"gbs": "global batch", "mbs": "micro-batch size"}
 MAX_LINES = 8  # devices drawn as lines over the memory band (more could not be told apart)
 MAX_DEVICE_ID = 1023  # a chosen device past the view's devices is not drawn; past this it is junk
+COMPARE_SHOWS = ("charts", "sweep")  # compare mode shows Gantt + memory per schedule, or the sweep chart
+SWEEP_AXES = ("m", "v", "p")  # the sweep runs along microbatches, chunks per device or devices
 
 
 def _default_compare() -> tuple[str, ...]:
@@ -76,6 +78,9 @@ class ViewState:
     stage_times: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # model share -> f, b, w
     order: str | None = None  # an uploaded PyTorch-format order (schedule == CUSTOM)
     lines: tuple[int, ...] = ()  # devices drawn as lines over the memory band; () = highest and lowest peak
+    baseline: str | None = None  # compare mode: the schedule the deltas are against (None: the first compared)
+    compare_show: str = "charts"  # compare mode: "charts" or "sweep"
+    sweep_axis: str = "m"  # the sweep's axis: "m", "v" or "p"
 
     @property
     def shown(self) -> tuple[str, ...]:
@@ -90,6 +95,13 @@ class ViewState:
         chosen = self.params.get(name, {})
         return {p.name: chosen.get(p.name, p.default) for p in spec.params if chosen.get(p.name, p.default) is not None}
 
+    @property
+    def reference(self) -> str | None:
+        """The compared schedule the ranking's deltas are against: the chosen one, else the first."""
+        if self.baseline in self.compare:
+            return self.baseline
+        return self.compare[0] if self.compare else None
+
 
 class Parsed(NamedTuple):
     state: ViewState
@@ -101,6 +113,12 @@ def encode(state: ViewState) -> str:
     pairs: list[tuple[str, str]] = []
     if state.mode == "compare":
         pairs += [("mode", "compare"), ("compare", ",".join(state.compare))]
+        if state.baseline in state.compare and state.baseline != state.compare[0]:
+            pairs.append(("baseline", state.baseline))
+        if state.compare_show != "charts":
+            pairs.append(("show", state.compare_show))
+        if state.sweep_axis != "m":
+            pairs.append(("sweep", state.sweep_axis))
     else:
         pairs.append(("schedule", state.schedule))
     for name in SLIDERS:
@@ -131,6 +149,7 @@ def parse(search: str | None) -> Parsed:
     query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
     values: dict = {}
     known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order", "lines", *BATCH_FIELDS}
+    known |= {"baseline", "show", "sweep"}
 
     if query.get("mode") in ("single", "compare"):
         values["mode"] = query["mode"]
@@ -150,6 +169,17 @@ def parse(search: str | None) -> Parsed:
         names = list(dict.fromkeys(n for n in names if n in REGISTRY))[:4]
         if names:
             values["compare"] = tuple(names)
+    if "baseline" in query:
+        if query["baseline"] in values.get("compare", base.compare):
+            values["baseline"] = query["baseline"]
+        else:
+            notes.append(f"baseline {query['baseline']!r} is not a compared schedule; using the first")
+    for key, name, allowed in (("show", "compare_show", COMPARE_SHOWS), ("sweep", "sweep_axis", SWEEP_AXES)):
+        if key in query:
+            if query[key] in allowed:
+                values[name] = query[key]
+            else:
+                notes.append(f"{key}={query[key]!r} is not one of {', '.join(allowed)}; using {allowed[0]}")
     for name, spec in SLIDERS.items():
         if name in query:
             value = _read_number(name, query[name], spec, name in INT_FIELDS, notes)
