@@ -667,9 +667,10 @@ def search(p: int, m: int, limit: float, work: int, times: np.ndarray | None = N
     peaks under it, built until ``work`` (p × max(m, 2p) per block) is spent; where that leaves
     some of a level unbuilt and the op times are given (``times``, ``lag`` as in
     ``repeated_spans``), the likely best first (``likely_first``), else the authors' order.
-    An order with a W ahead of its B comes back twice: with the W deferred and with the B pulled
-    forward (``defer_early_w``, ``pull_late_b``); the caller times both and drops any that passes
-    the limit or cannot run.
+    An order with a W ahead of its B comes back repaired: the W deferred (``defer_early_w``),
+    or, where that passes the limit, the B pulled forward (``pull_late_b``, the authors' peak);
+    the caller drops any that cannot run. One order per block is timed: where both fitted, in
+    the best blocks at p = 32, m = 64, deferring the W was as short or shorter.
 
     Compared over the whole family at p = 4..32 (under equal, uneven and latency costs), the
     authors' choice at a limit always had the highest peak under it.
@@ -691,7 +692,11 @@ def search(p: int, m: int, limit: float, work: int, times: np.ndarray | None = N
             if runs_in_order(built[0]):
                 out.append(built[0])
             else:
-                out += [rows for rows in (defer_early_w(built[0]), pull_late_b(built[0])) if rows is not None]
+                fixed = defer_early_w(built[0])
+                if fixed is None or max(_peaks(fixed)) > half:
+                    fixed = pull_late_b(built[0])
+                if fixed is not None:
+                    out.append(fixed)
     return out
 
 
