@@ -133,7 +133,7 @@ def main() -> None:
         print("\n| p | m | costs (per chunk) | ppviz shorter | equal | longer | most shorter by |")
         print("|---:|---:|---|---:|---:|---:|---:|")
         for (p, m, cost_name), (short, equal, longer, gain) in tally.items():
-            print(f"| {p} | {m} | {cost_name} | {short} | {equal} | {longer} | {-gain:g} |")
+            print(f"| {p} | {m} | {cost_name} | {short} | {equal} | {longer} | {max(0.0, -gain):g} |")
     else:
         times()
 

@@ -129,7 +129,7 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
     return order
 
 
-FAMILY_WORK = 32_000  # blocks built per search × p × max(m, 2p): 7 blocks, about 0.7 s, at 32 × 128
+FAMILY_WORK = 44_000  # blocks built per search × p × max(m, 2p): 10 blocks at 32 × 128, 14 at 32 × 96
 REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (about 0.4 s each at 32 × 64)
 
 
