@@ -600,3 +600,22 @@ def test_v_auto_at_p32_is_not_longer_where_it_was(cost, limit, first, o0, o1, le
     got, top = ppviz_span("v-auto", 32, 64, COSTS[cost], max_memory=limit)
     assert got <= theirs
     assert top <= limit
+
+
+@pytest.mark.parametrize("p", [4, 6])
+def test_the_cost_aware_guess_times_the_repeated_rows_as_the_simulator_does(p):
+    """``repeated_spans`` times every block's bare repeated rows at once; each must equal ppviz's
+    simulator on those rows, under uneven op times and a latency."""
+    from ppviz.schedules.vshape import _letter_times
+
+    costs = ppviz.make_costs(f=2, b=3, w=1, p2p=0.5)
+    times, lag = _letter_times(p, costs)
+    family = vfamily.blocks(p)[::7]
+    got = vfamily.repeated_spans(p, family, times, lag, n=6)
+    for block, guess in zip(family, got):
+        rows = ["".join(row).replace(" ", "") for row in vfamily._repeated(p, 6, block)]
+        run = ppviz.evaluate(make_schedule(Placement.vshape(p), 6, vfamily.to_order(rows)), costs)
+        assert guess == pytest.approx(max(run.metrics.span))
+    level = max(vfamily.levels(p).values(), key=len)
+    ranked = vfamily.likely_first(p, level, times, lag)
+    assert sorted(ranked) == sorted(level) and ranked[: vfamily.AUTHORS_FIRST] == list(level[: vfamily.AUTHORS_FIRST])
