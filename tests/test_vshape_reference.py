@@ -589,9 +589,9 @@ def test_a_late_b_pulled_forward_keeps_the_authors_peak_and_runs():
 )
 def test_v_auto_at_p32_is_not_longer_where_it_was(cost, limit, first, o0, o1, len0, theirs):
     """Issue 11's two cases at p = 32, m = 64 where v-auto was longer than the authors' whole
-    search (560 and 625). Their best there is this one block's order (found by
-    bench/bench_vshape.py --authors over the whole family), with a W ahead of its B that their
-    timing lets run early. Built and timed here by the reference, it gives their figure; v-auto,
+    search (560 and 625). Their best there is this one block's order (found by timing every
+    order of the family their way, as bench/bench_vshape.py --authors does), with a W ahead of its
+    B that their timing lets run early. Built and timed here by the reference, it gives their figure; v-auto,
     with a valid order within the limit, is no longer."""
     whole = whole_pattern(first, OFFSETS[o0 - 1], OFFSETS[o1 - 1], len0, 32)
     rows, peak = by_pattern(32, 64, whole)
