@@ -54,7 +54,7 @@ def times() -> None:
 
 
 COSTS = {"equal": (1, 1, 1, 0), "latency 0.5": (1, 1, 1, 0.5), "b = 2": (1, 2, 1, 0)}  # per chunk
-SIZES = ((16, 32), (16, 48), (16, 64), (32, 64), (32, 96))
+SIZES = ((16, 32), (16, 48), (16, 64), (32, 64), (32, 96), (32, 128))
 BETWEEN = (0.45, 0.55, 0.6, 0.7, 0.8, 0.9)  # v-auto limits, × p, rounded to a half: V-Min's to V-ZB's
 
 
