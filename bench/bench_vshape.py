@@ -5,11 +5,15 @@ built once in a fresh process, so no cache helps), and ``--authors`` for the com
 the authors' search at a memory limit (every block of their family, their warm-up and cool-down
 rules, their timing; ppviz's ``vfamily`` builds them order for order, which
 tests/test_vshape_reference.py checks against a literal re-implementation) against ppviz at the
-same limit. The comparison builds the whole family (about 1,800 blocks at p = 32): minutes.
+same limit, at V-Min's, V-Half's and V-ZB's memory and six limits between, under three cost
+settings. The comparison builds the whole family (about 1,800 blocks at p = 32) and times it the
+authors' way: tens of minutes; ``--cache DIR`` keeps the authors' side, ``--sizes 16x32,32x64``
+picks sizes.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -50,49 +54,86 @@ def times() -> None:
 
 
 COSTS = {"equal": (1, 1, 1, 0), "latency 0.5": (1, 1, 1, 0.5), "b = 2": (1, 2, 1, 0)}  # per chunk
+SIZES = ((16, 32), (16, 48), (16, 64), (32, 64), (32, 96), (32, 128))
+BETWEEN = (0.45, 0.55, 0.6, 0.7, 0.8, 0.9)  # v-auto limits, × p, rounded to a half: V-Min's to V-ZB's
 
 
-def authors(p: int, m: int) -> None:
-    """The authors' best span per limit (all their orders / only those that run) against ppviz."""
+def authors_family(p: int, m: int, cache: Path | None) -> list[tuple[int, bool, dict[str, float]]]:
+    """(peak in half shares, runs as it is, the authors' span per cost) of every order of their
+    family; ``--cache DIR`` keeps them (they do not depend on ppviz's search), since the authors'
+    timing, a literal re-implementation, takes minutes at p = 32."""
     import test_vshape_reference as ref
 
-    import ppviz
     from ppviz.schedules import vfamily
 
+    path = cache / f"authors_{p}x{m}.json" if cache else None
+    if path and path.exists():
+        return [(peak, runs, spans) for peak, runs, spans in json.loads(path.read_text())]
+    out = []
+    for block in vfamily.blocks(p):
+        built = vfamily.build_rows(p, m, block)
+        if built is not None:
+            rows, peak = built
+            spans = {name: ref.span([list(r) for r in rows], *cost) for name, cost in COSTS.items()}
+            out.append((peak, vfamily.runs_in_order(rows), spans))
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out))
+    return out
+
+
+def authors(p: int, m: int, cache: Path | None, tally: dict) -> None:
+    """The authors' best span per limit (all their orders / only those that run) against ppviz."""
+    import ppviz
+
     t = time.perf_counter()
-    built = [b for b in (vfamily.build_rows(p, m, block) for block in vfamily.blocks(p)) if b is not None]
-    runs = [vfamily.runs_in_order(rows) for rows, _ in built]
-    print(f"p={p} m={m}: {len(built)} orders built in {time.perf_counter() - t:.0f}s, "
-          f"{runs.count(False)} run a W before its B", flush=True)  # fmt: skip
-    lowest = min(peak for _, peak in built)
+    built = authors_family(p, m, cache)
+    stuck = sum(not runs for _, runs, _ in built)
+    print(f"<!-- p={p} m={m}: {len(built)} orders ({time.perf_counter() - t:.0f}s), {stuck} run a W before its B -->",
+          flush=True)  # fmt: skip
+    lowest = min(peak for peak, _, _ in built)
     limits = {"v-min": (p + 4) // 3, "v-half": (p + 2) // 2, "v-zb": p}
-    limits["v-auto 0.6p"] = round(0.6 * p * 2) / 2
-    limits["v-auto 0.8p"] = round(0.8 * p * 2) / 2
+    for x in BETWEEN:
+        limits[f"v-auto {x:g}p"] = round(x * p * 2) / 2
     for cost_name, cost in COSTS.items():
-        spans = [ref.span([list(r) for r in rows], *cost) for rows, _ in built]
         for name, limit in limits.items():
             half = int(2 * limit)
             if half < lowest:
                 continue
-            fit = [(s, ok) for s, (_, peak), ok in zip(spans, built, runs) if peak <= half]
+            fit = [(spans[cost_name], runs) for peak, runs, spans in built if peak <= half]
             any_order = min(s for s, _ in fit)
             running = min((s for s, ok in fit if ok), default=float("nan"))
             f, b, w, c = cost
             params = {"max_memory": limit} if name.startswith("v-auto") else {}
             run = ppviz.simulate(name.split()[0], p, m, f=2 * f, b=2 * b, w=2 * w, p2p=c, **params)
             mine = max(run.metrics.span)
+            assert max(run.metrics.peak_activation) <= limit + 1e-9, (name, limit)
             runs_text = "—" if running != running else f"{running:g}"  # NaN: none of them runs
+            diff = mine - any_order
+            row = tally.setdefault((p, m, cost_name), [0, 0, 0, 0.0])
+            row[0 if diff < 0 else 1 if diff == 0 else 2] += 1
+            row[3] = min(row[3], diff)
             print(f"| {p} | {m} | {cost_name} | {name} | {limit:g} | {any_order:g} | {runs_text} | {mine:g} "
-                  f"| {mine - any_order:+g} |", flush=True)  # fmt: skip
+                  f"| {diff:+g} |", flush=True)  # fmt: skip
 
 
 def main() -> None:
     if "--authors" in sys.argv:
+        cache = Path(sys.argv[sys.argv.index("--cache") + 1]) if "--cache" in sys.argv else None
+        sizes = SIZES
+        if "--sizes" in sys.argv:  # e.g. --sizes 16x32,32x64
+            arg = sys.argv[sys.argv.index("--sizes") + 1]
+            sizes = tuple(tuple(map(int, size.split("x"))) for size in arg.split(","))
         print("| p | m | costs (per chunk) | schedule | limit | authors | authors, orders that run | ppviz "
               "| ppviz − authors |")  # fmt: skip
         print("|---:|---:|---|---|---:|---:|---:|---:|---:|")
-        for p, m in ((16, 32), (16, 64), (32, 64)):
-            authors(p, m)
+        tally: dict = {}
+        for p, m in sizes:
+            authors(p, m, cache, tally)
+        print("\n| p | m | costs (per chunk) | ppviz shorter | equal | longer | most shorter by |")
+        print("|---:|---:|---|---:|---:|---:|---:|")
+        for (p, m, cost_name), (short, equal, longer, gain) in tally.items():
+            print(f"| {p} | {m} | {cost_name} | {short} | {equal} | {longer} | {max(0.0, -gain):g} |")
     else:
         times()
 

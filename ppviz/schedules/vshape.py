@@ -15,8 +15,11 @@ rules (``vfamily.py``), ppviz's own blocks below, and greedy re-timings under th
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..costs import Costs
 from ..ir import Action, B, F, Kind, Placement, Schedule, Step, W, make_schedule
+from ..simulator import ScheduleError
 from . import vfamily
 from .greedy import order_peak, repairs, score
 from .registry import Param, Spec, register
@@ -126,7 +129,7 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
     return order
 
 
-FAMILY_WORK = 32_000  # blocks built per search × p × max(m, 2p): 7 blocks, about 0.7 s, at 32 × 128
+FAMILY_WORK = 44_000  # blocks built per search × p × max(m, 2p): 10 blocks at 32 × 128, 14 at 32 × 96
 REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (about 0.4 s each at 32 × 64)
 
 
@@ -134,7 +137,8 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
     """The least-bubble V schedule within ``limit`` (default: the largest reference's own peak).
 
     Candidates: the authors' family under that limit (``vfamily.search``: their blocks, warm-up
-    and cool-down rules) and ppviz's own reference orders; the best of each, and for sizes up to
+    and cool-down rules, the likely best under these op times built first, orders with a W ahead
+    of its B repaired two ways) and ppviz's own reference orders; the best of each, and for sizes up to
     ``REPAIR_SIZE`` their greedy re-timings under the real op times (W deferred while anything
     else is ready). All are simulated exactly; the shortest longest span wins, so the result is
     never longer than the authors' choice among the blocks built.
@@ -149,11 +153,12 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
     if fits and not small:  # large runs: only the own block nearest the limit
         top = max(peak for peak, _ in fits)
         fits = [(peak, ref) for peak, ref in fits if peak == top]
-    family = [vfamily.to_order(rows) for rows in vfamily.search(p, m, cap, FAMILY_WORK)]
+    found = vfamily.search(p, m, cap, FAMILY_WORK, *_letter_times(p, costs))
+    family = [vfamily.to_order(rows) for rows in found]
     if not fits and not family:
         need = min([*own, vfamily.lowest_peak(p)])
         raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it to at least {need:g}")
-    scored = [score(placement, m, order, cap, costs) for order in [ref for _, ref in fits] + family]
+    scored = [_score(placement, m, order, cap, costs) for order in [ref for _, ref in fits] + family]
     best = [min((s for s in group if s is not None), default=None, key=lambda s: s[0])
             for group in (scored[: len(fits)], scored[len(fits) :])]  # fmt: skip
     best = [s for s in best if s is not None]
@@ -164,6 +169,32 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
         repaired = [r for ref in tried for r in repairs(placement, m, ref, cap, costs)]
         best += [s for s in (score(placement, m, order, cap, costs) for order in repaired) if s is not None]
     return min(best, key=lambda s: s[0])[1]
+
+
+def _letter_times(p: int, costs: Costs):
+    """Op times and input latencies per (device, letter F f B b W w), as ``vfamily`` reads them."""
+    kind_stage = np.empty((p, 6, 2), dtype=np.int64)  # (kind row of durations, stage) per letter
+    dev = np.arange(p)
+    low, high = dev, 2 * p - 1 - dev
+    for letter, (kind, stage) in enumerate(((0, low), (0, high), (1, high), (1, low), (2, high), (2, low))):
+        kind_stage[:, letter, 0], kind_stage[:, letter, 1] = kind, stage
+    times = costs.durations(2 * p, p)[kind_stage[..., 0], kind_stage[..., 1]]
+    src = np.stack([dev - 1, dev + 1, dev - 1, dev + 1, dev, dev], axis=1).clip(0, p - 1)
+    if any(any(row) for row in costs.link_p2p):
+        links = np.asarray(costs.link_p2p, dtype=float)
+        lag = links[src, dev[:, None]]
+    else:
+        lag = np.full((p, 6), float(costs.p2p))
+    return times, lag
+
+
+def _score(placement: Placement, m: int, order: list[list[Action]], cap: float, costs: Costs):
+    """``score``, or None for an order that cannot run (a repaired family order whose pulled B
+    waits on an op queued behind it)."""
+    try:
+        return score(placement, m, order, cap, costs)
+    except ScheduleError:
+        return None
 
 
 def _stretch_reference(p: int, m: int, stretch: int) -> list[list[Action]]:
