@@ -186,44 +186,50 @@ def zero3_exposed(part: layer.Part, gpu: Gpu, groups) -> tuple[float, float, flo
 def _stage_plan(
     model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ...], tied_shared: bool, zero3=None
 ) -> StagePlan:
+    # per stage, its dense and MoE layer counts, plus the embedding on stage 0 and the head on the last:
+    # each column below is added in that order, so every figure is the per-stage sum k·part, term by term
     S = len(split)
     dense = layer.layer(model, gpu, shape, False)
     moe = layer.layer(model, gpu, shape, True) if model.moe else dense
     emb = layer.embedding(model, gpu, shape)
     hd = layer.head(model, gpu, shape, own_weights=not (model.tied_embeddings and tied_shared))
+    n = np.asarray(split, dtype=float)
+    ends = np.cumsum(split)
+    n_moe = np.maximum(0, ends - np.maximum(ends - n, model.dense_layers)) if model.moe else np.zeros(S)
+    first, last = np.zeros(S), np.zeros(S)
+    first[0], last[-1] = 1.0, 1.0
+    columns = [(dense, n - n_moe), (moe, n_moe), (emb, first), (hd, last)]
     f, b, w = np.zeros(S), np.zeros(S), np.zeros(S)
-    cm = np.zeros((3, S))
-    a2a = np.zeros((3, S))
-    z3 = np.zeros((3, S))
-    act, lact, par, epar = np.zeros(S), np.zeros(S), np.zeros(S), np.zeros(S)
-    rec = 0.0
-    first = 0
-    for s, n in enumerate(split):
-        n_moe = sum(1 for i in range(first, first + n) if model.is_moe_layer(i))
-        first += n
-        parts = [(dense, n - n_moe), (moe, n_moe)]
-        if s == 0:
-            parts.append((emb, 1))
-        if s == S - 1:
-            parts.append((hd, 1))
-        for p, k in parts:
-            if not k:
-                continue
-            ef, eb, ew = zero3_exposed(p, gpu, zero3) if zero3 is not None else (0.0, 0.0, 0.0)
-            z3[:, s] += (k * ef, k * eb, k * ew)
-            f[s] += k * (p.f.s + ef)
-            b[s] += k * (p.b.s + eb)
-            w[s] += k * (p.w.s + ew)
-            cm[:, s] += (k * p.f.comm_s, k * (p.b.comm_s), k * p.w.comm_s)
-            a2a[:, s] += (k * p.f.a2a_s, k * p.b.a2a_s, k * p.w.a2a_s)
-            act[s] += k * p.activation_bytes
-            par[s] += k * p.params
-            epar[s] += k * p.expert_params
-            rec += k * p.recompute.flops
-        lact[s] = (n - n_moe) * dense.activation_bytes + n_moe * moe.activation_bytes
+    cm, a2a, z3 = np.zeros((3, S)), np.zeros((3, S)), np.zeros((3, S))
+    act, par, epar = np.zeros(S), np.zeros(S), np.zeros(S)
+    for p, k in columns:
+        if not k.any():
+            continue
+        ef, eb, ew = zero3_exposed(p, gpu, zero3) if zero3 is not None else (0.0, 0.0, 0.0)
+        z3 += np.outer((ef, eb, ew), k)
+        f += k * (p.f.s + ef)
+        b += k * (p.b.s + eb)
+        w += k * (p.w.s + ew)
+        cm += np.outer((p.f.comm_s, p.b.comm_s, p.w.comm_s), k)
+        a2a += np.outer((p.f.a2a_s, p.b.a2a_s, p.w.a2a_s), k)
+        act += k * p.activation_bytes
+        par += k * p.params
+        epar += k * p.expert_params
+    lact = (n - n_moe) * dense.activation_bytes + n_moe * moe.activation_bytes
     return StagePlan(
-        split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar, rec, a2a, z3
-    )
+        tuple(split), tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar,
+        _recompute_flops(columns), a2a, z3,
+    )  # fmt: skip
+
+
+def _recompute_flops(columns) -> float:
+    """Recomputed FLOPs per microbatch over every stage, summed stage by stage (parts in column order)."""
+    total = 0.0
+    for s in range(len(columns[0][1])):
+        for p, k in columns:
+            if k[s]:
+                total += int(k[s]) * p.recompute.flops
+    return total
 
 
 def p2p_links(model: Model, gpu: Gpu, layout: Layout, devices: int) -> tuple[tuple[float, ...], ...]:

@@ -24,8 +24,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..ir import KIND_INDEX, Kind, Placement, Schedule
-from ..simulator import _flatten  # columns of every action in device order (the simulator's own reader)
+from ..ir import KIND_INDEX, Kind, Overlap, Placement, Schedule
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
 SAFETY = 1e-9  # relative slack when comparing a computed peak with a capacity (float summation order)
@@ -60,7 +59,7 @@ class Order:
 
     @cached_property
     def _columns(self):
-        return _flatten(self.schedule)
+        return columns(self.schedule)
 
     @cached_property
     def crossings(self) -> np.ndarray:
@@ -84,8 +83,8 @@ class Order:
         """Whether some slot runs two actions (an overlapped pair); unknown orders count as paired."""
         if self.schedule is None:
             return True
-        dev, _, _, _, _, slot_device = self._columns
-        return len(slot_device) < len(dev)
+        stage, _, _, slot_device = self._columns
+        return len(slot_device) < len(stage)
 
     def slot_ceiling_s(self, f: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
         """Per device: no slot lasts longer than this (the longest action it holds, twice with pairs)."""
@@ -115,7 +114,7 @@ class Order:
         if self.schedule is None:
             held = self.held_mask.any(axis=0)  # [stage, device]
             return np.where(held, stage_bytes[:, None], 0.0).max(axis=0), False
-        dev, stage, _, kind, slot, slot_device = self._columns
+        stage, kind, slot, slot_device = self._columns
         size = stage_bytes[stage]
         add = np.where(kind == _F, size, 0.0)
         free = np.select([kind == _BW, kind == _B, kind == _W], [size, b_frees * size, (1 - b_frees) * size], 0.0)
@@ -131,6 +130,25 @@ class Order:
         peak = np.zeros(self.devices)
         np.maximum.at(peak, slot_device, at_peak)
         return peak, True
+
+
+def columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
+    """(stage, kind, slot) of every action in device order and the device of every slot, as the
+    simulator numbers them (an idle step is no slot, an overlapped pair is two actions in one slot):
+    one pass over a built schedule's order, for the activation curve."""
+    stage, kind, slot, slot_device = [], [], [], []
+    n = 0
+    for d, steps in enumerate(schedule.order):
+        for step in steps:
+            if step is None:
+                continue
+            for a in step if type(step) is Overlap else (step,):
+                stage.append(a[0])
+                kind.append(KIND_INDEX[a[2]])
+                slot.append(n)
+            slot_device.append(d)
+            n += 1
+    return tuple(np.asarray(x, dtype=np.int64) for x in (stage, kind, slot, slot_device))
 
 
 def order_of(schedule: Schedule, split_backward: bool) -> Order:

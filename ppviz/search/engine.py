@@ -31,6 +31,7 @@ from .result import SearchResult, row_of
 # ZeRO-3 joins when asked (zero=[3]). The estimate layer times its per-layer gathers inside the ops,
 # so its stage times differ: it is its own simulation (run key) and its own DP-sync floor (none at the end)
 ZEROS = (0, 1, 2)
+ORDER_CACHE = int(__import__("os").environ.get("ORDER_CACHE", "4096"))
 # static bytes per parameter that no ZeRO stage goes below, before sharding: bf16 weight, fp32
 # gradient, fp32 master + Adam moments (the estimate layer's Megatron accounting)
 WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 4, 12
@@ -303,7 +304,7 @@ class _Search:
                 if len(o.placement.devices_of) > 1:  # how microbatches split between directions: build it
                     o = self._order(lay, v, True)
             self.orders[key] = o
-            if len(self.orders) > 256:
+            if len(self.orders) > ORDER_CACHE:
                 self.orders.popitem(last=False)
         else:
             self.orders.move_to_end(key)
