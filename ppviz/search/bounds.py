@@ -92,20 +92,28 @@ class Order:
         held = self.held_mask.any(axis=0)  # [stage, device]
         return np.where(held, longest[:, None], 0.0).max(axis=0) * (2.0 if self.paired else 1.0)
 
+    @cached_property
+    def _held_flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every (direction, stage, device) held for a used direction, flat: the stage, the device
+        changes before it, the device; and [device, stage] microbatch counts (what busy sums)."""
+        r, s, d = np.nonzero(self.held_mask)
+        counts = np.einsum("rsd,r->ds", self.held_mask, np.asarray(self.used, float))
+        return s, self.crossings[r, s], d, counts
+
     def makespan_floor_s(self, f: np.ndarray, b: np.ndarray, w: np.ndarray, p2p_s: float) -> float:
         """A lower bound on the simulated makespan under exact per-stage times f, b, w (seconds)."""
         # every microbatch of a direction runs F and B + W (or BW, which takes b + w) of each stage once,
         # on the device holding it (the simulator checks this), and a pair takes the sum of its two ops
-        busy = np.einsum("rsd,r,s->d", self.held_mask, np.asarray(self.used, float), f + b + w)
-        before_f = np.concatenate([[0.0], np.cumsum(f)[:-1]])
-        chain_f = before_f[None, :] + p2p_s * self.crossings  # [direction, stage]
-        first = np.where(self.held_mask, chain_f[:, :, None], np.inf).min(axis=(0, 1))
-        if self.split_backward:
-            tail = np.zeros(self.devices)
-        else:
-            before_bw = np.concatenate([[0.0], np.cumsum(b + w)[:-1]])
-            chain_bw = before_bw[None, :] + p2p_s * self.crossings
-            tail = np.where(self.held_mask, chain_bw[:, :, None], np.inf).min(axis=(0, 1))
+        s, crossings, d, counts = self._held_flat
+        busy = counts @ (f + b + w)
+        # a device's first op waits for the forwards of the earlier stages of its microbatch (and p2p per device
+        # change); without a separate W its last op is a full backward whose gradient still flows back
+        first = np.full(self.devices, np.inf)
+        np.minimum.at(first, d, np.concatenate([[0.0], np.cumsum(f)[:-1]])[s] + p2p_s * crossings)
+        tail = np.zeros(self.devices)
+        if not self.split_backward:
+            tail[:] = np.inf
+            np.minimum.at(tail, d, np.concatenate([[0.0], np.cumsum(b + w)[:-1]])[s] + p2p_s * crossings)
         return float(np.max(np.where(np.isfinite(first), first, 0.0) + busy + np.where(np.isfinite(tail), tail, 0.0)))
 
     def activation_peak(self, stage_bytes: np.ndarray, b_frees: float = 0.0) -> tuple[np.ndarray, bool]:

@@ -31,7 +31,7 @@ from .result import SearchResult, row_of
 # ZeRO-3 joins when asked (zero=[3]). The estimate layer times its per-layer gathers inside the ops,
 # so its stage times differ: it is its own simulation (run key) and its own DP-sync floor (none at the end)
 ZEROS = (0, 1, 2)
-ORDER_CACHE = int(__import__("os").environ.get("ORDER_CACHE", "4096"))
+ORDER_CACHE = 4096  # built schedules kept (each distinct (schedule, pp, m, vpp) is built once)
 # static bytes per parameter that no ZeRO stage goes below, before sharding: bf16 weight, fp32
 # gradient, fp32 master + Adam moments (the estimate layer's Megatron accounting)
 WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 4, 12
@@ -313,8 +313,9 @@ class _Search:
     def _expand(self, grp: _Group) -> None:
         """A group into its schedules, each bounded by its makespan floor alone (the rest when popped)."""
         g = grp.g
+        base = g.layout(self.gbs)
         for v in grp.variants:
-            lay = g.layout(self.gbs, schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
+            lay = _with(base, schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
             order = self._order(lay, v, False)
             raw = self._raw(lay, v, order, grp.mem_lb)
             heapq.heappush(self.heap, (raw.lb_s, next(self.seq), raw))
@@ -350,7 +351,7 @@ class _Search:
         f, b, w = np.asarray(plan.f), np.asarray(plan.b), np.asarray(plan.w)
         act, exact = order.activation_peak(np.asarray(plan.activation_bytes), lay.b_frees)
         slot = order.slot_ceiling_s(f, b, w)
-        pre = Estimate(self.model, self.gpu, replace(lay, zero=zero), stub, None, plan, p2p)
+        pre = Estimate(self.model, self.gpu, _with(lay, zero=zero), stub, None, plan, p2p)
         key = (pl.devices_of, order.used, id(plan))
         held = self.held.get(key)
         if held is None:  # parameters per device, by the estimate layer's code, once per placement and plan
@@ -387,7 +388,7 @@ class _Search:
             k: node.pre.__dict__[k] for k in ("params_per_device", "expert_params_per_device") if k in node.pre.__dict__
         }
         for z in self.zeros:
-            pre = Estimate(self.model, self.gpu, replace(lay, zero=z), node.pre.run, None, node.plan, node.p2p)
+            pre = Estimate(self.model, self.gpu, _with(lay, zero=z), node.pre.run, None, node.plan, node.p2p)
             pre.__dict__.update(keep)  # zero-independent, already computed by the estimate layer's code
             st = pre.static_bytes
             mem = float((st["weight"] + st["grad"] + st["optimizer"] + node.act).max())
@@ -492,6 +493,15 @@ class _Search:
         )  # fmt: skip
 
 
+def _with(lay: Layout, **fields) -> Layout:
+    """A copy of a checked layout with fields the space already checked (a schedule the registry
+    accepts, its chunks and split, a ZeRO stage): dataclasses.replace without re-running the checks."""
+    out = object.__new__(Layout)
+    out.__dict__.update(lay.__dict__)
+    out.__dict__.update(fields)
+    return out
+
+
 def _sync_mode(zero: int) -> int:
     """ZeRO stages that synchronise alike: 0 all-reduces at the end, 1 and 2 reduce-scatter and
     all-gather at the end, 3 gathers and reduce-scatters layer by layer inside the ops."""
@@ -499,7 +509,7 @@ def _sync_mode(zero: int) -> int:
 
 
 def _rezero(pre: Estimate, zero: int) -> Estimate:
-    out = Estimate(pre.model, pre.gpu, replace(pre.layout, zero=zero), pre.run, None, pre.plan, pre.p2p_s)
+    out = Estimate(pre.model, pre.gpu, _with(pre.layout, zero=zero), pre.run, None, pre.plan, pre.p2p_s)
     out.__dict__.update(
         {k: pre.__dict__[k] for k in ("params_per_device", "expert_params_per_device") if k in pre.__dict__}
     )
