@@ -154,13 +154,43 @@ def stage_plan(model: Model, gpu: Gpu, layout: Layout, stages: int, tied_shared:
 
 def dp_groups(layout: Layout, gpu: Gpu) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(size, rank stride, members per NVLink domain) of the data-parallel groups of the dense
-    parameters (dp·cp, as Megatron shards them) and of the routed experts (dp·cp/ep)."""
+    parameters (dp·cp, as Megatron shards them) and of the routed experts (dp·cp/ep). With an NVLink
+    placement (``nvlink_dp_pp``) the domain holds the whole tp·cp group and that many dp ranks."""
     dom = gpu.nvlink_domain
     n_dense = layout.dp * layout.cp
     n_exp = max(1, n_dense // layout.ep)
     stride_exp = layout.tp * layout.cp * layout.ep
+    if layout.nvlink_dp_pp is not None:
+        k = comm.per_domain(layout.cp, layout.tp, dom) * layout.nvlink_dp_pp[0]
+        return (n_dense, layout.tp, k), (n_exp, stride_exp, max(1, k // layout.ep))
     dense = (n_dense, layout.tp, comm.per_domain(n_dense, layout.tp, dom))
     return dense, (n_exp, stride_exp, comm.per_domain(n_exp, stride_exp, dom))
+
+
+def check_nvlink(layout: Layout, gpu: Gpu) -> None:
+    """An NVLink placement must fit in one domain: tp·cp·(dp ranks)·(pp ranks) GPUs at most."""
+    if layout.nvlink_dp_pp is None:
+        return
+    a, b = layout.nvlink_dp_pp
+    n = layout.tp * layout.cp * a * b
+    if a * b > 1 and n > gpu.nvlink_domain:
+        raise SpecError(
+            f"nvlink_dp_pp {a},{b} puts tp·cp·{a}·{b} = {n} GPUs in one NVLink domain of {gpu.nvlink_domain}: "
+            "lower the dp or pp ranks in it"
+        )
+
+
+def pipeline_same_domain(layout: Layout, gpu: Gpu, a: int, b: int) -> bool:
+    """Whether pipeline devices a and b share an NVLink domain (Megatron's order, or the placement's
+    consecutive pp ranks per domain)."""
+    per = layout.nvlink_dp_pp[1] if layout.nvlink_dp_pp is not None else 0
+    return _pipeline_same(a, b, layout.tp * layout.cp * layout.dp, gpu.nvlink_domain, per)
+
+
+def _pipeline_same(a: int, b: int, stride: int, domain: int, pp_per_domain: int) -> bool:
+    if pp_per_domain:
+        return a // pp_per_domain == b // pp_per_domain
+    return comm.same_domain(a * stride, b * stride, domain)
 
 
 def zero3_groups(layout: Layout, gpu: Gpu) -> tuple[tuple[int, int], tuple[int, int]] | None:
@@ -235,19 +265,19 @@ def _recompute_flops(columns) -> float:
 def p2p_links(model: Model, gpu: Gpu, layout: Layout, devices: int) -> tuple[tuple[float, ...], ...]:
     """Seconds to send one microbatch's activation (or its gradient) from each pipeline device to
     each other: on NVLink when their ranks share a domain, else on the network (0 to itself)."""
-    return _links(model.seq, model.hidden, gpu, layout.mbs, layout.tp, layout.cp, layout.dp, devices)
+    per = layout.nvlink_dp_pp[1] if layout.nvlink_dp_pp is not None else 0
+    return _links(model.seq, model.hidden, gpu, layout.mbs, layout.tp, layout.cp, layout.dp, devices, per)
 
 
 @lru_cache(maxsize=256)
-def _links(seq: int, hidden: int, gpu: Gpu, mbs: int, tp: int, cp: int, dp: int, devices: int):
+def _links(seq: int, hidden: int, gpu: Gpu, mbs: int, tp: int, cp: int, dp: int, devices: int, pp_per_domain: int = 0):
     size = layer.BF16 * mbs * seq / cp * hidden / tp
-    stride = tp * cp * dp
     inside, outside = comm.p2p_s(size, True, gpu), comm.p2p_s(size, False, gpu)
+    same = [[_pipeline_same(a, b, tp * cp * dp, gpu.nvlink_domain, pp_per_domain) for b in range(devices)]
+            for a in range(devices)]  # fmt: skip
     return tuple(
-        tuple(0.0 if a == b else inside if comm.same_domain(a * stride, b * stride, gpu.nvlink_domain) else outside
-              for b in range(devices))
-        for a in range(devices)
-    )  # fmt: skip
+        tuple(0.0 if a == b else inside if same[a][b] else outside for b in range(devices)) for a in range(devices)
+    )
 
 
 def boundary_p2p(links, schedule: Schedule) -> list[float]:
@@ -277,6 +307,7 @@ def estimate(
     m = layout.microbatches
     shape = shape_of(layout)
     layer.check(model, shape)
+    check_nvlink(layout, gpu)
     if schedule is None:
         spec = schedules.get(layout.schedule)
         uniform = _uniform_costs(model, gpu, layout) if spec.uses_costs else None
@@ -417,8 +448,7 @@ class Estimate:
         for row in sched.placement.devices_of:
             a, b = row[0], row[-1]
             if a != b:
-                stride = self.layout.tp * self.layout.cp * self.layout.dp
-                same = comm.same_domain(a * stride, b * stride, self.gpu.nvlink_domain)
+                same = pipeline_same_domain(self.layout, self.gpu, a, b)
                 size = GRAD_B * self.model.vocab * self.model.hidden / self.layout.tp
                 t = comm.all_reduce_s(size, 2, 2 if same else 1, self.gpu)
                 out[a] = max(out[a], t)

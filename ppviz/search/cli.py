@@ -24,7 +24,7 @@ from .space import Options
 
 CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
               "mbs", "schedule", "recompute", "sequence_parallel", "zero", "tp_mode", "tp2d", "summa_blocks",
-              "layer_split", "microbatches", "bubble_fraction", "command")  # fmt: skip
+              "nvlink_dp_pp", "layer_split", "microbatches", "bubble_fraction", "command")  # fmt: skip
 
 
 def _ints(text: str) -> list[int]:
@@ -52,6 +52,8 @@ def add_parser(sub) -> None:
     p.add_argument("--sequence-parallel", choices=("on", "off", "both"), default="both", help="(default both)")
     p.add_argument("--even-only", action="store_true", help="only stage counts that divide the layers")
     p.add_argument("--tp-within-domain", action="store_true", help="keep every TP group inside one NVLink domain")
+    p.add_argument("--megatron-order", action="store_true",
+                   help="only Megatron's rank order in the NVLink domain (not NERSC's dp/pp placements)")  # fmt: skip
     p.add_argument(
         "--tp-mode",
         type=_names,
@@ -95,7 +97,7 @@ def options(args: argparse.Namespace) -> Options:
         **{n: getattr(args, f"opt_{n}") for n in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero")},
         schedules=args.schedules, recompute=args.recompute, sequence_parallel=sp, uneven=not args.even_only,
         headroom=args.headroom, tp_within_domain=args.tp_within_domain, tp_mode=args.tp_mode, tp2d=args.tp2d,
-        summa_blocks=args.summa_blocks,
+        summa_blocks=args.summa_blocks, nvlink_placements=not args.megatron_order,
     )  # fmt: skip
 
 
@@ -152,7 +154,10 @@ def to_csv(result: SearchResult) -> str:
     w.writerow(CSV_FIELDS)
     for row in result.layouts:
         w.writerow(
-            ["/".join(map(str, row[k])) if k in ("layer_split", "tp2d") and row[k] else row[k] for k in CSV_FIELDS]
+            [
+                "/".join(map(str, row[k])) if k in ("layer_split", "tp2d", "nvlink_dp_pp") and row[k] else row[k]
+                for k in CSV_FIELDS
+            ]  # fmt: skip
         )
     return buf.getvalue()
 
@@ -194,6 +199,8 @@ def _layout(r: dict) -> str:
         parts.append(
             f"2D {r['tp2d'][0]}×{r['tp2d'][1]}" + (f" {r['summa_blocks']} blocks" if r["summa_blocks"] else "")
         )
+    if r.get("nvlink_dp_pp"):
+        parts.append(f"NVLink dp {r['nvlink_dp_pp'][0]} × pp {r['nvlink_dp_pp'][1]}")
     parts.append(f"ZeRO {r['zero']}")
     if r["layer_split"]:
         parts.append("layers " + "/".join(map(str, r["layer_split"])))

@@ -327,7 +327,7 @@ class _Search:
         plan = self.plans.get(key)
         if plan is None:
             plan = self.plans[key] = stage_plan(self.model, self.gpu, lay, order.stages, tied_shared)
-        key = (lay.tp, lay.cp, lay.dp, lay.mbs, pl.devices_of)
+        key = (lay.tp, lay.cp, lay.dp, lay.mbs, lay.nvlink_dp_pp, pl.devices_of)
         p2p = self.p2ps.get(key)
         if p2p is None:
             p2p = self.p2ps[key] = p2p_seconds(self.model, self.gpu, lay, bounds.Unsimulated(order).schedule)
@@ -368,8 +368,8 @@ class _Search:
     def _dp_floor(self, pre: Estimate, zero: int, slot: np.ndarray) -> float:
         """The DP-sync floor, shared by layouts with the same DP groups, parameters per device and slots."""
         lay = pre.layout
-        key = (lay.tp, lay.cp, lay.dp, lay.ep, _sync_mode(zero), pre.run.schedule.placement.devices_of, id(pre.plan),
-               tuple(slot))  # fmt: skip
+        key = (lay.tp, lay.cp, lay.dp, lay.ep, lay.nvlink_dp_pp, _sync_mode(zero),
+               pre.run.schedule.placement.devices_of, id(pre.plan), tuple(slot))  # fmt: skip
         out = self.dp_floors.get(key)
         if out is None:
             out = self.dp_floors[key] = _dp_floor_s(_rezero(pre, zero), slot)
@@ -559,7 +559,7 @@ def rank_key(lay: Layout) -> tuple:
     """Ties in iteration time are ranked by this, so the top k is one definite list."""
     return (lay.schedule, lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.vpp, lay.mbs, lay.recompute,
             lay.sequence_parallel, lay.zero, lay.layer_split or (), lay.tp_mode, lay.tp2d or (),
-            lay.summa_blocks)  # fmt: skip
+            lay.summa_blocks, lay.nvlink_dp_pp or ())  # fmt: skip
 
 
 class _Rev:
@@ -593,6 +593,8 @@ def describe(lay: Layout) -> str:
         sp += f", 2D tp {lay.tp2d[0]}×{lay.tp2d[1]}" + (
             f" in {lay.summa_blocks} SUMMA blocks" if lay.summa_blocks else ""
         )
+    if lay.nvlink_dp_pp:
+        sp += f", NVLink domain dp {lay.nvlink_dp_pp[0]} × pp {lay.nvlink_dp_pp[1]}"
     return (f"{lay.schedule} tp {lay.tp} pp {lay.pp} dp {lay.dp} cp {lay.cp}{vpp} mbs {lay.mbs}, recompute "
             f"{lay.recompute}{sp}, ZeRO {lay.zero}{split}")  # fmt: skip
 
