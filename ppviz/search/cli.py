@@ -74,6 +74,8 @@ def add_parser(sub) -> None:
     p.add_argument("--no-pareto", action="store_true", help="skip the Pareto front (faster)")
     p.add_argument("--pareto-within", type=ascii_float, default=0.1,
                    help="the front covers layouts up to this fraction slower than the best (default 0.1)")  # fmt: skip
+    p.add_argument("--complete-front", action="store_true",
+                   help="the exact front over every layout that fits (slower: see README, Layout search)")  # fmt: skip
     p.add_argument("--jobs", type=ascii_int, default=1, help="local processes to spread the work over (default 1)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -130,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"--jobs must be ≥ 1 (got {args.jobs})")
     bar = _Bar() if sys.stderr.isatty() else None
     kw = dict(top=args.top, options=options(args), budget_s=args.budget, pareto=not args.no_pareto, progress=bar,
-              pareto_within=args.pareto_within)  # fmt: skip
+              pareto_within=float("inf") if args.complete_front else args.pareto_within)  # fmt: skip
     try:
         if args.jobs > 1:
             result = search_parallel(model, gpu, args.gpus, args.gbs, jobs=args.jobs, **kw)
