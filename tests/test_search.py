@@ -320,6 +320,21 @@ def test_the_search_offers_nvlink_placements_and_their_rows_rerun():
     assert [r["nvlink_dp_pp"] for r in only] == [None]
 
 
+def test_complete_front_flag_gives_the_front_over_every_layout():
+    args = ["search", "--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "2048", "--gpus", "8", "--gbs", "16",
+            "--schedules", "1f1b,zb-h1", "--recompute", "none,full", "--zero", "0,1"]  # fmt: skip
+    full = json.loads(_cli(*args, "--complete-front", "--json").stdout)
+    near = json.loads(_cli(*args, "--json").stdout)
+    times = [r["iteration_s"] for r in full["pareto"]]
+    peaks = [max(r["peak_bytes"]) for r in full["pareto"]]
+    assert times == sorted(times) and peaks == sorted(peaks, reverse=True) and len(set(peaks)) == len(peaks)
+    best = full["layouts"][0]["iteration_s"]
+    assert [r["command"] for r in near["pareto"]] == [
+        r["command"] for r in full["pareto"] if r["iteration_s"] <= 1.1 * best
+    ]
+    assert max(times) > 1.1 * best  # the complete front reaches past the 10% window here
+
+
 def test_balanced_split_puts_the_lighter_stages_at_the_edges():
     assert space.balanced_split(126, 16) == (7,) + (8,) * 14 + (7,)  # Llama 3 405B's published split
     assert space.balanced_split(80, 16) is None

@@ -14,7 +14,8 @@ belongs in the top k. Each one below holds for every order the simulator accepts
   (a forward adds at its start, a backward frees at its end, frees first at equal times), so its
   peak is the same for every timing of that order: it is computed from the order alone. A schedule
   that searches its order under the op times (v-*, zb-auto) is not built until it is simulated; for
-  it the bound is static bytes plus the largest single stage activation the device holds.
+  it the bound is static bytes plus the activation of every stage the device holds for one
+  microbatch (all of them are held when it starts the forward of the last one).
 """
 
 from __future__ import annotations
@@ -118,10 +119,12 @@ class Order:
 
     def activation_peak(self, stage_bytes: np.ndarray, b_frees: float = 0.0) -> tuple[np.ndarray, bool]:
         """Per device: the peak activation bytes, and whether it is exact (the order is known) or a
-        lower bound (the largest single stage the device holds)."""
+        lower bound (the stages the device holds, one microbatch each)."""
         if self.schedule is None:
-            held = self.held_mask.any(axis=0)  # [stage, device]
-            return np.where(held, stage_bytes[:, None], 0.0).max(axis=0), False
+            # when a device starts the forward of the last stage it holds for a microbatch, the activations of
+            # its earlier stages for that microbatch are still held: each is freed by a backward (or W) that
+            # comes after that stage's backward, which comes after this forward
+            return np.einsum("rsd,s->rd", self.held_mask, stage_bytes).max(axis=0), False
         stage, kind, slot, slot_device = self._columns
         size = stage_bytes[stage]
         add = np.where(kind == _F, size, 0.0)
