@@ -286,10 +286,15 @@ class _Search:
             + OPTIMIZER_B / (shard if z >= 1 else 1)
         )
         shape = shape_of(lay)
-        act = layer.layer(self.model, self.gpu, shape, False).activation_bytes
-        if self.model.moe:
-            act = min(act, layer.layer(self.model, self.gpu, shape, True).activation_bytes)
-        mem_lb = bpp * one.params[0] / g.pp + act  # the average device's static bytes + one layer's activation
+        kinds = [
+            layer.layer(self.model, self.gpu, shape, moe) for moe in ((False, True) if self.model.moe else (False,))
+        ]
+        act = min(p.activation_bytes for p in kinds)
+        average = bpp * one.params[0] / g.pp + act  # the average device's static bytes + one layer's activation
+        # in every placement each direction's stages cover the L layers once, so some device holds ≥ ⌈L/pp⌉ layers
+        # of one direction: their static bytes, and one microbatch of their activation when it starts the last
+        heaviest = -(-self.model.layers // g.pp) * min(bpp * p.params + p.activation_bytes for p in kinds)
+        mem_lb = max(average, heaviest)
         return _Group(g, variants, count, lb_s, mem_lb)
 
     def _order(self, lay: Layout, v: space.Variant, built: bool) -> bounds.Order:
