@@ -178,6 +178,7 @@ class _Search:
         self.plans: dict = {}
         self.dp_floors: dict = {}
         self.held: dict = {}
+        self.group_bounds: dict = {}
         self.p2ps: dict = {}
         self.runs: OrderedDict = OrderedDict()
         self.searched = self.pruned_time = self.pruned_memory = self.simulated = self.over = self.cut = 0
@@ -269,11 +270,19 @@ class _Search:
     # --- bounds -------------------------------------------------------------------------------
 
     def _group(self, g: space.Group) -> _Group:
-        """A group's layouts and bounds that hold for every one of them (any schedule, split, ZeRO)."""
+        """A group's layouts and bounds that hold for every one of them (any schedule, split, ZeRO); the
+        NVLink placement changes neither (only p2p and DP-sync tiers), so placements share them."""
+        key = replace(g, nvlink_dp_pp=None)
+        shared = self.group_bounds.get(key)
+        if shared is None:
+            shared = self.group_bounds[key] = self._group_bounds(key)
+        return _Group(g, *shared)
+
+    def _group_bounds(self, g: space.Group) -> tuple:
         variants = space.variants(self.model, g, self.opt)
         count = len(variants) * len(self.zeros)
         if not count:
-            return _Group(g, variants, 0, 0.0, 0.0)
+            return variants, 0, 0.0, 0.0
         lay = g.layout(self.gbs)
         one = stage_plan(self.model, self.gpu, lay, 1, True)  # the whole model on one stage, tied weights shared
         work = one.f[0] + one.b[0] + one.w[0]  # every device's busy time averages m·work/pp
@@ -295,7 +304,7 @@ class _Search:
         # of one direction: their static bytes, and one microbatch of their activation when it starts the last
         heaviest = -(-self.model.layers // g.pp) * min(bpp * p.params + p.activation_bytes for p in kinds)
         mem_lb = max(average, heaviest)
-        return _Group(g, variants, count, lb_s, mem_lb)
+        return variants, count, lb_s, mem_lb
 
     def _order(self, lay: Layout, v: space.Variant, built: bool) -> bounds.Order:
         """The schedule's order (built) or just its placement (for a schedule with one direction)."""
