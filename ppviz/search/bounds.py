@@ -146,20 +146,36 @@ class Order:
 def columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """(stage, kind, slot) of every action in device order and the device of every slot, as the
     simulator numbers them (an idle step is no slot, an overlapped pair is two actions in one slot):
-    one pass over a built schedule's order, for the activation curve."""
-    stage, kind, slot, slot_device = [], [], [], []
+    one pass over a built schedule's order, for the activation curve. A row of plain actions is
+    transposed at C speed; a row with pairs or idle steps is read step by step."""
+    parts: list[tuple[np.ndarray, ...]] = []
     n = 0
     for d, steps in enumerate(schedule.order):
-        for step in steps:
-            if step is None:
-                continue
-            for a in step if type(step) is Overlap else (step,):
-                stage.append(a[0])
-                kind.append(KIND_INDEX[a[2]])
-                slot.append(n)
-            slot_device.append(d)
-            n += 1
-    return tuple(np.asarray(x, dtype=np.int64) for x in (stage, kind, slot, slot_device))
+        try:
+            cols = list(zip(*steps))
+        except TypeError:  # an idle step (None)
+            cols = []
+        if len(cols) == 3:  # every step is one (stage, microbatch, kind) action
+            k = len(steps)
+            stage = np.fromiter(cols[0], np.int64, k)
+            kind = np.fromiter(map(KIND_INDEX.__getitem__, cols[2]), np.int64, k)
+            slot = np.arange(n, n + k, dtype=np.int64)
+            n += k
+        else:
+            stage_l, kind_l, slot_l = [], [], []
+            for step in steps:
+                if step is None:
+                    continue
+                for a in step if type(step) is Overlap else (step,):
+                    stage_l.append(a[0])
+                    kind_l.append(KIND_INDEX[a[2]])
+                    slot_l.append(n)
+                n += 1
+            stage, kind, slot = (np.asarray(x, dtype=np.int64) for x in (stage_l, kind_l, slot_l))
+        parts.append((stage, kind, slot, np.full(len(np.unique(slot)), d, dtype=np.int64)))
+    if not parts:
+        return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
+    return tuple(np.concatenate(c) for c in zip(*parts))
 
 
 def order_of(schedule: Schedule, split_backward: bool) -> Order:
