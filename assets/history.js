@@ -2,14 +2,14 @@
 
    dcc.Location (Dash 4.4.1) writes every URL change with history.pushState, so Back stepped
    through every slider move. A change of the abstract view that keeps its schedule, mode,
-   comparison and uploaded order (a slider, a number box, the stage table) now replaces the
+   comparison, compare view (charts or sweep) and uploaded order (a slider, a number box, the stage table) now replaces the
    current entry instead: Back goes to the previous view (another schedule or mode), not the
    previous slider position. The first write of a bare URL (the page's defaults) replaces it too.
    Changes of the path or hash (the other views' state) are pushed as before.
 
    Dash 4's slider number box commits on blur; Enter commits it too (blur, then focus again). */
 (function () {
-  var KEEP = ["mode", "schedule", "compare", "order"];
+  var KEEP = ["mode", "schedule", "compare", "order", "show"];  // "show": compare mode's charts or sweep
   var push = window.history.pushState;
 
   function sameView(next) {

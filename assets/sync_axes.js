@@ -9,7 +9,9 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
       var target = source === "memory" ? "gantt" : "memory";
       var from = document.querySelector("#" + source + " .js-plotly-plot");
       var to = document.querySelector("#" + target + " .js-plotly-plot");
-      if (!from || !to || !from._fullLayout || !to._fullLayout || to.offsetParent === null) {
+      // Both charts on screen: in compare mode the memory box is hidden (each schedule's memory is in
+      // the comparison), and its idle chart's autosize must not move the comparison's time axis.
+      if (!from || !to || !from._fullLayout || !to._fullLayout || to.offsetParent === null || from.offsetParent === null) {
         return noUpdate;
       }
       var a = from._fullLayout.xaxis.range;

@@ -11,6 +11,10 @@ times of device share i (the i-th 1/p of the model, in model order), and stage s
 with S stages covers the model from s/S to (s+1)/S, so it takes share ⌊s·p/S⌋'s times x p/S.
 Every schedule thus runs the same heterogeneous model. The estimate layer, which knows each
 stage's real time, gives ``exact_stage_times`` instead: one (f, b, w) per stage, unscaled.
+
+``optimizer_step`` (real units only; empty in the abstract view) is, per device, the end-of-iteration
+work (its exposed DP gradient sync, then the optimizer step) that the simulator places on that
+device between an iteration's last backward op and the next op (``ppviz.iterations``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class Costs:
     stage_times: Mapping[int, Sequence[float]] = field(default_factory=dict)  # device share -> (f, b, w)
     exact_stage_times: Sequence[Sequence[float]] = ()  # one (f, b, w) per stage, not scaled by p/S
     link_p2p: Sequence[Sequence[float]] = ()  # [from device][to device] latency, replacing p2p (real units)
+    optimizer_step: Sequence[float] = ()  # per device, its work between two iterations (real units)
 
     def __post_init__(self) -> None:
         try:
@@ -51,6 +56,13 @@ class Costs:
         except TypeError:
             raise ValueError("link_p2p needs one row of latencies per device") from None
         object.__setattr__(self, "link_p2p", links)
+        try:
+            steps = tuple(self.optimizer_step)
+        except TypeError:
+            raise ValueError("optimizer_step needs one time per device") from None
+        object.__setattr__(self, "optimizer_step", steps)
+        for d, v in enumerate(steps):
+            _check_number(f"optimizer_step[{d}]", v, low=0.0, high=MAX_TIME)
         for a, row in enumerate(links):
             if len(row) != len(links):
                 raise ValueError(f"link_p2p must be square: row {a} has {len(row)} entries for {len(links)} devices")
@@ -80,6 +92,10 @@ class Costs:
         """Refuse overrides that name a share or a stage the schedule does not have."""
         if self.link_p2p and len(self.link_p2p) != devices:
             raise ValueError(f"link_p2p gives latencies for {len(self.link_p2p)} devices, but there are {devices}")
+        if self.optimizer_step and len(self.optimizer_step) != devices:
+            raise ValueError(
+                f"optimizer_step gives times for {len(self.optimizer_step)} devices, but there are {devices}"
+            )
         if self.exact_stage_times and len(self.exact_stage_times) != stages:
             raise ValueError(
                 f"exact per-stage times give {len(self.exact_stage_times)} stages, but the schedule has {stages}"
@@ -107,8 +123,8 @@ class Costs:
 
     @property
     def uniform(self) -> bool:
-        """True when every stage runs the common times (closed forms then apply)."""
-        if self.exact_stage_times or any(any(row) for row in self.link_p2p):
+        """True when every stage runs the common times and nothing sits between iterations (closed forms then apply)."""
+        if self.exact_stage_times or any(any(row) for row in self.link_p2p) or any(self.optimizer_step):
             return False
         return all(tuple(v) == (self.f, self.b, self.w) for v in self.stage_times.values())
 
@@ -124,6 +140,7 @@ class Costs:
             "stage_times": {str(i): list(fbw) for i, fbw in sorted(self.stage_times.items())},
             "exact_stage_times": [list(fbw) for fbw in self.exact_stage_times],
             "link_p2p": [list(row) for row in self.link_p2p],
+            "optimizer_step": list(self.optimizer_step),
         }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from plotly.subplots import make_subplots
 from . import memory as _memory
 from .api import Run
 from .ir import KIND_INDEX, KINDS, Kind
-from .iterations import iteration_ends, iterations
+from .iterations import iteration_ends, iterations, optimizer_steps
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies. One colour per kind in
 # every schedule (B orange and BW reddish purple, never two oranges); the chunk is a fill pattern
@@ -34,7 +35,7 @@ KIND_COLORS = {Kind.F: "#0072B2", Kind.B: "#E69F00", Kind.W: "#009E73", Kind.BW:
 PAIR_COLOR = "#4D4D4D"  # the overview's class of overlapped slots; in bars, the halves' outline
 PAIR_OUTLINE = dict(color="#1A1A1A", width=1.5)
 # Legend order, the same in every chart: kinds, then the chunks' patterns, the pairs' outline, iterations.
-LEGEND_RANK = {"F": 1, "B": 2, "W": 3, "BW": 4, "chunk": 10, "overlapped": 50, "iterations": 60}
+LEGEND_RANK = {"F": 1, "B": 2, "W": 3, "BW": 4, "chunk": 10, "overlapped": 50, "optimizer": 55, "iterations": 60}
 CHUNK_PATTERNS = ("", "/", "x", "\\", ".", "-", "|", "+")  # chunk c's fill: solid, hatched, crossed, …
 CHUNK_NAMES = {"": "solid", "/": "hatched /", "x": "cross-hatched", "\\": "hatched \\", ".": "dotted"}
 IDLE_COLOR = "#F4F4F4"
@@ -54,6 +55,7 @@ _F = KIND_INDEX[Kind.F]
 _MARGIN = dict(l=70, r=30, t=50, b=45)
 _GRID = "#E6E6E6"
 _LEGEND = dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom")
+TITLE_BAND_PX = 28  # the chart title and the modebar's icons, above the legend (see _title_band)
 
 
 # --- colours ---------------------------------------------------------------------------------
@@ -306,6 +308,44 @@ def iteration_trace(run: Run, scale: float = 1.0, unit: str = "", **axes) -> dic
     )
 
 
+OPTIMIZER_COLOR = "#A0A0A0"
+OPTIMIZER_LABEL = "optimizer step (exposed DP sync + optimizer)"
+
+
+def optimizer_trace(run: Run, scale: float = 1.0, unit: str = "", window=None, **axes) -> dict | None:
+    """The optimizer steps the simulator placed between iterations (``ppviz.iterations``, real units
+    only): one grey bar per device and boundary, one legend entry; None when there are none (the
+    abstract view). ``window`` (t0, t1) keeps the steps overlapping it, in the run's own time."""
+    st = optimizer_steps(run.result)
+    keep = np.ones(len(st.device), dtype=bool)
+    if window is not None:
+        keep = (st.end > window[0]) & (st.start < window[1])
+    if not keep.any():
+        return None
+    start, end = st.start[keep] * scale, st.end[keep] * scale
+    u = f" {unit or 'units'}"
+    return dict(
+        type="bar",
+        orientation="h",
+        name=OPTIMIZER_LABEL,
+        legendgroup="optimizer",
+        legendrank=LEGEND_RANK["optimizer"],
+        base=start.tolist(),
+        x=(end - start).tolist(),
+        y=st.device[keep].tolist(),
+        width=BAR_WIDTH,
+        offset=-BAR_WIDTH / 2,
+        marker=dict(color=OPTIMIZER_COLOR, line=dict(width=0)),
+        customdata=np.column_stack([st.iteration[keep], start, end, end - start]).tolist(),
+        hovertemplate=(
+            "<b>optimizer step</b> after iteration %{customdata[0]} · device %{y}"
+            f"<br>start %{{customdata[1]:.7~g}}{u} · end %{{customdata[2]:.7~g}}{u}"
+            f"<br>duration %{{customdata[3]:.7~g}}{u}<extra></extra>"
+        ),
+        **axes,
+    )
+
+
 def _ink(background: str) -> str:
     """Dark text on light bars, white on dark ones (relative luminance threshold)."""
     red, green, blue = (int(background[i : i + 2], 16) / 255 for i in (1, 3, 5))
@@ -468,12 +508,26 @@ def gantt(
         hovermode="closest",
     )
     traces = _bar_traces(run, keep=keep, span=time_range[1] - time_range[0], scale=time_scale, unit=time_unit)
+    step = optimizer_trace(run, time_scale, time_unit, window)
+    traces += [step] if step else []
     ends = iteration_trace(run, time_scale, time_unit)
     traces += [ends] if ends else []
-    extra = _legend_room(traces)  # a legend of more than one row keeps clear of the title
-    layout.update(margin=dict(_MARGIN, t=_MARGIN["t"] + extra), height=layout["height"] + extra)
-    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))  # at the top, over the legend
+    _title_band(layout, traces)
     return _figure(traces, layout)
+
+
+def _title_band(layout: dict, traces: list[dict]) -> None:
+    """The title (left) and the modebar (right) in a band at the top, the legend's rows under it.
+
+    The legend is placed from the figure's top (``yref="container"``), so plotly reserves its height
+    above the plot however many rows it wraps to at the page's width; placed from the plot's top, a
+    legend of more rows than estimated ran under the title and its last entries under the modebar.
+    The height grows by the rows estimated, so that the plot keeps about its size.
+    """
+    height = layout["height"] + _legend_room(traces)
+    layout.update(height=height, margin=dict(_MARGIN, t=TITLE_BAND_PX))
+    layout["legend"] = dict(_LEGEND, yref="container", y=1 - TITLE_BAND_PX / height, yanchor="top")
+    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))
 
 
 def _legend_room(traces: list[dict], width: float = LABEL_PLOT_PX - 40) -> int:
@@ -529,12 +583,14 @@ def memory(
     unit: str = "units",
     capacity: float | None = None,
     band_over: int | None = None,
+    lines: Sequence[int] | None = None,
 ) -> go.Figure:
     """Activation per device over time as step lines, each device's peak marked.
 
     With ``band_over`` and more devices than that, the devices are drawn as one min–max band with
-    lines for the devices of the highest and the lowest peak only (32 lines could not be told apart);
-    every device's peak stays marked. ``memory_traces`` says how many traces precede a limit line.
+    lines for the ``lines`` devices over it (32 lines could not be told apart; by default those of the
+    highest and the lowest peak, ``band_lines``); every device's peak stays marked.
+    ``memory_traces`` says how many traces precede a limit line.
 
     Real units: ``stage_sizes`` (one microbatch's activation per stage, e.g. bytes), ``base`` (each
     device's static memory, drawn under its curve), ``scale`` and ``unit`` (bytes to GB: 1e-9,
@@ -551,19 +607,20 @@ def memory(
     colors = device_colors(p)
     tu, what = _suffix(time_unit), "memory" if base is not None else "activation"
     data = []
-    lines = range(p)
-    if band_over is not None and p > band_over:
-        lines = _band_lines(curves.peak + static)
+    drawn = range(p)
+    banded = band_over is not None and p > band_over
+    if banded:
+        drawn = _checked_lines(lines, p) if lines is not None else band_lines(curves.peak + static)
         data += _band(curves, static, span, scale, time_scale, tdt, unit, tu)
-    for d in lines:
+    for d in drawn:
         t, v = curves.times[d], curves.values[d]
         t, v = np.append(t, span[1]), np.append(v, v[-1])  # hold the last level to the end
         data.append(
             dict(
                 type="scatter",
                 mode="lines",
-                name=f"device {d}" + (_band_role(d, curves.peak + static) if len(lines) < p else ""),
-                showlegend=p <= 8 or len(lines) < p,  # past 8 a legend would crowd the title
+                name=f"device {d}" + (_band_role(d, curves.peak + static) if banded else ""),
+                showlegend=p <= 8 or banded,  # past 8 a legend would crowd the title
                 x=(t * time_scale).astype(tdt),
                 y=((v + static[d]) * scale).astype(np.float32),
                 line=dict(shape="hv", width=1.5, color=colors[d]),
@@ -608,28 +665,39 @@ def memory(
         plot_bgcolor="white",
         hovermode="closest",
     )
-    extra = _legend_room(data)  # nine entries or more wrap: keep them clear of the title
-    layout.update(margin=dict(_MARGIN, t=_MARGIN["t"] + extra), height=layout["height"] + extra)
-    layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))
+    _title_band(layout, data)
     return _figure(data, layout)
 
 
-def memory_traces(run: Run, band_over: int | None = None) -> int:
+def memory_traces(run: Run, band_over: int | None = None, lines: Sequence[int] | None = None) -> int:
     """How many traces ``memory`` (abstract units) draws before its limit line: lines (or the band and
     its lines) and the peaks."""
     p = run.schedule.devices
     if band_over is not None and p > band_over:
-        return 2 + len(_band_lines(np.asarray(run.metrics.peak_activation, dtype=float))) + 1
+        peaks = np.asarray(run.metrics.peak_activation, dtype=float)
+        return 2 + len(_checked_lines(lines, p) if lines is not None else band_lines(peaks)) + 1
     return p + 1
 
 
-def _band_lines(peaks: np.ndarray) -> list[int]:
-    """The devices drawn as lines over the band: the highest peak and the lowest (first of ties)."""
+def band_lines(peaks: Sequence[float]) -> list[int]:
+    """The devices drawn as lines over the band by default: the highest peak and the lowest (first of ties)."""
+    peaks = np.asarray(peaks, dtype=float)
     return sorted({int(np.argmax(peaks)), int(np.argmin(peaks))})
 
 
+def _checked_lines(lines: Sequence[int], devices: int) -> list[int]:
+    """Chosen devices in order, each once; a device that is not there is an error saying which."""
+    out = sorted({int(d) for d in lines})
+    if out and not 0 <= out[0] <= out[-1] < devices:
+        raise ValueError(f"lines: devices {out} are not all among the {devices} devices (0–{devices - 1})")
+    return out
+
+
 def _band_role(d: int, peaks: np.ndarray) -> str:
-    return " (highest peak)" if d == int(np.argmax(peaks)) else " (lowest peak)"
+    """What sets a line apart: the highest or lowest peak, or nothing for another chosen device."""
+    if d == int(np.argmax(peaks)):
+        return " (highest peak)"
+    return " (lowest peak)" if d == int(np.argmin(peaks)) else ""
 
 
 def _band(curves, static, span, scale: float, time_scale: float, tdt, unit: str, tu: str) -> list[dict]:
@@ -771,10 +839,11 @@ def overview(
         plot_bgcolor="white",
     )
     ends = iteration_trace(run, time_scale, time_unit)
-    if ends:
+    step = optimizer_trace(run, time_scale, time_unit, window)
+    if ends or step:
         layout["legend"] = _LEGEND
     heat = _heat_trace(run, OVERVIEW_BINS if bins is None else bins, window=window, scale=time_scale, unit=time_unit)
-    return _figure([heat] + ([ends] if ends else []), layout)
+    return _figure([heat] + ([step] if step else []) + ([ends] if ends else []), layout)
 
 
 # --- comparison ------------------------------------------------------------------------------
@@ -820,6 +889,11 @@ def compare(
             data.append(_heat_trace(run, OVERVIEW_BINS, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
         else:
             data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
+        step = optimizer_trace(run, time_scale, time_unit, **axes)
+        if step:
+            step.update(showlegend="optimizer" not in seen)
+            seen.add("optimizer")
+            data.append(step)
         ends = iteration_trace(run, time_scale, time_unit, **axes)
         if ends:
             ends.update(name=ITERATION_LABEL, showlegend="iterations" not in seen)
@@ -1061,3 +1135,254 @@ def peaks(
         plot_bgcolor="white",
     )
     return _figure(data, layout)
+
+
+# --- compare mode: Gantt and memory per schedule, and the sweep ------------------------------
+
+# One colour per compared schedule (Paul Tol's "bright", kept clear of the kinds' Okabe-Ito hues
+# by order): its title in the comparison and its line in the sweep.
+SCHEDULE_COLORS = ("#4477AA", "#EE6677", "#228833", "#AA3377")
+COMPARE_ROW_PX = 13  # a device row of a compared Gantt (19 with overlapped pairs, for the half bars)
+COMPARE_GANTT_MAX_PX = 200  # a compared Gantt's plot height cap: zoom on its device axis for a range
+COMPARE_MEMORY_PX = 64
+_COMPARE_TITLE_PX = 26  # above each schedule's Gantt: its title
+_COMPARE_TICKS_PX = 22  # below each memory plot: its time tick labels
+
+
+def compare_memory(
+    runs: Sequence[Run],
+    *,
+    titles: Sequence[str] | None = None,
+    max_bars: int | None = None,
+    time_scale: float = 1.0,
+    time_unit: str = "",
+    memory_kwargs: Sequence[dict] | None = None,
+    band_over: int | None = 8,
+) -> go.Figure:
+    """Each schedule's Gantt with its memory chart right under it, in one figure on one time axis.
+
+    Every time axis matches the first (a zoom anywhere zooms all) and every memory plot shows its
+    time tick labels, so the axis is in view beside each schedule; memory plots share one y range.
+    Kind colours and chunk patterns are those of ``gantt`` in every block. Heights are capped
+    (COMPARE_GANTT_MAX_PX a Gantt), so two schedules at 8 devices fit a 1280×800 screen.
+    ``memory_kwargs`` (one dict per run) are ``memory``'s real-units arguments (GB, static base,
+    capacity); ``time_scale``/``time_unit`` as in gantt; past ``max_bars`` ops a Gantt is its overview.
+    """
+    runs = list(runs)
+    if not 1 <= len(runs) <= 4:
+        raise ValueError(f"compare draws 1 to 4 runs (got {len(runs)})")
+    titles = list(titles) if titles is not None else [_title(run, None) for run in runs]
+    kwargs = list(memory_kwargs) if memory_kwargs is not None else [{} for _ in runs]
+    if len(titles) != len(runs) or len(kwargs) != len(runs):
+        raise ValueError(f"compare got {len(titles)} titles and {len(kwargs)} memory settings for {len(runs)} runs")
+    lo, hi = _time_range(runs)
+    span = _scaled([lo, hi], time_scale)
+    seen: set = set()
+    data: list[dict] = []
+    blocks = []  # (gantt px, memory px) per run
+    for i, run in enumerate(runs):
+        g, m = f"{2 * i + 1 if i else ''}", f"{2 * i + 2}"
+        p = run.schedule.devices
+        pairs = bool(run.result.paired.any())
+        blocks.append((min((19 if pairs else COMPARE_ROW_PX) * p + 8, COMPARE_GANTT_MAX_PX), COMPARE_MEMORY_PX))
+        axes = dict(xaxis=f"x{g}", yaxis=f"y{g}")
+        if max_bars is not None and len(run.result) > max_bars:
+            first_heat = not any(t["type"] == "heatmap" for t in data)
+            data.append(_heat_trace(run, OVERVIEW_BINS, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
+        else:
+            data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
+        step = optimizer_trace(run, time_scale, time_unit, **axes)
+        if step:
+            step.update(showlegend="optimizer" not in seen)
+            seen.add("optimizer")
+            data.append(step)
+        ends = iteration_trace(run, time_scale, time_unit, **axes)
+        if ends:
+            ends.update(name=ITERATION_LABEL, showlegend="iterations" not in seen)
+            seen.add("iterations")
+            data.append(ends)
+        with plain():
+            mem = memory(run, time_scale=time_scale, time_unit=time_unit, band_over=band_over, **kwargs[i])
+        for trace in mem["data"]:
+            line = trace["name"].split(" ")[0] in ("limit", "capacity")
+            trace.update(xaxis=f"x{m}", yaxis=f"y{m}", legendgroup=trace["name"] if line else f"mem-{i}")
+            trace["showlegend"] = line and trace["name"] not in seen
+            seen.add(trace["name"])
+            trace["hovertemplate"] = f"{html.escape(titles[i])}<br>" + trace.get("hovertemplate", "")
+        data += mem["data"]
+        top = max((float(np.max(t["y"])) for t in mem["data"] if len(t["y"])), default=1.0)
+        blocks[-1] += (mem["layout"]["yaxis"]["title"]["text"], top)
+    legend_px = 30 + _legend_room(data)
+    plot_px = sum(_COMPARE_TITLE_PX + g + 8 + m + _COMPARE_TICKS_PX for g, m, *_ in blocks)
+    height = legend_px + plot_px + 30  # the bottom margin holds the time axis's title
+    layout: dict = dict(
+        height=height,
+        barmode="overlay",
+        margin=dict(_MARGIN, t=legend_px, b=30),
+        legend=dict(_LEGEND, y=1.0),
+        plot_bgcolor="white",
+        hovermode="closest",
+        annotations=[],
+    )
+    top = plot_px  # pixels from the plot area's bottom, going down block by block
+    # One y range for every memory plot, set here: plotly.js left matched axes at [0, 4] in Chromium.
+    memory_top = 1.08 * max(top for *_, top in blocks) or 1.0
+    for i, (run, (g_px, m_px, m_title, _)) in enumerate(zip(runs, blocks)):
+        g, m = f"{2 * i + 1 if i else ''}", f"{2 * i + 2}"
+        top -= _COMPARE_TITLE_PX
+        g_dom = [(top - g_px) / plot_px, top / plot_px]
+        top -= g_px + 8
+        m_dom = [(top - m_px) / plot_px, top / plot_px]
+        top -= m_px + _COMPARE_TICKS_PX
+        x_common = dict(range=span, zeroline=False, gridcolor=_GRID)
+        layout[f"xaxis{g}"] = dict(x_common, anchor=f"y{g}", showticklabels=False, **({"matches": "x"} if i else {}))
+        layout[f"xaxis{m}"] = dict(x_common, anchor=f"y{m}", showticklabels=True, matches="x")
+        devices = _device_axis(run.schedule.devices, g_px + _MARGIN["t"] + _MARGIN["b"], domain=g_dom, anchor=f"x{g}")
+        devices["title"] = dict(text="device", standoff=4)
+        layout[f"yaxis{g}"] = devices
+        mem_axis = dict(
+            domain=m_dom, anchor=f"x{m}", title=dict(text=m_title, font=dict(size=10)), gridcolor=_GRID, nticks=4
+        )
+        mem_axis.update(**({"matches": "y2"} if i else {}))
+        mem_axis["range"] = [0, memory_top]
+        layout[f"yaxis{m}"] = mem_axis
+        color = SCHEDULE_COLORS[i % len(SCHEDULE_COLORS)]
+        layout["annotations"].append(
+            dict(
+                text=f"<b>{html.escape(titles[i])}</b>",
+                xref="paper",
+                yref="paper",
+                x=0,
+                xanchor="left",
+                y=g_dom[1],
+                yanchor="bottom",
+                yshift=2,
+                showarrow=False,
+                font=dict(size=13, color=color),
+            )
+        )
+    last = f"{2 * len(runs)}"
+    layout[f"xaxis{last}"]["title"] = dict(_time_title(time_unit), standoff=4)
+    return _figure(data, layout)
+
+
+SWEEP_AXES = {"m": "microbatches m", "v": "chunks per device v", "p": "devices p"}
+
+
+def sweep(
+    rows: Sequence[dict],
+    axis: str,
+    metrics: Sequence[tuple[str, str, float]],
+    *,
+    current: float | None = None,
+    capacity: tuple[str, float] | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """One line per schedule across the swept values, in small panels sharing x, one per metric.
+
+    ``rows`` are ``ppviz.sweep``'s (one per schedule and value; a row with a ``reason`` has no
+    numbers and leaves a gap in its line). ``metrics`` are (row key, axis title with its unit,
+    scale to that unit). ``current`` marks the view's own value; ``capacity`` (metric key, level in
+    that metric's unit) draws a line in that panel (e.g. the GPU's HBM under peak memory).
+    """
+    if axis not in SWEEP_AXES:
+        raise ValueError(f"a sweep runs along m, v or p (got {axis!r})")
+    names = list(dict.fromkeys(r["schedule"] for r in rows))
+    values = sorted({r["value"] for r in rows})
+    n = len(metrics)
+    gap = 0.08
+    height_each = (1 - gap * (n - 1)) / max(n, 1)
+    data: list[dict] = []
+    layout: dict = dict(
+        height=100 + 125 * n,
+        margin=dict(_MARGIN, t=75),
+        legend=_LEGEND,
+        plot_bgcolor="white",
+        hovermode="closest",
+        title=dict(text=title or f"the compared schedules along {SWEEP_AXES[axis]}", x=0, xanchor="left"),
+    )
+    layout["title"].update(font=dict(size=14), yref="container", y=1, yanchor="top", pad=dict(t=8))
+    for k, (key, label, scale) in enumerate(metrics):
+        suffix = "" if k == 0 else str(k + 1)
+        top = 1 - k * (height_each + gap)
+        layout[f"xaxis{suffix}"] = dict(
+            type="log",
+            tickvals=values,
+            ticktext=[str(v) for v in values],
+            gridcolor=_GRID,
+            anchor=f"y{suffix}",
+            showticklabels=k == n - 1,
+            **({"matches": "x"} if k else {}),
+        )
+        layout[f"yaxis{suffix}"] = dict(
+            domain=[max(top - height_each, 0.0), top], title=dict(text=label, font=dict(size=11)), gridcolor=_GRID
+        )
+        layout[f"yaxis{suffix}"]["rangemode"] = "tozero"
+        for i, name in enumerate(names):
+            mine = sorted((r for r in rows if r["schedule"] == name), key=lambda r: r["value"])
+            ys = [None if r.get(key) is None else r[key] * scale for r in mine]
+            notes = [r.get("reason") or r.get("note") or "" for r in mine]
+            data.append(
+                dict(
+                    type="scatter",
+                    mode="lines+markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=k == 0,
+                    x=[r["value"] for r in mine],
+                    y=ys,
+                    customdata=notes,
+                    connectgaps=False,
+                    line=dict(color=SCHEDULE_COLORS[i % len(SCHEDULE_COLORS)], width=2),
+                    marker=dict(size=6),
+                    hovertemplate=f"{html.escape(name)}<br>{axis} %{{x}}: %{{y:.4~g}} {html.escape(label)}"
+                    "<br>%{customdata}<extra></extra>",
+                    xaxis=f"x{suffix}",
+                    yaxis=f"y{suffix}",
+                )
+            )
+        if capacity is not None and capacity[0] == key and values:
+            data.append(
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    name=f"capacity {capacity[1]:.4g}",
+                    x=[values[0], values[-1]],
+                    y=[capacity[1], capacity[1]],
+                    line=dict(color="#7A0000", dash="dot", width=2),
+                    hoverinfo="skip",
+                    xaxis=f"x{suffix}",
+                    yaxis=f"y{suffix}",
+                )
+            )
+        if current is not None:  # the view's own value: a dotted line across the panel
+            layout.setdefault("shapes", []).append(
+                dict(type="line", xref=f"x{suffix}", yref=f"y{suffix} domain", x0=current, x1=current, y0=0, y1=1,
+                     line=dict(color="#999999", dash="dot", width=1))
+            )  # fmt: skip
+    last = "" if n == 1 else str(n)
+    layout[f"xaxis{last}"]["title"] = dict(text=SWEEP_AXES[axis])
+    gaps = _sweep_gaps(rows, axis)
+    if gaps:  # why a line has a gap, under the chart
+        layout["margin"]["b"] = 70 + 16 * len(gaps)
+        layout["height"] += 16 * len(gaps)
+        text = "<br>".join(html.escape(g) for g in gaps)
+        layout["annotations"] = [
+            dict(text=text, xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top", yshift=-58,
+                 showarrow=False, align="left", font=dict(size=11, color="#555555"))
+        ]  # fmt: skip
+    return _figure(data, layout)
+
+
+def _sweep_gaps(rows: Sequence[dict], axis: str, width: int = 150) -> list[str]:
+    """One line per schedule and reason: "no point for interleaved-1f1b at m 1, 2: needs …"."""
+    reasons: dict[tuple[str, str], list] = {}
+    for r in rows:
+        if r.get("reason"):  # one line for one reason at several values ("(got 1 …)", "(got 2 …)")
+            reason = re.sub(r" \(got [^)]*\)", "", r["reason"])
+            reasons.setdefault((r["schedule"], reason), []).append(r["value"])
+    lines = []
+    for (name, reason), values in reasons.items():
+        line = f"no point for {name} at {axis} {', '.join(map(str, values))}: {reason}"
+        lines.append(line if len(line) <= width else line[: width - 1] + "…")
+    return lines

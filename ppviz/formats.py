@@ -45,13 +45,16 @@ def chrome_trace(
     - one complete event (``X``) per slot: an overlapped pair is one slice naming both ops, with
       both in its args (two identical slices would nest in Perfetto);
     - a counter track (``C``) of each device's activation memory, in ``memory_unit``;
-    - a flow arrow (``s`` → ``f``) for every dependency that crosses devices.
+    - a flow arrow (``s`` → ``f``) for every dependency that crosses devices;
+    - one complete event per optimizer step placed between iterations (real units; category
+      ``optimizer``, its iteration in args).
 
     Trace times are microseconds. ppviz's abstract times have no unit, so one unit is written as
     1 ms by default (``us_per_unit`` = 1000); runs in seconds pass 1e6. ``stage_sizes`` (one
     microbatch's activation per stage, e.g. bytes) sizes the counters; by default the abstract
     convention (a stage holds p/S units per microbatch).
     """
+    from .iterations import optimizer_steps
     from .memory import activation
     from .simulator import dependencies
 
@@ -84,6 +87,14 @@ def chrome_trace(
         )  # fmt: skip
         if i + 1 < len(dev) and r.slot[i + 1] == slot:
             events[-1]["args"]["overlapped"] = True
+    st = optimizer_steps(r)
+    step_ts = np.round(st.start * us_per_unit, 6).tolist()
+    step_dur = np.round((st.end - st.start) * us_per_unit, 6).tolist()
+    for d, i, t, length in zip(st.device.tolist(), st.iteration.tolist(), step_ts, step_dur):
+        events.append(
+            {"name": "optimizer step", "cat": "optimizer", "ph": "X", "pid": 0, "tid": d, "ts": t, "dur": length,
+             "args": {"iteration": i}}
+        )  # fmt: skip
     curves = activation(r, None if stage_sizes is None else np.asarray(stage_sizes, dtype=float))
     for d in range(sched.devices):
         times = np.round(curves.times[d] * us_per_unit, 6).tolist()

@@ -3,14 +3,25 @@
 A schedule that runs k iterations numbers its microbatches k·m + j (iteration k, microbatch j of
 m), so an op's iteration is its microbatch // m. Schedules with a flush start an iteration only
 after every stage's last backward of the one before; those without (PipeDream-2BW) overlap them.
+
+Between two iterations each device runs its optimizer step (``Costs.optimizer_step``, real units)
+right after its last backward op of the earlier one: with a flush the next iteration's first
+forward thus waits for the flush and the step; without one (2BW) the step sits where that device
+switches weight version. The last iteration's step is not part of the run (the estimate adds it).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NamedTuple
+
 import numpy as np
 
 from .ir import KIND_INDEX, Kind, Schedule
-from .simulator import Result
+
+if TYPE_CHECKING:  # the simulator imports this module
+    from .simulator import Result
+
+_F = KIND_INDEX[Kind.F]
 
 
 def microbatches_for_batch(global_batch: int, micro_batch: int) -> int:
@@ -47,3 +58,43 @@ def iteration_ends(result: Result) -> np.ndarray:
     np.maximum.at(out, (result.microbatch[backward] // m, result.device[backward]), result.end[backward])
     out[np.isinf(out)] = np.nan
     return out
+
+
+def step_slots(schedule: Schedule, device: np.ndarray, microbatch: np.ndarray, kind: np.ndarray, slot: np.ndarray):
+    """``[iteration, device]`` for iterations 0..k−2: the slot after which the device runs its optimizer
+    step (its last backward slot of that iteration), −1 where it has none. Columns as in ``Result``."""
+    k, m = iterations(schedule)
+    out = np.full((max(k - 1, 0), schedule.devices), -1, dtype=np.int64)
+    if k < 2:
+        return out
+    backward = kind != _F
+    it = microbatch[backward] // m
+    early = it < k - 1
+    np.maximum.at(out, (it[early], device[backward][early]), slot[backward][early])
+    return out
+
+
+class OptimizerSteps(NamedTuple):
+    """One row per optimizer step placed inside a run: its device, the iteration it ends, start, end."""
+
+    device: np.ndarray
+    iteration: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def optimizer_steps(result: Result) -> OptimizerSteps:
+    """The steps the simulator placed between iterations (none in the abstract view, where they take 0).
+
+    Each starts when its device ends the slot it follows (the device is then free and the step
+    waits for nothing else), so these are the simulator's own times.
+    """
+    times = result.costs.optimizer_step
+    r = result
+    slots = step_slots(r.schedule, r.device, r.microbatch, r.kind, r.slot) if any(times) else np.empty((0, 0))
+    it, dev = np.nonzero(slots >= 0)
+    dur = np.asarray(times, dtype=float)[dev] if len(dev) else np.zeros(0)
+    keep = dur > 0
+    it, dev, dur = it[keep], dev[keep], dur[keep]
+    start = r.slot_end[slots[it, dev]] if len(dev) else np.zeros(0)
+    return OptimizerSteps(dev, it, start, start + dur)

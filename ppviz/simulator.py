@@ -5,6 +5,10 @@ depends on has ended (plus the p2p latency when that action ran on another devic
 a worklist over devices: a device runs ahead until it meets an unfinished dependency, parks on
 it, and is woken when that action ends. Every step is timed once, so the cost is linear in the
 number of actions, and an order that cannot finish is reported, never looped on.
+
+Optimizer steps between iterations (``Costs.optimizer_step``, real units) are extra steps with no
+dependency, inserted after each device's last backward slot of an iteration: the device is busy
+for their time, and nothing else changes. Without them (the abstract view) nothing is inserted.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 
 from .costs import Costs
 from .ir import KIND_INDEX, KINDS, Action, Kind, Overlap, Schedule
+from .iterations import step_slots
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
 
@@ -248,6 +253,13 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
         step_slot = main
     else:
         step_dep, step_dur, step_slot, first, second, main = _paired_steps(dep_act, act_dur, slot, slot_device, costs)
+    if any(costs.optimizer_step):
+        after = step_slots(schedule, dev, mb, kind, slot)
+        if (after >= 0).any():
+            plain = False
+            step_dep, step_dur, step_slot, main = _with_optimizer_steps(
+                step_dep, step_dur, step_slot, main, after, costs.optimizer_step
+            )
     bounds = np.searchsorted(slot_device[step_slot], np.arange(schedule.devices + 1))
 
     def deadlock(stuck):
@@ -320,6 +332,28 @@ def _paired_steps(dep_act, act_dur, slot, slot_device, costs: Costs):
     step_dep[barrier] = np.where(dep2[pair] >= 0, main[dep2[pair]], -1)
     step_slot[barrier] = slots[pair]
     return step_dep, step_dur, step_slot, first, second, main
+
+
+def _with_optimizer_steps(step_dep, step_dur, step_slot, main, after, times):
+    """The steps with one more after each slot named in ``after`` ([iteration, device] → slot, −1:
+    none): no dependency, the device's ``times`` entry as its duration. Indices are renumbered."""
+    it, dev = np.nonzero(after >= 0)
+    at = main[after[it, dev]]  # the step each follows
+    order = np.argsort(at, kind="stable")
+    at, dev = at[order], dev[order]
+    n = len(step_dep)
+    new_of_old = np.arange(n) + np.searchsorted(at, np.arange(n), side="left")
+    added = at + 1 + np.arange(len(at))  # after its step, past the earlier additions
+    total = n + len(at)
+    dep = np.full(total, -1, dtype=np.int64)
+    dur = np.empty(total)
+    slot = np.empty(total, dtype=np.int64)
+    dep[new_of_old] = np.where(step_dep >= 0, new_of_old[step_dep], -1)
+    dur[new_of_old] = step_dur
+    dur[added] = np.asarray(times, dtype=float)[dev]
+    slot[new_of_old] = step_slot
+    slot[added] = step_slot[at]
+    return dep, dur, slot, new_of_old[main]
 
 
 def _latencies(costs: Costs, step_dep: np.ndarray, step_device: np.ndarray) -> list[float]:

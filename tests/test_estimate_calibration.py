@@ -1,10 +1,12 @@
 """Real units against published figures: Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 and
-Figure 1 exactly, Tables 4 and 5 within 10%. One set of efficiency parameters (the A100-80GB
-preset's defaults) serves every case."""
+Figure 1 exactly, Tables 4 and 5 within 10%, with one set of efficiency parameters (the A100-80GB
+preset's defaults). H100: the matmul efficiency fitted on NVIDIA's published BF16 step times, and
+held-out runs (Llama 3 405B, arXiv:2407.21783 Table 4) within stated tolerances."""
 
 import pytest
 
 from ppviz.estimate import Layout, estimate, gpu, model
+from ppviz.estimate import calibration as cal
 
 GIB = 2**30
 A100 = gpu("a100-80gb")
@@ -160,3 +162,59 @@ def test_readme_error_tables_are_the_codes_output():
     start = readme.index("<!-- estimate-calibration:start -->\n") + len("<!-- estimate-calibration:start -->\n")
     end = readme.index("<!-- estimate-calibration:end -->")
     assert readme[start:end] == readme_tables(), "run: python -m ppviz.estimate.calibration"
+
+
+# --- H100: the matmul efficiency fitted on NVIDIA's published BF16 step times, checked on held-out runs ---
+
+
+H100 = gpu("h100-sxm")
+
+
+def test_h100_preset_is_the_fit_and_a100_keeps_its_own():
+    """The preset's matmul efficiency is the least mean |error| over H100_FIT on the 0.01 grid (checked
+    against its neighbours; `python -m ppviz.estimate.calibration --fit` scans the whole grid)."""
+    x = H100.matmul_efficiency
+    assert x in cal.FIT_GRID
+    here = cal.mean_abs_error(x)
+    assert here <= cal.mean_abs_error(round(x - 0.01, 2)) and here <= cal.mean_abs_error(round(x + 0.01, 2))
+    assert gpu("h200").matmul_efficiency == x  # the same GH100 die
+    assert A100.matmul_efficiency == 0.75  # the A100 fit (Tables 4 and 5 above) is untouched
+
+
+@pytest.mark.parametrize("case", cal.H100_FIT, ids=lambda c: c.label)
+def test_h100_fit_cases_within_10_percent(case):
+    assert abs(case.error(H100)) <= 0.10, (case.label, case.ppviz(H100))
+
+
+# Stated tolerances of the held-out runs: 10% (Llama 3's two Table 4 rows in TFLOP/s per GPU, as ppviz
+# counts FLOPs; the fitted recipes at 2,048 GPUs), except NVIDIA's TP-8 405B recipe, 20%: its TP
+# communication is overlapped with the GEMMs (NeMo's userbuffers) and its gradients reduced chunk by
+# chunk, which ppviz charges serially (+17%).
+def held_out_tolerance(case) -> float:
+    return 0.20 if case.label.startswith("Llama 3.1 405B") else 0.10
+
+
+@pytest.mark.parametrize("case", cal.H100_HELD_OUT, ids=lambda c: c.label)
+def test_h100_held_out_within_stated_tolerance(case):
+    assert abs(case.error(H100)) <= held_out_tolerance(case), (case.label, case.ppviz(H100))
+
+
+def test_llama3_405b_published_layout_as_published():
+    """TP 8, CP 1, PP 16, DP 64 / 128 on 8,192 / 16,384 GPUs, 2,048 sequences of 8,192 (16M tokens),
+    one layer fewer on the first and last stage (arXiv:2407.21783 Table 4 and §3.3.2)."""
+    for case, gpus in zip(cal.H100_HELD_OUT[:2], (8192, 16384)):
+        lay = case.layout
+        assert (lay.tp, lay.cp, lay.pp, lay.gpus, lay.global_batch * 8192) == (8, 1, 16, gpus, 16 * 2**20)
+        e = estimate("llama3-405b", H100, lay)
+        assert e.plan.layers[0] == e.plan.layers[-1] == min(e.plan.layers) < max(e.plan.layers)
+
+
+def test_readme_h100_table_is_the_codes_output():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("<!-- estimate-calibration-h100:start -->\n") + len(
+        "<!-- estimate-calibration-h100:start -->\n"
+    )
+    end = readme.index("<!-- estimate-calibration-h100:end -->")
+    assert readme[start:end] == cal.h100_table(), "run: python -m ppviz.estimate.calibration"

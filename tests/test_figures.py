@@ -388,3 +388,116 @@ def test_many_devices_memory_is_a_min_max_band_with_the_extreme_devices_as_lines
         assert low[i] == min(levels) and high[i] == max(levels)
     assert figures.memory_traces(run, 8) == names.index("limit 3")
     assert len(figures.memory(run).data) == 17 and figures.memory_traces(run) == 16 + 1  # no band_over: lines
+
+
+def test_the_devices_drawn_over_the_band_can_be_chosen():
+    """1F1B: device d peaks at min(p − d, m), so with 16 devices device 3 peaks at 13; its line is its own curve."""
+    run = ppviz.simulate("1f1b", 16, 32)
+    fig = figures.memory(run, limit=3, band_over=8, lines=[7, 3, 0, 3])
+    names = [t.name for t in fig.data]
+    assert names == [
+        "min",
+        "min–max of 16 devices",
+        "device 0 (highest peak)",
+        "device 3",
+        "device 7",
+        "peak",
+        "limit 3",
+    ]
+    assert max(np.asarray(fig.data[3].y, dtype=float)) == 13 and max(np.asarray(fig.data[4].y, dtype=float)) == 9
+    assert figures.memory_traces(run, 8, [7, 3, 0]) == names.index("limit 3")
+    only_band = figures.memory(run, band_over=8, lines=[])
+    assert [t.name for t in only_band.data] == ["min", "min–max of 16 devices", "peak"]
+    assert figures.band_lines(run.metrics.peak_activation) == [0, 15]
+    with pytest.raises(ValueError, match="not all among the 16 devices"):
+        figures.memory(run, band_over=8, lines=[16])
+    assert len(figures.memory(run, lines=[2]).data) == 17  # no band: every device is a line anyway
+
+
+@pytest.mark.parametrize("draw", [figures.gantt, figures.memory])
+def test_the_legend_starts_under_the_title_and_modebar_band(draw):
+    """Placed from the figure's top, the legend's first row is TITLE_BAND_PX down, under the title and the
+    modebar, however many rows it wraps to (plotly reserves its height above the plot; the browser layout
+    tests check the drawn result at 1280 and 1920 px)."""
+    fig = draw(ppviz.simulate("dualpipe", 8, 16))
+    legend, height = fig.layout.legend, fig.layout.height
+    assert legend.yref == "container" and legend.yanchor == "top" and fig.layout.title.yref == "container"
+    assert (1 - legend.y) * height == pytest.approx(figures.TITLE_BAND_PX)
+    assert fig.layout.margin.t == figures.TITLE_BAND_PX
+
+
+def test_compare_memory_gives_each_schedule_a_gantt_and_a_memory_plot_on_one_time_axis():
+    runs = [ppviz.simulate("1f1b", 8, 16), ppviz.simulate("zb-v", 8, 16)]
+    fig = figures.compare_memory(runs, titles=["1f1b", "zb-v"])
+    lay = fig.layout
+    # Gantt on (x, y), (x3, y3); memory on (x2, y2), (x4, y4); every time axis matches the first
+    assert {(t.xaxis, t.yaxis) for t in fig.data} == {("x", "y"), ("x2", "y2"), ("x3", "y3"), ("x4", "y4")}
+    assert lay.xaxis2.matches == lay.xaxis3.matches == lay.xaxis4.matches == "x" and lay.yaxis4.matches == "y2"
+    assert lay.xaxis2.showticklabels and lay.xaxis4.showticklabels  # the time axis under each schedule
+    assert lay.xaxis4.title.text == "time (units)" and lay.yaxis2.title.text == "activation (units)"
+    assert lay.xaxis.range == (0, max(r.metrics.makespan for r in runs))
+    # each memory plot holds its schedule's curves: the peak markers are the metrics' peaks
+    peaks = [t for t in fig.data if t.name == "peak"]
+    assert [list(t.y) for t in peaks] == [r.metrics.peak_activation for r in runs]
+    assert [t.yaxis for t in peaks] == ["y2", "y4"]
+    # kind colours are the same in every block, one legend entry each
+    colors = {(t.legendgroup, t.marker.color) for t in fig.data if t.type == "bar" and t.customdata is not None}
+    assert colors == {(k.value, c) for k, c in figures.KIND_COLORS.items() if k.value in {g for g, _ in colors}}
+    assert sorted(t.legendgroup for t in fig.data if t.type == "bar" and t.showlegend and t.customdata is not None) == [
+        "B", "BW", "F", "W"
+    ]  # fmt: skip
+    assert [a.text for a in lay.annotations] == ["<b>1f1b</b>", "<b>zb-v</b>"]
+    assert fig.layout.height <= 560  # two schedules at 8 devices fit a 1280×800 screen beside the ranking
+
+
+def test_compare_memory_in_real_units_draws_gb_and_the_capacity_line():
+    run = ppviz.simulate("1f1b", 4, 8)
+    kw = dict(stage_sizes=[2e9] * 4, base=[10e9] * 4, scale=1e-9, unit="GB", capacity=80e9)
+    fig = figures.compare_memory([run, run], memory_kwargs=[kw, kw], time_scale=1e3, time_unit="ms")
+    assert fig.layout.yaxis2.title.text == "memory (GB)" and fig.layout.xaxis4.title.text == "time (ms)"
+    capacity = [t for t in fig.data if t.name.startswith("capacity")]
+    assert [list(t.y) for t in capacity] == [[80, 80], [80, 80]] and [t.showlegend for t in capacity] == [True, False]
+    peaks = [t for t in fig.data if t.name == "peak"]
+    assert list(peaks[0].y) == [10 + 2 * a for a in run.metrics.peak_activation]
+    assert fig.layout.xaxis.range == (0, run.metrics.makespan * 1e3)
+    assert fig.layout.yaxis2.range == pytest.approx((0, 1.08 * 80))  # every memory plot shows the capacity line
+    assert fig.layout.yaxis4.matches == "y2"
+
+
+def test_compare_memory_refuses_mismatched_settings():
+    run = ppviz.simulate("1f1b", 2, 2)
+    with pytest.raises(ValueError, match="1 to 4 runs"):
+        figures.compare_memory([run] * 5)
+    with pytest.raises(ValueError, match="memory settings"):
+        figures.compare_memory([run, run], memory_kwargs=[{}])
+
+
+def test_the_sweep_chart_has_one_line_per_schedule_in_panels_sharing_x_with_gaps():
+    from ppviz import sweep
+
+    rows = sweep.sweep(["1f1b", "interleaved-1f1b"], "m", [2, 4, 8], devices=4, microbatches=4)
+    metrics = [("makespan", "makespan (units)", 1), ("bubble_fraction", "bubble (%)", 100)]
+    fig = figures.sweep(rows, "m", metrics, current=4)
+    assert [(t.name, t.yaxis) for t in fig.data] == [
+        ("1f1b", "y"), ("interleaved-1f1b", "y"), ("1f1b", "y2"), ("interleaved-1f1b", "y2")
+    ]  # fmt: skip
+    assert fig.layout.xaxis2.matches == "x" and fig.layout.xaxis2.title.text == "microbatches m"
+    assert fig.layout.yaxis.title.text == "makespan (units)" and fig.layout.yaxis2.title.text == "bubble (%)"
+    assert list(fig.data[0].y) == [(m + 3) * 3 for m in (2, 4, 8)]
+    assert fig.data[1].y[0] is None and "microbatches" in fig.data[1].customdata[0]  # a gap saying why
+    assert fig.data[0].line.color != fig.data[1].line.color  # a colour per schedule
+    assert [s.x0 for s in fig.layout.shapes] == [4, 4]  # this view's m in each panel
+
+
+def test_compare_memory_marks_iterations_and_optimizer_steps_in_each_gantt():
+    runs = [ppviz.simulate("gpipe", 4, 8, iterations=2), ppviz.simulate("1f1b", 4, 8, iterations=2)]
+    fig = figures.compare_memory(runs)
+    lines = [t for t in fig.data if t.legendgroup == "iterations"]
+    assert [t.yaxis for t in lines] == ["y", "y3"] and [t.showlegend for t in lines] == [True, False]
+    from ppviz.estimate import Layout
+
+    lay = Layout(tp=8, pp=8, gbs=16, schedule="1f1b", schedule_params={"iterations": 3})
+    est = ppviz.estimate("llama3-70b", "h100-sxm", lay)
+    fig = figures.compare_memory([est.run, est.run], time_scale=1e3, time_unit="ms")
+    steps = [t for t in fig.data if t.legendgroup == "optimizer"]
+    assert [t.yaxis for t in steps] == ["y", "y3"] and [t.showlegend for t in steps] == [True, False]

@@ -388,3 +388,18 @@ def test_moving_the_limit_line_or_switching_mode_simulates_nothing_again(monkeyp
     views.render(state("?schedule=v-auto&devices=4&microbatches=8&f=2"))
     views.render(state("?schedule=v-auto&devices=4&microbatches=8&v-auto.max_memory=3"))
     assert simulated == ["v-auto", "v-auto"]
+
+
+def test_sweep_points_past_the_page_s_work_limit_are_gaps_naming_the_cli(monkeypatch):
+    """The cheapest points first, the view's own (m = 8) free: at p = 4 a point costs 8·m units for 1F1B
+    and 12·m for ZB-H1, so a budget of 300 takes m = 1, 2, 4 of both (140) and 1F1B's m = 16 (128),
+    but not ZB-H1's 16 (192 more) nor anything larger."""
+    views.clear_run_cache()
+    monkeypatch.setattr(limits, "SWEEP_WORK", 300)
+    rows = views.sweep_rows(state("?mode=compare&compare=1f1b,zb-h1&devices=4&microbatches=8&show=sweep"))
+    one = {r["value"]: r for r in rows if r["schedule"] == "1f1b"}
+    assert [m for m, r in one.items() if r["reason"] is None] == [1, 2, 4, 8, 16]
+    assert one[32]["reason"].startswith("past the page's work limit: use the CLI: ppviz simulate 1f1b -p 4 -m 32")
+    assert one[16]["makespan"] == (16 + 3) * 3
+    zb = {r["value"]: r["reason"] is None for r in rows if r["schedule"] == "zb-h1"}
+    assert [m for m, ran in zb.items() if ran] == [1, 2, 4, 8]

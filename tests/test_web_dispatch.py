@@ -11,6 +11,7 @@ import base64
 import json
 import logging
 import time
+from dataclasses import replace
 
 import psutil
 import pytest
@@ -18,6 +19,7 @@ from web_dispatch import Page, answer, id_key, text_of
 
 import app as page_app
 import ppviz
+from ppviz import figures
 from ppviz.web import callbacks, jobs, limits, views
 from ppviz.web.url_state import parse
 
@@ -58,7 +60,7 @@ def test_page_load_draws_the_default_view(page):
 @pytest.mark.parametrize(
     "trigger",
     ["mode", "schedule", "compare", "devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees", "limit"]
-    + ["gbs", "mbs"],
+    + ["gbs", "mbs", "lines", "baseline", "compare_show", "sweep_axis"],
 )
 def test_every_control_of_the_page_callback_answers_with_valid_outputs(page, trigger):
     """Each trigger with an ordinary new value, then emptied: 200 both times (Dash checked the shapes)."""
@@ -78,6 +80,10 @@ def test_every_control_of_the_page_callback_answers_with_valid_outputs(page, tri
         "limit": 3,
         "gbs": 64,
         "mbs": 4,
+        "lines": [1, 2],
+        "baseline": "zb-h1",
+        "compare_show": "sweep",
+        "sweep_axis": "p",
     }[trigger]
     answer(page.fire(dep, [(trigger, "value")], {(trigger, "value"): new}))
     answer(page.fire(dep, [(trigger, "value")], {(trigger, "value"): None}))
@@ -162,6 +168,40 @@ def test_at_16_devices_memory_is_a_band_and_the_limit_patch_lands_after_it(page)
         assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
 
 
+def test_the_memory_lines_picker_chooses_the_devices_over_the_band_and_lives_in_the_link(page):
+    """Past 8 devices: empty draws the highest and lowest peak (said beside the picker); picked devices are
+    drawn instead, in the link, with the Gantt chart and cards left alone; a link sets the picker; up to 8
+    devices the picker is disabled, every device being a line already."""
+    dep = page.callback(PAGE)
+    answer(page.fire(dep, [("devices", "value")], {("devices", "value"): 16}))
+    assert page.value("lines", "disabled") is False and page.value("lines", "value") == []
+    assert "automatic: device 0 (highest peak) and device 15 (lowest)" in message(page, "lines")
+    options = answer(page.fire(page.callback("lines.options"), [("url", "search")]))
+    assert options["lines"]["options"] == [{"label": f"device {d}", "value": d} for d in range(16)]
+
+    out = answer(page.fire(dep, [("lines", "value")], {("lines", "value"): [9, 3]}))
+    assert "gantt" not in out and "cards" not in out  # only the memory chart is drawn again
+    assert parse(out["url"]["search"]).state.lines == (3, 9) and "lines=3,9" in out["url"]["search"]
+    names = [t.get("name") for t in out["memory"]["figure"]["data"]]
+    assert names == ["min", "min–max of 16 devices", "device 3", "device 9", "peak"]
+    assert "over the min–max band of all 16 devices" in message(page, "lines")
+    out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): 4}))  # the patch lands after them
+    full = views.render(parse(page.value("url", "search")).state).memory
+    assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
+
+    link = "?schedule=1f1b&devices=32&microbatches=8&lines=31,5,99,x"
+    out = answer(page.fire(dep, [("url", "search")], {("url", "search"): link}))
+    assert out["lines"]["value"] == [5, 31]  # 99 stays in the link, but there is no device 99 to pick or draw
+    assert "'x' is not a device number" in text_of(out["link-notes"]["children"])
+    names = [t.get("name") for t in out["memory"]["figure"]["data"]]
+    assert names == ["min", "min–max of 32 devices", "device 5", "device 31 (lowest peak)", "peak"]
+
+    out = answer(page.fire(dep, [("lines", "value")], {("lines", "value"): list(range(12))}))
+    assert parse(out["url"]["search"]).state.lines == tuple(range(8)) and "at most 8" in notes(page)
+    answer(page.fire(dep, [("devices", "value")], {("devices", "value"): 8}))
+    assert page.value("lines", "disabled") is True and "every device is drawn as a line" in message(page, "lines")
+
+
 def test_clearing_the_compare_picker_says_what_to_do(page):
     dep = page.callback(PAGE)
     answer(page.fire(dep, [("mode", "value")], {("mode", "value"): "compare"}))
@@ -180,6 +220,89 @@ def test_the_compare_ranking_is_rounded_like_the_cards(page):
     for row in rows:
         for key in ("makespan", "span", "peak activation"):
             assert row[key] == float(f"{row[key]:g}")
+
+
+def open_compare(page: Page, search: str) -> dict:
+    return answer(page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search}))
+
+
+def test_compare_draws_each_schedule_s_gantt_and_memory_on_one_time_axis(page):
+    out = open_compare(page, "?mode=compare&compare=1f1b,zb-h1&devices=4&microbatches=8")
+    fig = out["gantt"]["figure"]
+    runs = [ppviz.simulate(n, 4, 8) for n in ("1f1b", "zb-h1")]
+    peaks = [t for t in fig["data"] if t["name"] == "peak"]
+    assert [t["yaxis"] for t in peaks] == ["y2", "y4"]  # a memory plot under each Gantt
+    assert [list(figures.decode_typed_array(t["y"])) for t in peaks] == [r.metrics.peak_activation for r in runs]
+    assert fig["layout"]["xaxis4"]["title"]["text"] == "time (units)" and fig["layout"]["xaxis4"]["matches"] == "x"
+    assert fig["layout"]["xaxis"]["range"] == [0, 33]  # 1F1B's (m + p − 1)(f + b + w), the longer of the two
+    assert out["memory-box"]["style"] == {"display": "none"}  # the memory is in the comparison itself
+    shown = answer(page.fire(page.callback("row-compare.style"), [("mode", "value")]))
+    assert shown["compare-bar"]["style"]["display"] == "flex" and shown["baseline"]["options"] == ["1f1b", "zb-h1"]
+
+
+def test_compare_deltas_follow_the_chosen_baseline(page):
+    """zb-h1's makespan m(f+b+w) + (p−1)(f+b−w) = 27 against 1F1B's (m+p−1)(f+b+w) = 33, both peaks p = 4."""
+    open_compare(page, "?mode=compare&compare=1f1b,zb-h1&devices=4&microbatches=8")
+    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}
+    assert delta == {"1f1b": "baseline", "zb-h1": "−18.2% makespan, ±0 peak"}  # (27 − 33) / 33
+    out = answer(page.fire(page.callback(PAGE), [("baseline", "value")], {("baseline", "value"): "zb-h1"}))
+    assert parse(out["url"]["search"]).state.baseline == "zb-h1" and "baseline=zb-h1" in out["url"]["search"]
+    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}
+    assert delta == {"1f1b": "+22.2% makespan, ±0 peak", "zb-h1": "baseline"}  # (33 − 27) / 27
+    # gpipe holds all m = 8 activations, 4 more than 1F1B's p = 4
+    open_compare(page, "?mode=compare&compare=1f1b,gpipe&devices=4&microbatches=8")
+    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}["gpipe"] == "±0% makespan, +4 peak"
+
+
+def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(page):
+    open_compare(page, "?mode=compare&compare=1f1b,zb-h1,gpipe&baseline=zb-h1")
+    assert page.value("baseline", "value") == "zb-h1"
+    out = answer(page.fire(page.callback(PAGE), [("compare", "value")], {("compare", "value"): ["gpipe", "1f1b"]}))
+    assert out["baseline"]["value"] == "gpipe" and "baseline" not in out["url"]["search"]
+    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}["gpipe"] == "baseline"
+
+
+def test_a_link_with_a_baseline_not_compared_falls_back_to_the_first(page):
+    out = open_compare(page, "?mode=compare&compare=1f1b,zb-h1&baseline=gpipe")
+    assert out["baseline"]["value"] == "1f1b" and "baseline 'gpipe' is not a compared schedule" in notes(page)
+
+
+def test_the_sweep_draws_a_line_per_schedule_along_m_and_p(page):
+    """Along m, 1F1B's makespan is (m + p − 1)(f + b + w) at each power of two around m = 8; interleaved
+    1F1B needs m ≥ p, so m = 1, 2 are a gap that says so. Along p, gpipe's is (m + p − 1)(f + b + w)."""
+    open_compare(page, "?mode=compare&compare=1f1b,interleaved-1f1b&devices=4&microbatches=8")
+    out = answer(page.fire(page.callback(PAGE), [("compare_show", "value")], {("compare_show", "value"): "sweep"}))
+    assert "show=sweep" in out["url"]["search"] and out["render-stamp"]["children"].startswith("sweep")
+    fig = page.value("gantt", "figure")
+    lines = {(t["name"], t["yaxis"]): t for t in fig["data"]}
+    assert lines[("1f1b", "y")]["x"] == [1, 2, 4, 8, 16, 32, 64]
+    assert lines[("1f1b", "y")]["y"] == [(m + 3) * 3 for m in (1, 2, 4, 8, 16, 32, 64)]
+    assert lines[("interleaved-1f1b", "y")]["y"][:2] == [None, None]
+    assert "no point for interleaved-1f1b at m 1, 2" in fig["layout"]["annotations"][0]["text"]
+    assert fig["layout"]["yaxis2"]["title"]["text"] == "bubble (%)" and len(page.value("ranking", "data")) == 2
+    out = answer(page.fire(page.callback(PAGE), [("sweep_axis", "value")], {("sweep_axis", "value"): "p"}))
+    assert "sweep=p" in out["url"]["search"]
+    fig = page.value("gantt", "figure")
+    (gpipe_like,) = [t for t in fig["data"] if t["name"] == "1f1b" and t["yaxis"] == "y"]
+    assert gpipe_like["x"] == [1, 2, 4, 8, 16, 32] and gpipe_like["y"] == [
+        (8 + p - 1) * 3 for p in (1, 2, 4, 8, 16, 32)
+    ]
+    assert fig["layout"]["xaxis3"]["title"]["text"] == "devices p"
+
+
+def test_a_sweep_of_searching_schedules_is_priced_and_drawn_by_a_background_job(page):
+    """zb-auto searches (40 units an action): its sweep along m = 4 … 256 at p = 4 is past a request's budget."""
+    search = "?mode=compare&compare=zb-auto,1f1b&devices=4&microbatches=32&show=sweep"
+    state = parse(search).state
+    assert limits.work(replace(state, compare_show="charts")) <= limits.SYNC_WORK < limits.work(state)
+    out = open_compare(page, search)
+    assert "in the background" in out["gantt"]["figure"]["layout"]["annotations"][0]["text"]
+    page.run_background(page.callback("job-error.children"), [("job-request", "data")])
+    fig = page.value("gantt", "figure")
+    (zb,) = [t for t in fig["data"] if t["name"] == "zb-auto" and t["yaxis"] == "y"]
+    assert zb["x"] == [4, 8, 16, 32, 64, 128, 256]
+    assert zb["y"][3] == ppviz.simulate("zb-auto", 4, 32).metrics.makespan
+    assert page.value("render-stamp", "children").startswith("sweep")
 
 
 @pytest.mark.parametrize(
@@ -416,6 +539,7 @@ def test_every_server_callback_of_this_page_is_covered_here(page):
     covered = {"url.search", "row-compare.style", "download.data", "upload-store.data", "job-error"}
     covered |= {"zoom-job.data", "zoom-stamp.children@"}  # zoom_detail, zoom_in_background
     covered |= {"microbatches.value@"}  # pick_microbatches
+    covered |= {"lines.options"}  # line_options
     mine = [dep for dep in page.server_callbacks() if dep["output"] in OWN]
     assert len(mine) == len(covered)
     for dep in mine:

@@ -32,6 +32,9 @@ PLAUSIBLE = {
     "microbatches": [1, 32, 512],
     "limit": [None, 0, 3.5],
     "upload-store": [None, "0F0,0B0\n"],
+    "baseline": ["1f1b", "zb-h1", "v-auto"],
+    "compare_show": ["charts", "sweep"],
+    "sweep_axis": ["m", "v", "p"],
 }  # the slowest synchronous answer allowed (the budget is about 0.5 s of CPU)
 
 

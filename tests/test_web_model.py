@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from web_dispatch import Page, answer, text_of
@@ -117,19 +119,23 @@ CHANGES = {
     "vpp": 2,
     "mbs": 2,
     "gbs": 128,
+    "iterations": 3,
     "sp": [],
     "recompute": "full",
     "zero": 3,
     "split": "9,10,10,10,10,10,10,11",
+    "lines": [5, 2],
+    "baseline": "zb-v",
+    "compare_show": "sweep",
+    "sweep_axis": "p",
 }
+IN_COMPARE = {"compare", "baseline", "compare_show", "sweep_axis"}  # controls of compare mode
 
 
 @pytest.mark.parametrize("name", CONTROLS)
 def test_every_control_writes_the_link_and_redraws(page, name):
     """Each control with an ordinary new value, then emptied: 200 both times, and the hash carries it."""
-    open_hash(
-        page, DEFAULT + ("&mode=compare" if name == "compare" else "")
-    )  # a link keeps compare's list in compare mode
+    open_hash(page, DEFAULT + ("&mode=compare" if name in IN_COMPARE else ""))  # compare's own controls
     out = change(page, name, CHANGES[name])
     state = shown = model_state.parse(out["url"]["hash"]).state
     assert model_state.view_of(out["url"]["hash"]) == "model"
@@ -139,6 +145,8 @@ def test_every_control_writes_the_link_and_redraws(page, name):
         assert state.sp is False
     elif name == "split":
         assert state.split == (9, 10, 10, 10, 10, 10, 10, 11)
+    elif name == "lines":
+        assert state.lines == (2, 5)
     else:
         assert getattr(state, name) == (tuple(CHANGES[name]) if name == "compare" else CHANGES[name])
     assert "gantt-model" in out
@@ -205,6 +213,37 @@ def test_values_past_their_range_are_clamped_with_a_note(page):
     assert out["model-model"]["value"] == "llama3-70b"
 
 
+def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
+    """pp 16: a min–max band in GB with the highest and lowest peak as lines (said beside the picker), then the
+    devices picked, in the link; the picker offers the 16 devices, and is disabled at pp 8."""
+    out = open_hash(page, DEFAULT + "&tp=4&pp=16&gbs=32")
+    est = estimate(tp=4, pp=16, gbs=32)
+    high, low = int(np.argmax(est.peak_bytes)), int(np.argmin(est.peak_bytes))
+    names = [t.get("name") for t in out["memory-model"]["figure"]["data"]]
+    assert names[:2] == ["min", "min–max of 16 devices"]
+    assert f"device {high} (highest peak)" in names and f"device {low} (lowest peak)" in names
+    assert f"automatic: device {high} (highest peak) and device {low} (lowest)" in message(page, "lines")
+    options = answer(page.fire(page.callback("lines-model.options"), [("url", "hash")]))["lines-model"]
+    assert options["options"] == [{"label": f"device {d}", "value": d} for d in range(16)]
+    assert options["disabled"] is False
+
+    out = change(page, "lines", [11, 4])
+    assert model_state.parse(out["url"]["hash"]).state.lines == (4, 11) and out["url"]["hash"].endswith("&lines=4,11")
+    lines = [t for t in out["memory-model"]["figure"]["data"] if str(t.get("name")).startswith("device")]
+    assert [t["name"].split(" (")[0] for t in lines] == ["device 4", "device 11"]
+    static = est.static_bytes["weight"] + est.static_bytes["grad"] + est.static_bytes["optimizer"]
+    top = max(figures.decode_typed_array(lines[0]["y"]))
+    assert top == pytest.approx(est.peak_bytes[4] * 1e-9, rel=1e-6) and min(
+        figures.decode_typed_array(lines[0]["y"])
+    ) >= static[4] * 1e-9 * (1 - 1e-6)
+    assert "over the min–max band of all 16 devices" in message(page, "lines")
+
+    open_hash(page, DEFAULT + "&pp=8&lines=3")
+    assert page.value("lines-model", "value") == [3]
+    options = answer(page.fire(page.callback("lines-model.options"), [("url", "hash")]))["lines-model"]
+    assert options["disabled"] is True and "every device is drawn as a line" in message(page, "lines")
+
+
 def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
     open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v")
     table = text_of(page.value("ranking-model", "children"))
@@ -212,8 +251,18 @@ def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
         est = estimate(schedule=name)
         assert f"{round(est.iteration_s * 1e3, 1)}" in table
         assert f"{round(est.peak_bytes.max() * 1e-9, 2)}" in table
-    fig = page.value("gantt-model", "figure")
-    assert fig["layout"]["xaxis2"]["title"]["text"] == "time (ms)"
+    fig = page.value("gantt-model", "figure")  # each schedule's Gantt, then its memory in GB, on one ms axis
+    assert fig["layout"]["xaxis4"]["title"]["text"] == "time (ms)"
+    assert fig["layout"]["xaxis2"]["matches"] == fig["layout"]["xaxis3"]["matches"] == "x"
+    assert fig["layout"]["yaxis2"]["title"]["text"] == fig["layout"]["yaxis4"]["title"]["text"] == "memory (GB)"
+    peaks = [t for t in fig["data"] if t["name"] == "peak"]
+    for trace, name in zip(peaks, ("1f1b", "zb-v")):
+        est = estimate(schedule=name)
+        static = est.static_bytes["weight"] + est.static_bytes["grad"] + est.static_bytes["optimizer"]
+        assert figures.decode_typed_array(trace["y"]) == pytest.approx(est.peak_bytes * 1e-9)
+        assert max(figures.decode_typed_array(trace["y"])) > static.max() * 1e-9  # static + activation
+    capacity = [t for t in fig["data"] if t["name"].startswith("capacity")]
+    assert [t["y"] for t in capacity] == [[80.0, 80.0]] * 2
     memory = page.value("memory-model", "figure")  # each schedule's peak GB per device, against 80 GB
     for name in ("1f1b", "zb-v"):
         (bars,) = [t for t in memory["data"] if t["name"] == name]
@@ -257,3 +306,107 @@ def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
                                                          schedule="v-auto"))  # fmt: skip
     assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
     assert page.value("gantt-model", "figure")["layout"]["xaxis"]["title"]["text"] == "time (ms)"
+
+
+def test_compare_deltas_are_against_the_chosen_baseline_in_percent_and_gb(page):
+    open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v")
+    one, zbv = estimate(schedule="1f1b"), estimate(schedule="zb-v")
+
+    def expected(est, base):
+        pct = 100 * (est.iteration_s - base.iteration_s) / base.iteration_s
+        gb = round((est.peak_bytes.max() - base.peak_bytes.max()) * 1e-9, 1)
+        sign = lambda v: ("+" if v > 0 else "−") + f"{abs(v):.1f}"  # noqa: E731
+        return f"{sign(pct)}% iteration, {sign(gb)} GB peak"
+
+    assert expected(zbv, one) in text_of(page.value("ranking-model", "children"))  # the first is the baseline
+    out = change(page, "baseline", "zb-v")
+    assert "baseline=zb-v" in out["url"]["hash"]
+    table = text_of(page.value("ranking-model", "children"))
+    assert expected(one, zbv) in table and expected(zbv, one) not in table
+
+
+def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(page):
+    open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v,zb-h1&baseline=zb-v")
+    out = change(page, "compare", ["zb-h1", "1f1b"])
+    assert out[cid("baseline")]["value"] == "zb-h1" and "baseline" not in out["url"]["hash"]
+
+
+def test_the_baseline_picker_offers_the_compared_schedules(page):
+    dep = page.callback(f"{cid('baseline')}.options")
+    out = answer(page.fire(dep, [(cid("compare"), "value")], {(cid("compare"), "value"): ["zb-v", "1f1b", "zb-v"]}))
+    assert out[cid("baseline")]["options"] == ["zb-v", "1f1b"]
+    out = answer(page.fire(dep, [(cid("compare"), "value")], {(cid("compare"), "value"): None}))
+    assert out[cid("baseline")]["options"] == []
+
+
+def test_the_sweep_is_in_real_units_with_gaps_that_say_why(page):
+    """Along v, interleaved 1F1B's iteration time is the estimate's at each vpp; 80 layers do not split
+    into 8 × 4 stages, so v = 4 is a gap with that reason; 1F1B takes no chunks and stays flat."""
+    open_hash(page, DEFAULT + "&mode=compare&compare=interleaved-1f1b,1f1b")
+    out = change(page, "compare_show", "sweep")
+    assert "show=sweep" in out["url"]["hash"]
+    out = change(page, "sweep_axis", "v")
+    assert "sweep=v" in out["url"]["hash"] and out["drawn-model"]["data"]
+    fig = page.value("gantt-model", "figure")
+    lines = {(t["name"], t["yaxis"]): t for t in fig["data"] if t.get("mode") == "lines+markers"}
+    inter = lines[("interleaved-1f1b", "y")]
+    assert inter["x"] == [1, 2, 4, 8]  # powers of two around vpp 1
+    for v, y in zip((1, 2), inter["y"]):
+        assert y == pytest.approx(estimate(schedule="interleaved-1f1b", vpp=v).iteration_s * 1e3)
+    assert inter["y"][2] is None and "do not split evenly into 32 stages" in fig["layout"]["annotations"][0]["text"]
+    assert len(set(lines[("1f1b", "y")]["y"])) == 1
+    assert fig["layout"]["yaxis"]["title"]["text"] == "iteration (ms)"
+    assert fig["layout"]["yaxis3"]["title"]["text"] == "peak memory (GB)"
+    assert fig["layout"]["xaxis3"]["title"]["text"] == "chunks per device v"
+    assert [t["y"] for t in fig["data"] if t["name"].startswith("capacity")] == [[80.0, 80.0]]
+
+
+def test_a_sweep_of_a_searching_schedule_is_priced_and_estimated_by_a_background_job(page):
+    """zb-auto searches: its sweep along m = 4 … 256 at pp 4 is past a request's budget, the charts alone are not."""
+    link = DEFAULT + "&mode=compare&compare=zb-auto,1f1b&tp=8&pp=4&gbs=32&show=sweep"
+    state = model_state.parse(link).state
+    assert not model_state.in_background(replace(state, compare_show="charts")) and model_state.in_background(state)
+    out = open_hash(page, link)
+    assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
+    page.run_background(page.callback("job-error-model.children"), [("job-model", "data")])
+    fig = page.value("gantt-model", "figure")
+    (zb,) = [t for t in fig["data"] if t["name"] == "zb-auto" and t["yaxis"] == "y"]
+    assert zb["x"] == [4, 8, 16, 32, 64, 128, 256]
+    assert zb["y"][3] == pytest.approx(estimate(schedule="zb-auto", pp=4, gbs=32).iteration_s * 1e3)
+
+
+def test_iterations_put_each_optimizer_step_between_them_in_ms(page):
+    """1F1B, 3 iterations: the run holds them with a grey step per device between each two, the card
+    says the iteration is their average, and the link carries them."""
+    out = open_hash(page, DEFAULT + "&iterations=3&gbs=16")
+    est = estimate(schedule="1f1b", gbs=16, schedule_params={"iterations": 3})
+    assert est.iterations == 3 and est.microbatches == 16
+    assert out["iterations-model"]["value"] == 3
+    text = cards(page)
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in text and "average of 3 iterations" in text
+    assert f"run {est.run_s * 1e3:,.0f} ms" in text
+    gantt = out["gantt-model"]["figure"]
+    assert "3 iterations of 16 microbatches" in gantt["layout"]["title"]["text"]
+    (steps,) = [t for t in gantt["data"] if t.get("legendgroup") == "optimizer"]
+    assert len(steps["y"]) == 2 * 8 and steps["name"] == figures.OPTIMIZER_LABEL
+    ends = np.array(steps["base"]) + np.array(steps["x"])
+    assert ends.max() < est.makespan_s * 1e3  # the last iteration's step follows the run, as for one iteration
+    assert gantt["layout"]["xaxis"]["range"] == pytest.approx([0, est.makespan_s * 1e3])
+    parts = out["breakdown-model"]["figure"]["data"]
+    assert sum(t["x"][0] for t in parts) == pytest.approx(est.iteration_s * 1e3)
+    out = change(page, "iterations", 2)
+    assert "iterations=2" in out["url"]["hash"]
+    out = change(page, "iterations", 1)
+    assert "iterations" not in out["url"]["hash"]  # one iteration: the link of before
+    assert not [t for t in out["gantt-model"]["figure"]["data"] if t.get("legendgroup") == "optimizer"]
+
+
+def test_iterations_beside_a_schedule_without_them_and_past_the_limit(page):
+    open_hash(page, DEFAULT + "&iterations=3&gbs=16&schedule=zb-v")
+    assert "zb-v runs one iteration" in message(page, "iterations")
+    assert f"{estimate(schedule='zb-v', gbs=16).iteration_s * 1e3:,.0f} ms" in cards(page)
+    change(page, "schedule", "1f1b")
+    assert message(page, "iterations") == ""
+    change(page, "iterations", 64)  # 64 × 16 microbatches
+    text = message(page, "iterations")
+    assert "1,024 in the run" in text and "--iterations 64" in text

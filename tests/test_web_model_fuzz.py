@@ -28,7 +28,9 @@ def page() -> Page:
 
 
 def test_the_views_have_callbacks_to_fuzz(page):
-    assert len([d for d in page.server_callbacks() if d["output"] in OWN]) == 5
+    assert (
+        len([d for d in page.server_callbacks() if d["output"] in OWN]) == 7
+    )  # the lines picker's options and list_baselines too
 
 
 @settings(

@@ -220,7 +220,11 @@ def summary(est: Estimate) -> str:
         f"{est.model.name} on {lay.gpus} × {est.gpu.name}: tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, cp {lay.cp}, "
         f"ep {lay.ep}; {lay.schedule}, {d['stages']} stages, {d['microbatches']} microbatches of {lay.mbs}",
         f"iteration      {d['iteration_s']:.4g} s  (makespan {d['makespan_s']:.4g} s + DP sync {d['dp_sync_s']:.3g} s"
-        f" + optimizer {d['optimizer_s']:.3g} s)",
+        f" + optimizer {d['optimizer_s']:.3g} s)"
+        if d["iterations"] == 1
+        else f"iteration      {d['iteration_s']:.4g} s on average over {d['iterations']} iterations (run "
+        f"{d['run_s']:.4g} s: makespan {d['makespan_s']:.4g} s with the steps between them + DP sync "
+        f"{d['dp_sync_s']:.3g} s + optimizer {d['optimizer_s']:.3g} s)",
         f"throughput     {d['tokens_per_s']:,.0f} tokens/s, {d['samples_per_s']:.4g} samples/s",
         f"per GPU        {d['tflops_per_gpu']:.1f} TFLOP/s, MFU {d['mfu'] * 100:.1f}%"
         + (f", HFU {d['hfu'] * 100:.1f}%" if lay.recompute != "none" else ""),
@@ -250,7 +254,11 @@ def facts(est: Estimate) -> list[tuple[str, str]]:
         ("MFU", f"{est.mfu:.1%}"),
         ("peak memory", f"{peak.max() / 1e9:.1f} GB of {est.capacity_bytes / 1e9:.0f} GB"),
         ("fits" if est.fits else "does not fit", est.verdict),
-        ("layout", f"{est.model.name} on {est.layout.gpus} × {est.gpu.name}, {est.microbatches} microbatches"),
+        (
+            "layout",
+            f"{est.model.name} on {est.layout.gpus} × {est.gpu.name}, {est.microbatches} microbatches"
+            + (f" × {est.iterations} iterations (iteration: their average)" if est.iterations > 1 else ""),
+        ),
     ]
 
 

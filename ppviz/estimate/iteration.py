@@ -28,6 +28,11 @@ exactly → + the exposed DP gradient synchronisation + the optimizer step → a
   reduce-scatter. These collectives run on the DP group's tier and replace the end-of-iteration
   reduce-scatter and parameter all-gather. The gathered layer's transient full weights are not
   added to memory.
+- Several iterations (``iterations`` k of gpipe, 1f1b, eager-1f1b and the 2BW schedules): between
+  two iterations each device runs its exposed DP sync, then its optimizer step, as a simulated
+  step after its last backward op (``Costs.optimizer_step``, ``ppviz.iterations``); the last
+  iteration's sync and step follow the makespan as for one iteration. ``iteration_s`` is the
+  average over the k iterations; the batch, FLOPs and throughput are per iteration.
 - Optimizer: a roofline of Adam's 30 bytes per parameter updated (read fp32 gradient, master,
   m, v; write master, m, v and the bf16 weight) at HBM bandwidth and its ~12 FLOPs at the vector
   peak: memory-bound on every preset.
@@ -39,7 +44,7 @@ exactly → + the exposed DP gradient synchronisation + the optimizer step → a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -47,6 +52,7 @@ import numpy as np
 from .. import api, memory, schedules
 from ..costs import Costs
 from ..ir import KIND_INDEX, Kind, Schedule
+from ..iterations import iterations
 from . import comm, layer
 from .specs import Gpu, Layout, Model, SpecError
 from .specs import gpu as gpu_preset
@@ -312,10 +318,10 @@ def estimate(
         spec = schedules.get(layout.schedule)
         uniform = _uniform_costs(model, gpu, layout) if spec.uses_costs else None
         schedule = schedule_for(layout, uniform)
-    elif schedule.devices != layout.pp or schedule.microbatches != m:
+    elif schedule.devices != layout.pp or schedule.microbatches != m * iterations(schedule)[0]:
         raise SpecError(
             f"the given schedule has {schedule.devices} devices and {schedule.microbatches} microbatches; "
-            f"the layout needs pp {layout.pp} and {m}"
+            f"the layout needs pp {layout.pp} and {m} per iteration"
         )
     S = schedule.stages
     pl = schedule.placement
@@ -326,6 +332,9 @@ def estimate(
     overlap = pair_overlap(plan) if layout.pair_overlap else 1.0
     costs = Costs(p2p=p2p, overlap=overlap, b_frees=layout.b_frees, link_p2p=links if p2p else (),
                   exact_stage_times=tuple(zip(plan.f, plan.b, plan.w)))  # fmt: skip
+    if iterations(schedule)[0] > 1:  # the steps between iterations come from the run without them
+        first = Estimate(model, gpu, layout, api.evaluate(schedule, costs), costs, plan, p2p)
+        costs = replace(costs, optimizer_step=tuple(first.optimizer_step_s.tolist()))
     if run is None or run.schedule is not schedule or run.costs != costs:
         run = api.evaluate(schedule, costs)
     return Estimate(model, gpu, layout, run, costs, plan, p2p)
@@ -464,22 +473,44 @@ class Estimate:
         return max(0.0, float(done.max()) - start - self.makespan_s)
 
     @cached_property
-    def optimizer_s(self) -> float:
-        """Adam over each device's share of the optimizer state, a roofline of its bytes at HBM
-        bandwidth and its FLOPs at the vector peak (the bytes bound it); the slowest device."""
-        updated = self._sharded(1.0, from_zero=1).max()
+    def optimizer_device_s(self) -> np.ndarray:
+        """Per device, Adam over its share of the optimizer state: a roofline of its bytes at HBM
+        bandwidth and its FLOPs at the vector peak (the bytes bound it)."""
+        updated = self._sharded(1.0, from_zero=1)
         bytes_s = ADAM_BYTES_PER_PARAM * updated / (self.gpu.hbm_bytes_per_s * self.gpu.hbm_efficiency)
-        return float(max(bytes_s, ADAM_FLOPS_PER_PARAM * updated / self.gpu.vector_flops))
+        return np.maximum(bytes_s, ADAM_FLOPS_PER_PARAM * updated / self.gpu.vector_flops)
+
+    @cached_property
+    def optimizer_s(self) -> float:
+        """The optimizer step after the run: the slowest device's."""
+        return float(self.optimizer_device_s.max())
+
+    @cached_property
+    def optimizer_step_s(self) -> np.ndarray:
+        """Per device, its work between two iterations: its exposed DP sync, then its optimizer step."""
+        return self._dp_exposed + self.optimizer_device_s
+
+    @property
+    def iterations(self) -> int:
+        """Iterations the run holds (the schedule's ``iterations``, else 1)."""
+        return iterations(self.run.schedule)[0]
+
+    @cached_property
+    def run_s(self) -> float:
+        """All the run's iterations: the makespan (with the steps between them), then the last sync and step."""
+        return self.makespan_s + self.dp_sync_s + self.optimizer_s
 
     @cached_property
     def iteration_s(self) -> float:
-        return self.makespan_s + self.dp_sync_s + self.optimizer_s
+        """One iteration on average: run_s / iterations."""
+        return self.run_s / self.iterations
 
     # --- throughput -------------------------------------------------------------------------
 
     @property
     def microbatches(self) -> int:
-        return self.run.schedule.microbatches
+        """Per iteration (the run holds ``iterations`` times as many)."""
+        return self.run.schedule.microbatches // self.iterations
 
     @property
     def global_batch(self) -> int:
@@ -595,7 +626,8 @@ class Estimate:
     def breakdown(self) -> dict[str, float]:
         """Seconds of the iteration on its busiest device: compute, TP/CP/EP communication, ZeRO-3's
         exposed per-layer gathers and reduce-scatters, p2p waits, the rest of the pipeline bubble,
-        exposed DP sync, optimizer. They sum to iteration_s."""
+        exposed DP sync, optimizer. They sum to iteration_s; over k iterations each is the average
+        (the busiest device's k − 1 steps between iterations, and the last one after the run)."""
         r = self.run.result
         p = self.run.schedule.devices
         comm_of = np.zeros((4, self.run.schedule.stages))
@@ -612,15 +644,19 @@ class Estimate:
         d = int(np.argmax(busy))
         no_p2p = api.evaluate(self.run.schedule, _without_p2p(self.costs)).metrics.makespan if self.p2p_s else None
         p2p_wait = max(0.0, self.makespan_s - no_p2p) if no_p2p is not None else 0.0
-        bubble = max(0.0, self.makespan_s - float(busy[d]) - p2p_wait)
+        k = self.iterations
+        between = k - 1 if any(self.costs.optimizer_step) else 0  # steps inside the makespan, per device
+        dp_between = between * float(self._dp_exposed[d])
+        opt_between = between * float(self.optimizer_device_s[d])
+        bubble = max(0.0, self.makespan_s - float(busy[d]) - p2p_wait - dp_between - opt_between)
         return {
-            "compute_s": float(busy[d] - comm_busy[d] - z3_busy[d]),
-            "tp_comm_s": float(comm_busy[d]),
-            "zero3_comm_s": float(z3_busy[d]),
-            "p2p_s": p2p_wait,
-            "bubble_s": bubble,
-            "dp_sync_s": self.dp_sync_s,
-            "optimizer_s": self.optimizer_s,
+            "compute_s": float(busy[d] - comm_busy[d] - z3_busy[d]) / k,
+            "tp_comm_s": float(comm_busy[d]) / k,
+            "zero3_comm_s": float(z3_busy[d]) / k,
+            "p2p_s": p2p_wait / k,
+            "bubble_s": bubble / k,
+            "dp_sync_s": (dp_between + self.dp_sync_s) / k,
+            "optimizer_s": (opt_between + self.optimizer_s) / k,
         }
 
     # --- drawing ----------------------------------------------------------------------------
@@ -665,6 +701,8 @@ class Estimate:
             "gpu": _spec_dict(self.gpu),
             "layout": _spec_dict(self.layout),
             "iteration_s": self.iteration_s,
+            "iterations": self.iterations,
+            "run_s": self.run_s,
             "makespan_s": self.makespan_s,
             "tokens_per_s": self.tokens_per_s,
             "samples_per_s": self.samples_per_s,
@@ -687,6 +725,7 @@ class Estimate:
             else [],
             "dp_sync_s": self.dp_sync_s,
             "optimizer_s": self.optimizer_s,
+            "optimizer_step_s": self.optimizer_step_s.tolist() if self.iterations > 1 else [],
             "breakdown_s": self.breakdown,
             "activation_bytes_per_layer": lp.activation_bytes,
             "params_per_layer": lp.params,
@@ -705,7 +744,7 @@ class Estimate:
 
 
 def _without_p2p(costs: Costs) -> Costs:
-    return Costs(p2p=0.0, overlap=costs.overlap, b_frees=costs.b_frees, exact_stage_times=costs.exact_stage_times)
+    return replace(costs, p2p=0.0, link_p2p=())
 
 
 def _spec_dict(spec) -> dict:

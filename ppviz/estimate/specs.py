@@ -89,9 +89,10 @@ class Model:
 class Gpu:
     """One accelerator and its two network tiers.
 
-    The efficiencies and the per-kernel overhead are one set for every GPU unless overridden,
-    never tuned per case: the matmul efficiency was fitted once on A100-80GB to Korthikanti et
-    al. 2022 Tables 4 and 5 together; the others are round figures near NERSC's and Calculon's.
+    The efficiencies and the per-kernel overhead are never tuned per case. The default matmul
+    efficiency was fitted on A100-80GB to Korthikanti et al. 2022 Tables 4 and 5 together; the
+    H100 preset (and those after it) carry their own, fitted on published H100 runs
+    (``calibration.H100_FIT``); the others are round figures near NERSC's and Calculon's.
     """
 
     name: str = "custom"

@@ -22,13 +22,13 @@ from dash import (
 )
 
 from . import controls, jobs, limits, sync, views, widgets
-from .layout import EXPORTS
+from .layout import COMPARE_BAR_STYLE, EXPORTS
 
 PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
 MESSAGES = {"type": "control-msg", "name": ALL}
 BLOCKS = {"type": "param-block", "schedule": ALL}
 PICKS = {"type": "mb-pick", "value": ALL}
-TOGGLED = ("devices", "microbatches", "overlap", "b_frees")
+TOGGLED = ("devices", "microbatches", "overlap", "b_frees", "lines")
 LAYOUT_TRIGGERS = {None, "url", "mode", "schedule", "compare", "upload-store"}
 EXPORT_IDS = [f"export-{key}" for key, _ in EXPORTS]
 
@@ -94,6 +94,8 @@ def update_page(search, *args):
         return synced + view[:-1] + (job,)
     if trigger == "limit" and out.state.mode == "single":
         view = _only_memory(view, len(names))  # the limit line is all that changed: send the memory chart alone
+    elif trigger == "lines":
+        view = _keep_gantt(_keep_layout(view, out.state.mode == "compare"))  # the memory chart and the picker's note
     elif trigger not in LAYOUT_TRIGGERS:
         view = _keep_layout(view, out.state.mode == "compare")  # same schedule and mode: boxes stay
     return synced + view[:-1] + (no_update,)
@@ -126,6 +128,13 @@ def _keep_layout(view: tuple, compare: bool) -> tuple:
         kept[i] = no_update
     if not compare:
         kept[4] = no_update  # the ranking (empty outside compare mode)
+    return tuple(kept)
+
+
+def _keep_gantt(view: tuple) -> tuple:
+    """Leave the Gantt chart and the cards as they are (a change of memory lines redraws neither)."""
+    kept = list(view)
+    kept[0] = kept[3] = no_update
     return tuple(kept)
 
 
@@ -219,18 +228,24 @@ def pick_microbatches(_clicks):
     Output(BLOCKS, "style"),
     Output("row-schedule", "style"),
     Output("row-compare", "style"),
+    Output("compare-bar", "style"),
+    Output("baseline", "options"),
     Input("mode", "value"),
     Input("schedule", "value"),
     Input("compare", "value"),
 )
 def show_controls(mode, schedule, compare):
-    """Show the parameter blocks of the schedules on screen, and the picker of the mode."""
+    """Show the parameter blocks of the schedules on screen, the picker of the mode, and in compare
+    mode its bar (baseline, charts or sweep, the sweep's axis) with the compared schedules as baselines."""
     names = [i["schedule"] for i in _pattern_ids(ctx.outputs_list, "param-block")]
     compare_mode = mode == "compare"
+    compared = [n for n in compare if isinstance(n, str)] if isinstance(compare, list) else []
     return (
         [controls.block_style(name, mode, schedule, compare) for name in names],
         {"display": "none"} if compare_mode else {},
         {} if compare_mode else {"display": "none"},
+        COMPARE_BAR_STYLE if compare_mode else {"display": "none"},
+        list(dict.fromkeys(compared)),
     )
 
 
@@ -365,6 +380,12 @@ def zoom_in_background(request):
     except (ValueError, jobs.JobTimeout):
         return no_update, no_update, no_update
     return figure, "" if checked == "full" else f"{request.get('key')}|{drawn_as}", size
+
+
+@callback(Output("lines", "options"), Input("url", "search"))
+def line_options(search):
+    """The memory-lines picker offers the devices of the view in the link."""
+    return controls.device_options(sync.read(search).state.devices)
 
 
 clientside_callback(

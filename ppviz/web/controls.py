@@ -84,6 +84,30 @@ def batch_row() -> html.Div:
     )
 
 
+def lines_picker() -> html.Div:
+    """Which devices the memory chart draws as lines over its min–max band (past 8 devices)."""
+    return control_row(
+        "lines",
+        "memory: devices drawn as lines",
+        "past 8 devices the memory chart is a min–max band over all devices, with these devices drawn as lines "
+        "(empty: the devices of the highest and the lowest peak)",
+        # every device a view can have until the link's view narrows them: a dropdown drops a value it does
+        # not offer, so a link's lines=20 arriving before the options of its 32 devices was lost
+        dcc.Dropdown(
+            id="lines",
+            options=device_options(int(SLIDERS["devices"].high)),
+            value=[],
+            multi=True,
+            placeholder="highest and lowest peak",
+        ),
+    )
+
+
+def device_options(devices: int) -> list[dict]:
+    """The picker's choices: every device of the view."""
+    return [{"label": f"device {d}", "value": d} for d in range(max(int(devices), 0))]
+
+
 def control_row(name: str, label: str, help_text: str, widget) -> html.Div:
     return html.Div(
         [

@@ -32,10 +32,12 @@ RANKING_COLUMNS = [
     {"name": "schedule", "id": "schedule", "type": "text"},
     {"name": "makespan", "id": "makespan", "type": "numeric"},
     {"name": "bubble", "id": "bubble", "type": "numeric", "format": FormatTemplate.percentage(1)},
-    {"name": "longest span", "id": "span", "type": "numeric"},
-    {"name": "peak activation", "id": "peak activation", "type": "numeric"},
-    {"name": "parameters", "id": "parameters", "type": "numeric"},
+    {"name": "span", "id": "span", "type": "numeric"},
+    {"name": "peak act.", "id": "peak activation", "type": "numeric"},
+    {"name": "params", "id": "parameters", "type": "numeric"},
+    {"name": "vs baseline", "id": "vs baseline", "type": "text"},
 ]
+COMPARE_BAR_STYLE = {"display": "flex", "flexWrap": "wrap", "gap": "4px 14px", "alignItems": "center"}
 EXPORTS = [
     ("ops-csv", "ops CSV"),
     ("run-json", "run JSON"),
@@ -58,7 +60,6 @@ def layout() -> html.Div:
             dcc.Store(id="axes-sync"),
             dcc.Store(id="zoom-request"),
             header(),
-            model_layout.view_tabs(),
             html.Div([panel(state), views()], className="main", id="abstract-view"),
             model_layout.model_view(),
             search_layout.search_view(),
@@ -80,6 +81,7 @@ def header() -> html.Header:
                 ],
                 className="brand",
             ),
+            model_layout.view_tabs(),  # in the header row: a row of its own cost the charts 36 px of an 800 px screen
             html.Div(
                 [
                     html.Span("copy link", className="copy-label"),
@@ -143,7 +145,7 @@ def panel(state: ViewState) -> html.Aside:
     return html.Aside(
         [
             section("schedule", "schedule", [schedule, html.Div(controls.param_blocks(state), id="param-blocks")]),
-            section("sizes", "sizes and costs", [*sliders, limit]),
+            section("sizes", "sizes and costs", [*sliders, limit, controls.lines_picker()]),
             section("stages", "per-stage times", stage_table(state), open_=False),
             section("export", "export and import", export_panel(), open_=False),
         ],
@@ -215,18 +217,58 @@ def export_panel() -> list:
     ]
 
 
+def compare_bar(state: ViewState) -> html.Div:
+    """Compare mode's own controls: the baseline of the deltas, charts or sweep, and the sweep's axis."""
+    return html.Div(
+        [
+            html.Label("deltas against", htmlFor="baseline", className="label"),
+            dcc.Dropdown(
+                id="baseline",
+                options=list(state.compare),
+                value=state.reference,
+                clearable=False,
+                style={"minWidth": "150px"},
+            ),
+            dcc.RadioItems(
+                id="compare_show",
+                options=[{"label": " Gantt & memory", "value": "charts"}, {"label": " sweep", "value": "sweep"}],
+                value=state.compare_show,
+                inline=True,
+                className="mode",
+            ),
+            html.Span("sweep along", className="label", title="m microbatches, v chunks per device, p devices"),
+            dcc.RadioItems(
+                id="sweep_axis",
+                options=[
+                    {"label": html.Span(" m", title="microbatches"), "value": "m"},
+                    {"label": html.Span(" v", title="chunks per device (the chunks parameter)"), "value": "v"},
+                    {"label": html.Span(" p", title="devices"), "value": "p"},
+                ],
+                value=state.sweep_axis,
+                inline=True,
+                className="mode",
+            ),
+        ],
+        id="compare-bar",
+        style={"display": "none"},
+    )
+
+
 def views() -> html.Section:
+    state = ViewState()
     return html.Section(
         [
             html.Div(id="link-notes", className="notes"),
             html.Div(id="cards", className="cards"),
+            compare_bar(state),
             html.Div(
                 dash_table.DataTable(
                     id="ranking",
                     columns=RANKING_COLUMNS,
                     data=[],
                     sort_action="native",
-                    style_cell={"padding": "4px 10px", "fontFamily": "inherit"},
+                    style_table={"overflowX": "auto"},
+                    style_cell={"padding": "3px 8px", "fontFamily": "inherit"},
                     style_cell_conditional=[{"if": {"column_id": "schedule"}, "textAlign": "left"}],
                     style_header={"fontWeight": "600"},
                 ),

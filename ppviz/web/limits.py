@@ -22,7 +22,7 @@ from ppviz.ir import torch_lines
 from ppviz.iterations import microbatches_for_batch
 from ppviz.schedules.registry import resolve
 
-from .url_state import BATCH_LABELS, CUSTOM, SLIDERS, ViewState
+from .url_state import BATCH_LABELS, COMPARE_SHOWS, CUSTOM, SLIDERS, SWEEP_AXES, ViewState, read_lines
 
 MAX_DEVICES = int(SLIDERS["devices"].high)  # 64, as the slider says
 MAX_MICROBATCHES = int(SLIDERS["microbatches"].high)  # 512
@@ -78,8 +78,73 @@ def cost(state: ViewState, name: str) -> int:
 
 
 def work(state: ViewState) -> int:
-    """The price of drawing the view: the sum over the schedules on screen."""
-    return sum(cost(state, name) for name in state.shown)
+    """The price of drawing the view: the sum over the schedules on screen, and their sweep when shown."""
+    return sum(cost(state, name) for name in state.shown) + sweep_work(state)
+
+
+MAX_CHUNKS = 16  # the sweep along v stops at the chunks parameter's own bound
+# A sweep computes at most this much (about 6 s here), its cheapest points first; past it, the CLI.
+SWEEP_WORK = BACKGROUND_WORK // 4
+
+
+def sweep_values(state: ViewState) -> list[int]:
+    """The sweep's values: powers of two around the view's own (m, p, or the first chunked schedule's
+    chunks), within the page's bounds."""
+    from ppviz.sweep import takes_chunks, values_around
+
+    if state.sweep_axis == "m":
+        return values_around(state.microbatches, 1, MAX_MICROBATCHES)
+    if state.sweep_axis == "p":
+        return values_around(state.devices, 1, MAX_DEVICES)
+    chunked = [n for n in state.compare if takes_chunks(n)]
+    current = state.params_of(chunked[0]).get("chunks", 2) if chunked else 2
+    return values_around(min(max(int(current), 1), MAX_CHUNKS), 1, MAX_CHUNKS)
+
+
+def at_value(state: ViewState, name: str, value: int) -> ViewState:
+    """The view with the sweep's axis set to ``value`` for schedule ``name``."""
+    if state.sweep_axis == "m":
+        return replace(state, microbatches=value, gbs=None, mbs=None)
+    if state.sweep_axis == "p":
+        return replace(state, devices=value)
+    spec = REGISTRY.get(name)
+    if spec is None or spec.param("chunks") is None:
+        return state
+    return replace(state, params={**state.params, name: {**state.params.get(name, {}), "chunks": value}})
+
+
+def own_point(state: ViewState, name: str, value: int) -> bool:
+    """Whether the sweep's point is the view's own run (already drawn, so free): its m or p, its
+    chunks, or any v for a schedule without chunks."""
+    if state.sweep_axis == "m":
+        return value == state.microbatches
+    if state.sweep_axis == "p":
+        return value == state.devices
+    spec = REGISTRY.get(name)
+    return spec is None or spec.param("chunks") is None or value == state.params_of(name).get("chunks")
+
+
+def sweep_plan(state: ViewState) -> tuple[set[tuple[str, int]], int]:
+    """The sweep's points the page computes, cheapest first while their total stays within
+    SWEEP_WORK (the rest are gaps giving the CLI command), and their price."""
+    if state.mode != "compare" or state.compare_show != "sweep":
+        return set(), 0
+    priced = sorted(
+        (0 if own_point(state, n, v) else cost(at_value(state, n, v), n), n, v)
+        for n in state.compare
+        for v in sweep_values(state)
+    )
+    allowed, spent = set(), 0
+    for price, name, value in priced:
+        if spent + price <= SWEEP_WORK:
+            allowed.add((name, value))
+            spent += price
+    return allowed, spent
+
+
+def sweep_work(state: ViewState) -> int:
+    """The sweep's price (0 unless the sweep is on screen)."""
+    return sweep_plan(state)[1]
 
 
 def in_background(state: ViewState) -> bool:
@@ -179,6 +244,16 @@ def bounded(state: ViewState) -> tuple[ViewState, list[str]]:
         values["stage_times"] = stage_times
     if state.order is not None and not isinstance(state.order, str):
         values["order"] = None
+    lines = read_lines(state.lines, notes)
+    if lines != state.lines:
+        values["lines"] = lines
+    compared = values.get("compare", state.compare)
+    if state.baseline is not None and state.baseline not in compared:
+        values["baseline"] = None  # the first compared schedule is the baseline
+    if state.compare_show not in COMPARE_SHOWS:
+        values["compare_show"] = default.compare_show
+    if state.sweep_axis not in SWEEP_AXES:
+        values["sweep_axis"] = default.sweep_axis
     state = replace(state, **values) if values else state
     if state.schedule == CUSTOM and state.order is None:
         state = replace(state, schedule=default.schedule)

@@ -11,7 +11,7 @@ import time
 
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
-from . import jobs, model_state, model_views, widgets
+from . import controls, jobs, model_state, model_views, views, widgets
 from .model_layout import CONTROLS, GPU_FIELDS, MODEL_FIELDS, RANKING_COLUMNS, cid, control_values
 from .model_state import ModelState
 
@@ -129,6 +129,8 @@ def update_model_view(hash_, *args):
         controls = control_values(state) if notes or preset else None
         if controls is not None and not preset:
             controls = {k: v for k, v in controls.items() if k != "compare"}
+        if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
+            controls = {**(controls or {}), "baseline": state.reference}
     view = model_views.render(state)
     control_out = [controls.get(n, no_update) if controls else no_update for n in CONTROLS]
     job = {"hash": model_state.write_hash(model_state.encode(state)), "at": time.time()}
@@ -172,8 +174,28 @@ def estimate_in_background(set_progress, request):
         cli = model_state.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
         text = f"{names} took longer than {jobs.JOB_MAX_S:g} s: use the CLI: {cli}"
         return (model_views.views.message_figure(text), no_update, no_update, [], [], widgets.message(("error", text)))
-    error = next(iter(view.messages.values()), None)
+    error = next((m for m in view.messages.values() if m[0] == "error"), None)
     return (*drawn_outputs(view), widgets.message(error))
+
+
+@callback(
+    Output(cid("lines"), "options"),
+    Output(cid("lines"), "disabled"),
+    Input("url", "hash"),
+)
+def line_options(hash_):
+    """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose."""
+    state = model_state.parse(hash_).state
+    return controls.device_options(state.pp), state.pp <= views.MEMORY_LINES or state.mode == "compare"
+
+
+@callback(
+    Output(cid("baseline"), "options"),
+    Input(cid("compare"), "value"),
+)
+def list_baselines(compare):
+    """The baseline picker offers the compared schedules."""
+    return list(dict.fromkeys(n for n in compare if isinstance(n, str))) if isinstance(compare, list) else []
 
 
 def drawn_outputs(view: model_views.ModelView) -> tuple:
@@ -189,10 +211,12 @@ def drawn_outputs(view: model_views.ModelView) -> tuple:
 def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:
     """The state the controls show; a preset's change resets that preset's fields to its values."""
     raw = {k: values.get(k) for k in ("mode", "schedule", "model", "gpu", "recompute", "zero")}
+    raw |= {k: values.get(k) for k in ("baseline", "compare_show", "sweep_axis")}
     compare = values.get("compare")
     raw["compare"] = compare if isinstance(compare, (list, tuple)) else ()
     raw["sp"] = values.get("sp") if isinstance(values.get("sp"), list) else previous.sp
     raw["split"] = values.get("split") if values.get("split") is not None else ",".join(map(str, previous.split or ()))
+    raw["lines"] = values.get("lines") or ()
     if previous.tp_mode == "2d":  # set by a search row (no control): kept while it still fits the layout
         raw |= {"tp_mode": "2d", "tp2d": previous.tp2d, "summa_blocks": previous.summa_blocks}
     if previous.nvlink_dp_pp:

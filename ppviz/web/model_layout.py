@@ -12,10 +12,12 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
+from .controls import device_options
 from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
 from .views import GRAPH_CONFIG
 
-CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split")
+CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split", "lines")
+CONTROLS += ("baseline", "compare_show", "sweep_axis")
 ZERO_LABELS = {
     0: "0: none",
     1: "1: optimizer state sharded (distributed optimizer)",
@@ -23,6 +25,7 @@ ZERO_LABELS = {
     3: "3: + weights sharded",
 }
 RANKING_COLUMNS = ("rank", "schedule", "iteration (ms)", "tokens/s", "MFU", "bubble (ms)", "peak (GB)", "fits")
+RANKING_COLUMNS += ("vs baseline",)
 
 
 def cid(name: str) -> str:
@@ -58,6 +61,10 @@ def control_values(state: ModelState) -> dict[str, object]:
         "recompute": state.recompute,
         "zero": state.zero,
         "split": ",".join(map(str, state.split)) if state.split else "",
+        "lines": [d for d in state.lines if d < state.pp],  # the picker offers the pipeline's devices
+        "baseline": state.reference,
+        "compare_show": state.compare_show,
+        "sweep_axis": state.sweep_axis,
     }
     for name in NUMBER_FIELDS:
         values[name] = state.field_value(name)
@@ -109,6 +116,33 @@ def _number(name: str, value: object) -> html.Div:
     return _row(name, f.label, box)
 
 
+def _compare_bar(values: dict) -> list:
+    """Compare mode's own controls: the baseline of the deltas, charts or sweep, and the sweep's axis."""
+    return [
+        html.Label("deltas against", htmlFor=cid("baseline"), className="label"),
+        dcc.Dropdown(id=cid("baseline"), options=values["compare"], value=values["baseline"], clearable=False),
+        dcc.RadioItems(
+            id=cid("compare_show"),
+            options=[{"label": " Gantt & memory", "value": "charts"}, {"label": " sweep", "value": "sweep"}],
+            value=values["compare_show"],
+            inline=True,
+            className="mode",
+        ),
+        dcc.RadioItems(
+            id=cid("sweep_axis"),
+            options=[
+                {"label": " m (microbatches)", "value": "m"},
+                {"label": " v (vpp)", "value": "v"},
+                {"label": " p (pp)", "value": "p"},
+            ],
+            value=values["sweep_axis"],
+            inline=True,
+            className="mode",
+        ),
+        html.Div("the sweep runs along the chosen size, the rest of the layout as set", className="help"),
+    ]
+
+
 def _panel(values: dict) -> list:
     schedules = [{"label": f"{n}: {s.description}", "value": n} for n, s in REGISTRY.items()]
     mode = dcc.RadioItems(
@@ -128,6 +162,7 @@ def _panel(values: dict) -> list:
         "compare 2–4 schedules (same model, GPU and layout)",
         dcc.Dropdown(id=cid("compare"), options=list(REGISTRY), value=values["compare"], multi=True),
     )
+    compare.children = [*compare.children[:-1], *_compare_bar(values), compare.children[-1]]
     compare.style = {"display": "none"}
     model = _row(
         "model",
@@ -169,6 +204,19 @@ def _panel(values: dict) -> list:
         dcc.Input(id=cid("split"), type="text", value=values["split"], debounce=True, placeholder="even"),
         "e.g. 9,10,10,…: one count per stage of the schedule (empty: even)",
     )
+    lines = _row(
+        "lines",
+        "memory: devices drawn as lines",
+        dcc.Dropdown(  # every device a view can have until the link's view narrows them (see controls.lines_picker)
+            id=cid("lines"),
+            options=device_options(int(LAYOUT_FIELDS["pp"].high)),
+            value=values["lines"],
+            multi=True,
+            placeholder="highest and lowest peak",
+        ),
+        "past 8 devices the memory chart is a min–max band, with these devices as lines (empty: the highest and "
+        "the lowest peak)",
+    )
     return [
         html.Section([mode, schedule, compare], className="group"),
         html.Section(
@@ -180,6 +228,7 @@ def _panel(values: dict) -> list:
             [html.H3("parallel layout"), *[_number(n, values[n]) for n in LAYOUT_FIELDS], sp, recompute, zero, split],
             className="group",
         ),
+        html.Section([html.H3("memory chart"), lines], className="group"),
     ]
 
 

@@ -19,6 +19,7 @@ from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
 from . import limits
+from .url_state import read_lines
 
 VIEWS = ("abstract", "model", "search")
 MAX_COMPARE = limits.MAX_COMPARE
@@ -61,7 +62,9 @@ LAYOUT_FIELDS: dict[str, Field] = {
     "vpp": Field("vpp (chunks per device, interleaved)", 1, 16),
     "mbs": Field("micro-batch size", 1, 1024),
     "gbs": Field("global batch (sequences)", 1, 1_048_576),
+    "iterations": Field("iterations (optimizer step between them)", 1, 64),
 }
+ITERATED = "gpipe, 1f1b, eager-1f1b and the 2BW schedules"  # the registry's schedules that take iterations
 ZERO = (0, 1, 2, 3)
 MAX_SPLIT = 1024  # stages in an explicit layer split (pp·vpp, or 2·pp for V shapes, at most)
 NUMBER_FIELDS = {**MODEL_FIELDS, **GPU_FIELDS, **LAYOUT_FIELDS}
@@ -86,10 +89,15 @@ class ModelState:
     vpp: int = 1
     mbs: int = 1
     gbs: int = 64
+    iterations: int = 1  # for schedules that take it (the others run one)
     sp: bool = True
     recompute: str = "selective"
     zero: int = 1
     split: tuple[int, ...] | None = None  # layers of every stage (None: even)
+    lines: tuple[int, ...] = ()  # devices drawn as lines over the memory band; () = highest and lowest peak
+    baseline: str | None = None  # compare mode: the schedule the deltas are against (None: the first)
+    compare_show: str = "charts"  # compare mode: "charts" (Gantt + memory per schedule) or "sweep"
+    sweep_axis: str = "m"  # the sweep's axis: "m", "v" (vpp) or "p" (pp)
     # from a search row (no control of their own): 2D (SUMMA) tensor parallelism and the NVLink placement
     tp_mode: str = "1d"
     tp2d: tuple[int, int] | None = None
@@ -99,6 +107,13 @@ class ModelState:
     @property
     def shown(self) -> tuple[str, ...]:
         return self.compare if self.mode == "compare" else (self.schedule,)
+
+    @property
+    def reference(self) -> str | None:
+        """The compared schedule the ranking's deltas are against: the chosen one, else the first."""
+        if self.baseline in self.compare:
+            return self.baseline
+        return self.compare[0] if self.compare else None
 
     @property
     def microbatches(self) -> int | None:
@@ -136,10 +151,22 @@ def gpu_of(state: ModelState) -> specs.Gpu:
     return specs.gpu(state.gpu, **values)
 
 
+def takes_iterations(schedule: str) -> bool:
+    spec = REGISTRY.get(schedule)
+    return spec is not None and spec.param("iterations") is not None
+
+
+def iterations_of(state: ModelState, schedule: str) -> int:
+    """The iterations one schedule of the view runs: the box's value where it takes them, else 1."""
+    return state.iterations if takes_iterations(schedule) else 1
+
+
 def layout_of(state: ModelState, schedule: str) -> specs.Layout:
-    """The estimate's Layout for one schedule; vpp goes only to schedules that take chunks."""
+    """The estimate's Layout for one schedule; vpp goes only to schedules that take chunks, and
+    iterations to those that take them."""
     spec = REGISTRY.get(schedule)
     takes_chunks = spec is not None and spec.param("chunks") is not None
+    k = iterations_of(state, schedule)
     return specs.Layout(
         tp=state.tp,
         pp=state.pp,
@@ -153,6 +180,7 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
         recompute=state.recompute,
         zero=state.zero,
         schedule=schedule,
+        schedule_params={"iterations": k} if k > 1 else {},
         layer_split=state.split,
         tp_mode=state.tp_mode,
         tp2d=state.tp2d,
@@ -169,6 +197,8 @@ def cli_command(state: ModelState, schedule: str) -> str:
     parts.append(f"--recompute {lay.recompute} --zero {lay.zero} --schedule {schedule}")
     if lay.sequence_parallel:
         parts.append("--sequence-parallel")
+    if iterations_of(state, schedule) > 1:
+        parts.append(f"--iterations {state.iterations}")
     if state.split:
         parts.append("--layer-split " + ",".join(map(str, state.split)))
     if state.tp_mode == "2d" and state.tp2d:
@@ -212,14 +242,24 @@ def _owned(key: str, mine: set[str] | None, prefix: str) -> bool:
     return key.startswith(prefix) if prefix else key in (mine or set())
 
 
-PLACEMENT_KEYS = (
-    "tp_mode",
-    "tp2d",
-    "summa_blocks",
-    "nvlink",
-)  # set by a search row, kept until tp, cp, dp or pp change
-MODEL_KEYS = {"mode", "schedule", "compare", "model", "gpu", "sp", "recompute", "zero", "split", *NUMBER_FIELDS,
-              *PLACEMENT_KEYS}  # fmt: skip
+MODEL_KEYS = {
+    "mode",
+    "schedule",
+    "compare",
+    "model",
+    "gpu",
+    "sp",
+    "recompute",
+    "zero",
+    "split",
+    "lines",
+    *NUMBER_FIELDS,
+}
+MODEL_KEYS |= {"baseline", "show", "sweep"}
+COMPARE_SHOWS = ("charts", "sweep")
+SWEEP_AXES = ("m", "v", "p")
+PLACEMENT_KEYS = ("tp_mode", "tp2d", "summa_blocks", "nvlink")  # set by a search row, kept while they fit
+MODEL_KEYS |= set(PLACEMENT_KEYS)
 
 
 def encode(state: ModelState) -> dict[str, str]:
@@ -227,13 +267,22 @@ def encode(state: ModelState) -> dict[str, str]:
     pairs = {"model": state.model, "gpu": state.gpu}
     if state.mode == "compare":
         pairs |= {"mode": "compare", "compare": ",".join(state.compare)}
+        if state.baseline in state.compare and state.baseline != state.compare[0]:
+            pairs["baseline"] = state.baseline
+        if state.compare_show != "charts":
+            pairs["show"] = state.compare_show
+        if state.sweep_axis != "m":
+            pairs["sweep"] = state.sweep_axis
     else:
         pairs["schedule"] = state.schedule
     for name in LAYOUT_FIELDS:
-        pairs[name] = str(getattr(state, name))
+        if name != "iterations" or state.iterations != 1:  # links of one iteration stay as they were
+            pairs[name] = str(getattr(state, name))
     pairs |= {"sp": str(int(state.sp)), "recompute": state.recompute, "zero": str(state.zero)}
     if state.split:
         pairs["split"] = ",".join(map(str, state.split))
+    if state.lines:
+        pairs["lines"] = ",".join(map(str, state.lines))
     if state.tp_mode == "2d" and state.tp2d:
         pairs |= {"tp_mode": "2d", "tp2d": f"{state.tp2d[0]},{state.tp2d[1]}"}
         if state.summa_blocks:
@@ -263,6 +312,11 @@ def parse(hash_: object) -> Parsed:
         raw["sp"] = query["sp"]
     if "split" in query:
         raw["split"] = query["split"]
+    if "lines" in query:
+        raw["lines"] = query["lines"]
+    for key, name in (("baseline", "baseline"), ("show", "compare_show"), ("sweep", "sweep_axis")):
+        if key in query:
+            raw[name] = query[key]
     for key in PLACEMENT_KEYS:
         if key in query:
             raw[key] = query[key]
@@ -325,6 +379,22 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         values["sp"] = sp in (True, 1, "1", "true", "on") or (isinstance(sp, list) and "on" in sp)
     if "split" in raw:
         values["split"] = _split(raw["split"], notes)
+    if "lines" in raw:
+        values["lines"] = read_lines(raw["lines"], notes)
+    baseline = raw.get("baseline")
+    if baseline is not None:
+        if isinstance(baseline, str) and baseline in values.get("compare", base.compare):
+            values["baseline"] = baseline
+        elif not (isinstance(baseline, str) and (baseline in REGISTRY or baseline == "")):
+            notes.append(f"baseline {limits._show(baseline)} is not a compared schedule; using the first")
+    for name, allowed in (("compare_show", COMPARE_SHOWS), ("sweep_axis", SWEEP_AXES)):
+        chosen = raw.get(name)
+        if chosen is None:
+            continue
+        if isinstance(chosen, str) and chosen in allowed:
+            values[name] = chosen
+        else:
+            notes.append(f"{name.replace('_', ' ')} {limits._show(chosen)} is not one of {', '.join(allowed)}")
     state = replace(base, **values)
     model_over, gpu_over = {}, {}
     for name, value in numbers.items():
@@ -409,6 +479,12 @@ def check(state: ModelState) -> None:
             f"{cli_command(state, state.shown[0] if state.shown else state.schedule)}"
         )
     for name in state.shown:
+        k = iterations_of(state, name)
+        if m is not None and k > 1 and m * k > limits.MAX_MICROBATCHES:
+            raise ValueError(
+                f"iterations {k} × {m} microbatches make {m * k:,} in the run; the page draws at most "
+                f"{limits.MAX_MICROBATCHES}: lower iterations or gbs, or use the CLI: {cli_command(state, name)}"
+            )
         cost = actions(state, name) * limits.factor(name)
         if cost > limits.BACKGROUND_WORK:
             raise ValueError(
@@ -424,11 +500,55 @@ def actions(state: ModelState, name: str) -> int:
     if spec is None or m is None:
         return 0
     chunks = state.vpp if spec.param("chunks") is not None else (spec.chunks or 1)
-    return state.pp * m * chunks * (3 if spec.split_backward else 2)
+    return state.pp * m * iterations_of(state, name) * chunks * (3 if spec.split_backward else 2)
 
 
 def work(state: ModelState) -> int:
-    return sum(actions(state, n) * limits.factor(n) for n in state.shown)
+    """The price of the view: its schedules, and their sweep when it is on screen."""
+    return sum(actions(state, n) * limits.factor(n) for n in state.shown) + sweep_work(state)
+
+
+MAX_VPP = int(LAYOUT_FIELDS["vpp"].high)
+
+
+def sweep_values(state: ModelState) -> list[int]:
+    """Powers of two around the view's own m, vpp or pp, within the page's bounds."""
+    from ppviz.sweep import values_around
+
+    if state.sweep_axis == "m":
+        return values_around(min(state.microbatches or 1, limits.MAX_MICROBATCHES), 1, limits.MAX_MICROBATCHES)
+    if state.sweep_axis == "p":
+        return values_around(state.pp, 1, limits.MAX_DEVICES)
+    return values_around(state.vpp, 1, MAX_VPP)
+
+
+def at_value(state: ModelState, value: int) -> ModelState:
+    """The view with the sweep's axis at ``value`` (m sets the global batch to m·dp·mbs)."""
+    field_name = {"m": "gbs", "v": "vpp", "p": "pp"}[state.sweep_axis]
+    return replace(state, **{field_name: value * state.dp * state.mbs if state.sweep_axis == "m" else value})
+
+
+def sweep_plan(state: ModelState) -> tuple[set[tuple[str, int]], int]:
+    """The sweep's points the page estimates, cheapest first within ``limits.SWEEP_WORK`` (the view's
+    own value is free: it is estimated anyway), and their price; the rest are gaps naming the CLI."""
+    if state.mode != "compare" or state.compare_show != "sweep":
+        return set(), 0
+    own = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
+    priced = sorted(
+        (0 if v == own else actions(at_value(state, v), n) * limits.factor(n), n, v)
+        for n in state.compare
+        for v in sweep_values(state)
+    )
+    allowed, spent = set(), 0
+    for price, name, value in priced:
+        if spent + price <= limits.SWEEP_WORK:
+            allowed.add((name, value))
+            spent += price
+    return allowed, spent
+
+
+def sweep_work(state: ModelState) -> int:
+    return sweep_plan(state)[1]
 
 
 def in_background(state: ModelState) -> bool:

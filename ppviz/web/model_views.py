@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import ppviz
 from ppviz import figures
+from ppviz import sweep as sweeps
 
 from . import model_state, views
 from .model_state import ModelState
@@ -89,36 +90,65 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             views.log.exception("estimating %s failed", name)
             text = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
             return _failed(state, text, {"schedule": ("error", text)})
+    notes = _iteration_notes(state)
     parts = {_title(e): e.breakdown for e in estimates}
     bars = figures.breakdown(parts, scale=MS, unit="ms")
     if state.mode == "compare":
-        runs = [e.run for e in estimates]
-        fig = figures.compare(
-            runs,
-            titles=[_title(e) for e in estimates],
-            max_bars=views.BARS_MAX_OPS // len(runs),
-            time_scale=MS,
-            time_unit="ms",
-        )
         capacity = max(e.capacity_bytes for e in estimates) * GB
         memory = figures.peaks({_title(e): e.peak_bytes * GB for e in estimates}, capacity=capacity, unit="GB")
-        return ModelView(fig, memory, bars, [], ranking(estimates), {}, "bars", estimates)
+        table = ranking(estimates, state.reference)
+        if state.compare_show == "sweep":
+            return ModelView(sweep_figure(state), memory, bars, [], table, notes, "sweep", estimates)
+        fig = figures.compare_memory(
+            [e.run for e in estimates],
+            titles=[_title(e) for e in estimates],
+            max_bars=views.BARS_MAX_OPS // len(estimates),
+            time_scale=MS,
+            time_unit="ms",
+            memory_kwargs=[memory_kwargs(e) for e in estimates],
+        )
+        return ModelView(fig, memory, bars, [], table, notes, "bars", estimates)
     est = estimates[0]
     gantt, drawn_as = gantt_figure(est)
-    memory = memory_figure(est)
-    return ModelView(gantt, memory, bars, cards(est), [], {}, drawn_as, estimates)
+    memory = memory_figure(est, views.lines_of(state, est.run))
+    notes = {**notes, "lines": views.lines_reason(state, est.run, est.peak_bytes)}
+    return ModelView(gantt, memory, bars, cards(est), [], notes, drawn_as, estimates)
+
+
+def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
+    """Beside the iterations box: which schedules on screen run one iteration whatever it says."""
+    single = [n for n in state.shown if not model_state.takes_iterations(n)]
+    if state.iterations == 1 or not single:
+        return {}
+    text = (
+        f"{', '.join(single)} run{'s' if len(single) == 1 else ''} one iteration: only {model_state.ITERATED} take more"
+    )
+    return {"iterations": ("reason", text)}
 
 
 def gantt_figure(est) -> tuple[object, str]:
     run = est.run
-    title = f"{_title(est)} · {run.schedule.devices} devices · {run.schedule.microbatches} microbatches"
+    k = est.iterations
+    of = f"{k} iterations of {est.microbatches} microbatches" if k > 1 else f"{est.microbatches} microbatches"
+    title = f"{_title(est)} · {run.schedule.devices} devices · {of}"
+    # capped as in the abstract view, so that the cards, both charts and the time axis fit a 1280×800 screen
+    height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), views.GANTT_MAX_PX)
     if len(run.result) <= views.BARS_MAX_OPS:
-        return figures.gantt(run, title=title, time_scale=MS, time_unit="ms"), "bars"
-    return figures.overview(run, time_scale=MS, time_unit="ms"), "overview"
+        return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
+    return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
 
 
-def memory_figure(est) -> object:
-    """Each device's static bytes as the base of its activation curve, in GB, with the HBM capacity."""
+def memory_kwargs(est) -> dict:
+    """``figures.memory``'s real units for an estimate: activation bytes per stage on each device's
+    static bytes (weights, gradients, optimizer state), in GB, with the GPU's HBM as the capacity line."""
+    static = est.static_bytes
+    base = static["weight"] + static["grad"] + static["optimizer"]
+    return dict(stage_sizes=est.plan.activation_bytes, base=base, scale=GB, unit="GB", capacity=est.capacity_bytes)
+
+
+def memory_figure(est, lines: list[int] | None = None) -> object:
+    """Each device's static bytes as the base of its activation curve, in GB, with the HBM capacity;
+    past 8 devices a min–max band with the ``lines`` devices (default: highest and lowest peak) over it."""
     static = est.static_bytes
     base = static["weight"] + static["grad"] + static["optimizer"]
     fig = figures.memory(
@@ -130,6 +160,9 @@ def memory_figure(est) -> object:
         capacity=est.capacity_bytes,
         time_scale=MS,
         time_unit="ms",
+        height=views.MEMORY_PX,
+        band_over=views.MEMORY_LINES,
+        lines=lines,
         title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
     )
     top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GB * 1.08]  # the capacity line in view
@@ -151,14 +184,19 @@ def cards(est) -> list[tuple[str, str, str, str]]:
         fit = f"device {device}; does not fit by {est.over_bytes * GB:.1f} GB"
     lay = est.layout
     hfu = f" · HFU {est.hfu:.1%} (with recompute)" if lay.recompute != "none" else ""
+    sched = "schedule"
+    if est.iterations > 1:
+        steps = est.optimizer_step_s * MS
+        sched = (
+            f"average of {est.iterations} iterations; steps between them {steps.min():.1f}–{steps.max():.1f} ms; "
+            f"run {est.run_s * MS:,.0f} ms = schedule with the steps"
+        )
+    time = (
+        f"{sched} {est.makespan_s * MS:,.0f} ms + DP sync {est.dp_sync_s * MS:.1f} ms + optimizer "
+        f"{est.optimizer_s * MS:.1f} ms"
+    )
     return [
-        (
-            "iteration",
-            "iteration time",
-            f"{est.iteration_s * MS:,.0f} ms",
-            f"schedule {est.makespan_s * MS:,.0f} ms + DP sync {est.dp_sync_s * MS:.1f} ms + optimizer "
-            f"{est.optimizer_s * MS:.1f} ms",
-        ),
+        ("iteration", "iteration time", f"{est.iteration_s * MS:,.0f} ms", time),
         (
             "tokens",
             "tokens/s",
@@ -177,8 +215,10 @@ def cards(est) -> list[tuple[str, str, str, str]]:
     ]
 
 
-def ranking(estimates: list) -> list[dict]:
-    """Compare mode's table: the same model, GPU and layout under each schedule, fastest first."""
+def ranking(estimates: list, baseline: str | None = None) -> list[dict]:
+    """Compare mode's table: the same model, GPU and layout under each schedule, fastest first, each
+    with its change against the ``baseline`` schedule (default: the first): "−12.0% iteration, +3.1 GB peak"."""
+    base = next((e for e in estimates if e.layout.schedule == baseline), estimates[0] if estimates else None)
     rows = []
     for e in estimates:
         peak = float(e.peak_bytes.max())
@@ -191,12 +231,63 @@ def ranking(estimates: list) -> list[dict]:
                 "bubble (ms)": round(e.breakdown["bubble_s"] * MS, 1),
                 "peak (GB)": round(peak * GB, 2),
                 "fits": "yes" if e.fits else f"no: over by {e.over_bytes * GB:.1f} GB",
+                "vs baseline": "baseline" if e is base else _delta(e, base),
             }
         )
     rows.sort(key=lambda r: (r["iteration (ms)"], r["peak (GB)"]))
     for i, row in enumerate(rows, 1):
         row["rank"] = i
     return rows
+
+
+def _delta(est, base) -> str:
+    """An estimate against the baseline's: iteration time in percent, peak memory in GB."""
+    peak = (float(est.peak_bytes.max()) - float(base.peak_bytes.max())) * GB
+    return (
+        f"{views.percent_change(est.iteration_s, base.iteration_s)} iteration, "
+        f"{views.signed(round(peak, 1), '.1f')} GB peak"
+    )
+
+
+SWEEP_METRICS = [
+    ("iteration_s", "iteration (ms)", MS),
+    ("bubble_s", "bubble (ms)", MS),
+    ("peak_bytes", "peak memory (GB)", GB),
+]
+
+
+def sweep_rows(state: ModelState) -> list[dict]:
+    """``ppviz.sweep_estimate`` of the compared schedules along the view's axis (m, vpp or pp), the
+    rest of the layout as set; points past the page's work limit are gaps that say so."""
+    allowed, _ = model_state.sweep_plan(state)
+
+    def guard(name: str, lay) -> str | None:
+        axis = state.sweep_axis
+        value = lay.gbs // (lay.dp * lay.mbs) if axis == "m" else lay.vpp if axis == "v" else lay.pp
+        if (name, value) in allowed or (state.sweep_axis == "v" and not sweeps.takes_chunks(name)):
+            return None
+        point = replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs)
+        return f"past the page's work limit: use the CLI: {model_state.cli_command(point, name)}"
+
+    return sweeps.sweep_estimate(
+        list(state.compare),
+        state.sweep_axis,
+        model_state.sweep_values(state),
+        model=model_state.model_of(state),
+        gpu=model_state.gpu_of(state),
+        layout=model_state.layout_of(state, state.compare[0]),
+        layout_for=lambda name, lay: model_state.layout_of(replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs), name),
+        guard=guard,
+    )
+
+
+def sweep_figure(state: ModelState) -> object:
+    """The sweep chart in real units: iteration and bubble in ms, peak memory in GB with the HBM line."""
+    rows = sweep_rows(state)
+    current = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
+    capacity = ("peak_bytes", model_state.gpu_of(state).hbm_bytes * GB)
+    title = f"the compared schedules along {figures.SWEEP_AXES[state.sweep_axis]} ({state.model} on {state.gpu})"
+    return figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current, capacity=capacity, title=title)
 
 
 # Words of the estimate's messages and the control each one is about (the earliest mention wins).
@@ -211,6 +302,7 @@ CONTROL_WORDS = {
     "gbs": "gbs",
     "global batch": "gbs",
     "microbatches": "gbs",
+    "iterations": "iterations",
     "sequence parallel": "sp",
     "recompute": "recompute",
     "zero": "zero",

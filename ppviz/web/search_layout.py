@@ -12,20 +12,22 @@ from .search_state import FIELDS, SearchState
 from .views import GRAPH_CONFIG
 
 CONTROLS = ("model", "gpu", *FIELDS, "schedules", "tp_mode")
+# minWidth: what the values need in the grid's 12 px font, so that at 1280 px the columns are not squeezed
+# to "1…" (the grid scrolls sideways instead)
 COLUMNS = [
-    {"field": "rank", "headerName": "#", "width": 60, "pinned": "left"},
-    {"field": "schedule", "headerName": "schedule", "width": 150},
-    *({"field": k, "headerName": k, "width": 64} for k in ("tp", "pp", "dp", "cp", "vpp", "mbs")),
-    {"field": "recompute", "headerName": "recompute", "width": 100},
-    {"field": "sp", "headerName": "SP", "width": 60},
-    {"field": "tp_text", "headerName": "TP mode", "width": 90},
-    {"field": "nvlink_text", "headerName": "NVLink dp×pp", "width": 100},
-    {"field": "zero", "headerName": "ZeRO", "width": 70},
-    {"field": "iteration_s", "headerName": "iteration (s)", "width": 110},
-    {"field": "tokens_per_s", "headerName": "tokens/s", "width": 110},
-    {"field": "mfu_pct", "headerName": "MFU (%)", "width": 90},
-    {"field": "peak_gb", "headerName": "peak (GB)", "width": 100},
-    {"field": "bubble_pct", "headerName": "bubble (%)", "width": 100},
+    {"field": "rank", "headerName": "#", "width": 60, "minWidth": 44, "pinned": "left"},
+    {"field": "schedule", "headerName": "schedule", "width": 130, "minWidth": 112},
+    *({"field": k, "headerName": k, "width": 64, "minWidth": 42} for k in ("tp", "pp", "dp", "cp", "vpp", "mbs")),
+    {"field": "recompute", "headerName": "recompute", "width": 100, "minWidth": 76},
+    {"field": "sp", "headerName": "SP", "width": 60, "minWidth": 42},
+    {"field": "tp_text", "headerName": "TP mode", "width": 90, "minWidth": 64},
+    {"field": "nvlink_text", "headerName": "NVLink dp×pp", "width": 100, "minWidth": 76},
+    {"field": "zero", "headerName": "ZeRO", "width": 70, "minWidth": 50},
+    {"field": "iteration_s", "headerName": "iteration (s)", "width": 110, "minWidth": 70},
+    {"field": "tokens_per_s", "headerName": "tokens/s", "width": 110, "minWidth": 70},
+    {"field": "mfu_pct", "headerName": "MFU (%)", "width": 90, "minWidth": 52},
+    {"field": "peak_gb", "headerName": "peak (GB)", "width": 100, "minWidth": 56},
+    {"field": "bubble_pct", "headerName": "bubble (%)", "width": 100, "minWidth": 56},
 ]
 
 
@@ -160,13 +162,14 @@ def _results() -> list:
                 "resizable": True,
                 "wrapHeaderText": True,
                 "autoHeaderHeight": True,
-                "minWidth": 56,
+                "minWidth": 42,
             },
             dashGridOptions={
                 "rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True},
                 "domLayout": "autoHeight",
                 "suppressColumnVirtualisation": True,
                 "animateRows": False,
+                "rowHeight": 30,
             },
             getRowId="params.data.command",
             columnSize="responsiveSizeToFit",

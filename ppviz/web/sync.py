@@ -13,7 +13,18 @@ from ppviz import REGISTRY
 from . import controls, limits
 from .url_state import BATCH_FIELDS, CUSTOM, SLIDERS, Parsed, ViewState, encode, parse
 
-CONTROLS = ("mode", "schedule", "compare", *SLIDERS, "limit", *BATCH_FIELDS)
+CONTROLS = (
+    "mode",
+    "schedule",
+    "compare",
+    *SLIDERS,
+    "limit",
+    *BATCH_FIELDS,
+    "lines",
+    "baseline",
+    "compare_show",
+    "sweep_axis",
+)
 TABLE_TRIGGERS = {"url", "devices", "f", "b", "w", "stage-reset", None}
 MAX_COMPARE = limits.MAX_COMPARE
 
@@ -34,6 +45,8 @@ class Synced:
 def control_values(state: ViewState) -> dict:
     values = {name: getattr(state, name) for name in CONTROLS}
     values["compare"] = list(state.compare)
+    values["lines"] = [d for d in state.lines if d < state.devices]  # the picker offers the view's devices
+    values["baseline"] = state.reference
     return values
 
 
@@ -92,6 +105,10 @@ def state_from_controls(
         gbs=None if trigger == "microbatches" else _count(values.get("gbs")),  # the slider gives m itself
         mbs=_count(values.get("mbs")),
         params=chosen,
+        lines=values.get("lines") or (),  # limits.bounded keeps devices only
+        baseline=values.get("baseline") if isinstance(values.get("baseline"), str) else None,
+        compare_show=values.get("compare_show") if isinstance(values.get("compare_show"), str) else "charts",
+        sweep_axis=values.get("sweep_axis") if isinstance(values.get("sweep_axis"), str) else "m",
         **{name: _number(values.get(name), getattr(previous, name), name) for name in SLIDERS},
     )
     upload = upload if isinstance(upload, str) else None
@@ -151,6 +168,8 @@ def sync(
     sent = values.get("compare")
     if not isinstance(sent, (list, tuple)) or list(sent) != list(state.compare):
         out.controls = {**(out.controls or {}), "compare": list(state.compare)}
+    if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
+        out.controls = {**(out.controls or {}), "baseline": state.reference}
     if trigger in TABLE_TRIGGERS:
         out.rows = table_rows(state)
     if out.search.lstrip("?") == (search if isinstance(search, str) else "").lstrip("?"):

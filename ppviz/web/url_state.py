@@ -45,6 +45,10 @@ SLIDERS: dict[str, Slider] = {
 INT_FIELDS = ("devices", "microbatches")
 BATCH_FIELDS = ("gbs", "mbs")  # global batch and micro-batch size: microbatches = gbs / mbs when both are set
 BATCH_LABELS = {"gbs": "global batch", "mbs": "micro-batch size"}
+MAX_LINES = 8  # devices drawn as lines over the memory band (more could not be told apart)
+MAX_DEVICE_ID = 1023  # a chosen device past the view's devices is not drawn; past this it is junk
+COMPARE_SHOWS = ("charts", "sweep")  # compare mode shows Gantt + memory per schedule, or the sweep chart
+SWEEP_AXES = ("m", "v", "p")  # the sweep runs along microbatches, chunks per device or devices
 
 
 def _default_compare() -> tuple[str, ...]:
@@ -73,6 +77,10 @@ class ViewState:
     params: dict[str, dict[str, float | int]] = field(default_factory=dict)  # schedule -> param -> value
     stage_times: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # model share -> f, b, w
     order: str | None = None  # an uploaded PyTorch-format order (schedule == CUSTOM)
+    lines: tuple[int, ...] = ()  # devices drawn as lines over the memory band; () = highest and lowest peak
+    baseline: str | None = None  # compare mode: the schedule the deltas are against (None: the first compared)
+    compare_show: str = "charts"  # compare mode: "charts" or "sweep"
+    sweep_axis: str = "m"  # the sweep's axis: "m", "v" or "p"
 
     @property
     def shown(self) -> tuple[str, ...]:
@@ -87,6 +95,13 @@ class ViewState:
         chosen = self.params.get(name, {})
         return {p.name: chosen.get(p.name, p.default) for p in spec.params if chosen.get(p.name, p.default) is not None}
 
+    @property
+    def reference(self) -> str | None:
+        """The compared schedule the ranking's deltas are against: the chosen one, else the first."""
+        if self.baseline in self.compare:
+            return self.baseline
+        return self.compare[0] if self.compare else None
+
 
 class Parsed(NamedTuple):
     state: ViewState
@@ -98,6 +113,12 @@ def encode(state: ViewState) -> str:
     pairs: list[tuple[str, str]] = []
     if state.mode == "compare":
         pairs += [("mode", "compare"), ("compare", ",".join(state.compare))]
+        if state.baseline in state.compare and state.baseline != state.compare[0]:
+            pairs.append(("baseline", state.baseline))
+        if state.compare_show != "charts":
+            pairs.append(("show", state.compare_show))
+        if state.sweep_axis != "m":
+            pairs.append(("sweep", state.sweep_axis))
     else:
         pairs.append(("schedule", state.schedule))
     for name in SLIDERS:
@@ -116,6 +137,8 @@ def encode(state: ViewState) -> str:
         pairs.append(("stage_times", ",".join(cells)))
     if state.order is not None and state.mode != "compare":
         pairs.append(("order", pack_order(state.order)))
+    if state.lines:
+        pairs.append(("lines", ",".join(map(str, state.lines))))
     return "?" + urlencode(pairs, safe=",:")
 
 
@@ -125,7 +148,8 @@ def parse(search: str | None) -> Parsed:
     notes: list[str] = []
     query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
     values: dict = {}
-    known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order", *BATCH_FIELDS}
+    known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order", "lines", *BATCH_FIELDS}
+    known |= {"baseline", "show", "sweep"}
 
     if query.get("mode") in ("single", "compare"):
         values["mode"] = query["mode"]
@@ -145,6 +169,17 @@ def parse(search: str | None) -> Parsed:
         names = list(dict.fromkeys(n for n in names if n in REGISTRY))[:4]
         if names:
             values["compare"] = tuple(names)
+    if "baseline" in query:
+        if query["baseline"] in values.get("compare", base.compare):
+            values["baseline"] = query["baseline"]
+        else:
+            notes.append(f"baseline {query['baseline']!r} is not a compared schedule; using the first")
+    for key, name, allowed in (("show", "compare_show", COMPARE_SHOWS), ("sweep", "sweep_axis", SWEEP_AXES)):
+        if key in query:
+            if query[key] in allowed:
+                values[name] = query[key]
+            else:
+                notes.append(f"{key}={query[key]!r} is not one of {', '.join(allowed)}; using {allowed[0]}")
     for name, spec in SLIDERS.items():
         if name in query:
             value = _read_number(name, query[name], spec, name in INT_FIELDS, notes)
@@ -165,6 +200,8 @@ def parse(search: str | None) -> Parsed:
                 values[name] = int(v)
     if query.get("stage_times"):
         values["stage_times"] = _read_stage_times(query["stage_times"], notes)
+    if "lines" in query:
+        values["lines"] = read_lines(query["lines"], notes)
     if "order" in query:
         try:
             values["order"] = unpack_order(query["order"])
@@ -193,6 +230,29 @@ def parse(search: str | None) -> Parsed:
     if state.schedule == CUSTOM and state.order is None:
         state = replace(state, schedule=base.schedule)
     return Parsed(state, notes)
+
+
+def read_lines(value: object, notes: list[str]) -> tuple[int, ...]:
+    """Devices to draw as lines over the memory band, from a link ("3,17") or a dropdown ([3, 17]):
+    whole numbers 0–1023, each once, in order, at most MAX_LINES; anything else is left out with a note."""
+    if value is None or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
+    if items is None or len(items) > 4 * MAX_LINES:
+        notes.append(f"memory lines {str(value)[:40]!r} is not a list of devices; drawing the highest and lowest peak")
+        return ()
+    out: set[int] = set()
+    for item in items:
+        v = _to_float(item) if isinstance(item, str) else item
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer():
+            notes.append(f"memory lines: {str(item)[:20]!r} is not a device number; left out")
+        elif not 0 <= v <= MAX_DEVICE_ID:
+            notes.append(f"memory lines: device {v:g} is outside 0–{MAX_DEVICE_ID}; left out")
+        else:
+            out.add(int(v))
+    if len(out) > MAX_LINES:
+        notes.append(f"memory lines: at most {MAX_LINES} devices are drawn as lines; kept the first {MAX_LINES}")
+    return tuple(sorted(out)[:MAX_LINES])
 
 
 def pack_order(text: str) -> str:

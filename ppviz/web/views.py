@@ -20,6 +20,7 @@ import numpy as np
 
 import ppviz
 from ppviz import REGISTRY, figures, formats
+from ppviz import sweep as sweeps
 from ppviz.ir import KIND_INDEX, Kind
 
 from . import limits
@@ -165,6 +166,7 @@ def run_key(state: ViewState, name: str) -> tuple:
 def clear_run_cache() -> None:
     with _RUN_CACHE_LOCK:
         _RUN_CACHE.clear()
+        _SWEEP_CACHE.clear()
 
 
 def ready(value, key: str = ""):
@@ -306,13 +308,26 @@ def render(state: ViewState, background: bool = False) -> View:
         # One empty state that says why (the memory chart is hidden, not drawn empty)
         return View(message_figure(f"Nothing to draw. {shown}"), None, [], [], messages, disabled, runs, "none")
     if state.mode == "compare":
+        table = ranking(runs, state.reference)
+        if state.compare_show == "sweep":
+            return View(sweep_figure(state), None, [], table, messages, disabled, runs, "sweep")
         with figures.plain():
-            fig = ready(figures.compare(runs, titles=[_title(r) for r in runs], max_bars=BARS_MAX_OPS // len(runs)))
-        return View(fig, None, [], ranking(runs), messages, disabled, runs, "bars")
+            fig = figures.compare_memory(
+                runs,
+                titles=[_title(r) for r in runs],
+                max_bars=BARS_MAX_OPS // len(runs),
+                memory_kwargs=[{"limit": _own_limit(state, r.schedule.name)} for r in runs],
+                band_over=MEMORY_LINES,
+            )
+        return View(ready(fig), None, [], table, messages, disabled, runs, "bars")
     run = runs[0]
     gantt, drawn_as = gantt_figure(run)
     with figures.plain():
-        memory = ready(figures.memory(run, limit=_limit(state), height=MEMORY_PX, band_over=MEMORY_LINES))
+        memory = ready(
+            figures.memory(
+                run, limit=_limit(state), height=MEMORY_PX, band_over=MEMORY_LINES, lines=lines_of(state, run)
+            )
+        )
     memory["layout"]["xaxis"]["range"] = list(gantt["layout"]["xaxis"]["range"])  # one time axis
     return View(gantt, memory, cards(run, drawn_as), [], messages, disabled, runs, drawn_as)
 
@@ -359,8 +374,9 @@ def size_detail(run: ppviz.Run, drawn_as: str, window: tuple[float, float] | Non
     return f"{ops}; {shown:,} in view, drawn as {how}"
 
 
-def ranking(runs: list[ppviz.Run]) -> list[dict]:
-    """Rows ranked by makespan, then bubble, then peak activation (same costs for all)."""
+def ranking(runs: list[ppviz.Run], baseline: str | None = None) -> list[dict]:
+    """Rows ranked by makespan, then bubble, then peak activation (same costs for all), each with
+    its change against the ``baseline`` schedule (default: the first run): "−12.0% makespan, +3 peak"."""
     rows = [
         {
             "schedule": _title(r),
@@ -372,10 +388,108 @@ def ranking(runs: list[ppviz.Run]) -> list[dict]:
         }
         for r in runs
     ]
+    base = next((r for r in runs if r.schedule.name == baseline), runs[0] if runs else None)
+    for run, row in zip(runs, rows):
+        if run is base:
+            row["vs baseline"] = "baseline"
+            continue
+        m, b = run.metrics, base.metrics
+        row["vs baseline"] = (
+            f"{percent_change(m.makespan, b.makespan)} makespan, "
+            f"{signed(max(m.peak_activation) - max(b.peak_activation))} peak"
+        )
     rows.sort(key=lambda r: (r["makespan"], r["bubble"], r["peak activation"]))
     for i, row in enumerate(rows, 1):
         row["rank"] = i
     return rows
+
+
+def percent_change(value: float, base: float) -> str:
+    """``value`` against ``base`` in percent, signed with a true minus: "−12.0%" (n/a against 0)."""
+    if base == 0:
+        return "±0%" if value == 0 else "n/a %"
+    return signed(100 * (value - base) / base, ".1f") + "%"
+
+
+def signed(delta: float, fmt: str = "g") -> str:
+    """A difference with its sign and a true minus, ± for none: "+3.1", "−0.5", "±0"."""
+    if abs(delta) < 1e-12:
+        return "±0"
+    return ("+" if delta > 0 else "−") + format(abs(delta), fmt)
+
+
+SWEEP_METRICS = [
+    ("makespan", "makespan (units)", 1.0),
+    ("bubble_fraction", "bubble (%)", 100.0),
+    ("peak_activation", "peak activation (units)", 1.0),
+]
+_SWEEP_CACHE: OrderedDict[tuple, list[dict]] = OrderedDict()
+SWEEP_CACHE_SIZE = 8
+
+
+def sweep_rows(state: ViewState) -> list[dict]:
+    """``ppviz.sweep`` of the compared schedules along the view's sweep axis, under the view's costs.
+
+    Points past the page's work limit (``limits.sweep_plan``: the cheapest first) are gaps that
+    say so and give the CLI command instead. The last few sweeps are kept per worker.
+    """
+    values = limits.sweep_values(state)
+    costs = ppviz.make_costs(**costs_kwargs(state), stage_times=state.stage_times)
+    names = [n for n in state.compare if n != CUSTOM]
+    params = {n: state.params_of(n) for n in names}
+    key = (tuple(names), state.sweep_axis, tuple(values), state.devices, state.microbatches, repr(costs), repr(params))
+    with _RUN_CACHE_LOCK:
+        if key in _SWEEP_CACHE:
+            _SWEEP_CACHE.move_to_end(key)
+            return _SWEEP_CACHE[key]
+    allowed, _ = limits.sweep_plan(state)
+
+    def guard(name: str, devices: int, microbatches: int, own: dict) -> str | None:
+        value = {"m": microbatches, "p": devices}.get(state.sweep_axis, own.get("chunks"))
+        if value is None or (name, value) in allowed:
+            return None
+        return (
+            f"past the page's work limit: use the CLI: {limits.cli_command(limits.at_value(state, name, value), name)}"
+        )
+
+    known = {(n, v): cached_run(state, n) for n in names for v in values if limits.own_point(state, n, v)}
+    rows = sweeps.sweep(
+        names,
+        state.sweep_axis,
+        values,
+        devices=state.devices,
+        microbatches=state.microbatches,
+        costs=costs,
+        params=params,
+        guard=guard,
+        known=known,
+    )
+    with _RUN_CACHE_LOCK:
+        _SWEEP_CACHE[key] = rows
+        while len(_SWEEP_CACHE) > SWEEP_CACHE_SIZE:
+            _SWEEP_CACHE.popitem(last=False)
+    return rows
+
+
+def sweep_figure(state: ViewState) -> dict:
+    """The sweep chart of the compared schedules (makespan, bubble, peak against m, v or p)."""
+    rows = sweep_rows(state)
+    current = {"m": state.microbatches, "p": state.devices}.get(state.sweep_axis)
+    if current is None:
+        current = next((r["value"] for r in rows if r["value"] == _chunks_of(state)), None)
+    with figures.plain():
+        return ready(figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current))
+
+
+def _chunks_of(state: ViewState) -> int | None:
+    chunked = [n for n in state.compare if sweeps.takes_chunks(n)]
+    return state.params_of(chunked[0]).get("chunks", 2) if chunked else None
+
+
+def _own_limit(state: ViewState, name: str) -> float | None:
+    """A compared schedule's memory-limit line: its own max_memory, else the page's limit."""
+    own = state.params_of(name).get("max_memory")
+    return own if own is not None else state.limit
 
 
 def control_for(message: str, state: ViewState, schedule: str) -> str:
@@ -496,6 +610,12 @@ def _disabled(state: ViewState, runs: list) -> tuple[dict[str, bool], dict[str, 
         reasons["gbs"] = ("reason", f"{state.gbs} ÷ {state.mbs} = {state.microbatches} microbatches")
     if state.devices == 1 and CUSTOM not in names:
         reasons["p2p"] = ("reason", "one device: nothing crosses devices")
+    if state.mode == "compare":
+        disabled["lines"] = True
+        reasons["lines"] = ("reason", "for the memory chart of one schedule")
+    elif runs:
+        disabled["lines"] = runs[0].schedule.devices <= MEMORY_LINES
+        reasons["lines"] = lines_reason(state, runs[0], runs[0].metrics.peak_activation)
     return disabled, reasons
 
 
@@ -512,8 +632,25 @@ def limit_change(before: ViewState, after: ViewState) -> tuple[int, bool, dict |
     line = None
     if new is not None:
         with figures.plain():
-            line = ready(figures.memory(run, limit=new, band_over=MEMORY_LINES)["data"][-1])
-    return figures.memory_traces(run, MEMORY_LINES), old is not None, line  # after the curves and the peaks
+            line = ready(figures.memory(run, limit=new, band_over=MEMORY_LINES, lines=lines_of(after, run))["data"][-1])
+    return figures.memory_traces(run, MEMORY_LINES, lines_of(after, run)), old is not None, line  # after the peaks
+
+
+def lines_of(state, run: ppviz.Run) -> list[int] | None:
+    """The chosen devices the run has, to draw as lines over the memory band; None: the automatic pair."""
+    chosen = [d for d in state.lines if d < run.schedule.devices]
+    return chosen or None
+
+
+def lines_reason(state, run: ppviz.Run, peaks) -> tuple[str, str]:
+    """What the memory-lines picker does for this run (shown beside it)."""
+    p = run.schedule.devices
+    if p <= MEMORY_LINES:
+        return ("reason", f"up to {MEMORY_LINES} devices every device is drawn as a line")
+    if lines_of(state, run) is None:
+        high, low = int(np.argmax(peaks)), int(np.argmin(peaks))
+        return ("reason", f"automatic: device {high} (highest peak) and device {low} (lowest) over the band")
+    return ("reason", f"over the min–max band of all {p} devices")
 
 
 def _limit(state: ViewState) -> float | None:

@@ -4,12 +4,14 @@ Gantt in ms and memory in GB with the capacity line, the cards, and a reload tha
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
 import pytest
 
 import ppviz
+from ppviz import figures
 from ppviz.estimate import Layout
 
 pytestmark = pytest.mark.browser
@@ -90,4 +92,57 @@ def test_presets_give_a_gantt_in_ms_memory_in_gb_and_cards(page):
     box.send_keys("3\t")
     page.wait_for_contains_text("#row-tp-model .msg-error", "tp 3 must divide the 32 attention heads", timeout=15)
     page.wait_for_contains_text("#gantt-model", "Nothing to draw")
+    assert page.get_logs() == []
+
+
+def test_compare_shows_memory_in_gb_per_schedule_deltas_and_a_sweep_in_real_units(page):
+    """A compare link: each schedule's Gantt with its memory in GB and the HBM line on one ms axis, a zoom
+    on one Gantt moving every plot, the deltas against the first schedule, then the sweep in ms and GB."""
+    page.driver.get(page.server_url + "/#view=model&mode=compare&compare=1f1b,zb-v")
+    titles = "return (gd && gd.layout.annotations || []).map(a => a.text).join(' ');"
+    wait_for(lambda: "<b>1f1b</b> <b>zb-v</b>" in chart(page, "gantt-model", titles), "both schedules are drawn")
+    axes = "return [gd.layout.yaxis2.title.text, gd.layout.yaxis4.title.text, gd.layout.xaxis4.title.text];"
+    assert chart(page, "gantt-model", axes) == ["memory (GB)", "memory (GB)", "time (ms)"]
+    capacity = "return gd.data.filter(t => t.name.startsWith('capacity')).map(t => t.yaxis + ':' + t.y[0]);"
+    assert chart(page, "gantt-model", capacity) == ["y2:80", "y4:80"]
+    chart(page, "gantt-model", "Plotly.relayout(gd, {'xaxis.range': [1000, 2000]});")
+    wait_for(lambda: chart(page, "gantt-model", "return gd._fullLayout.xaxis4.range;") == [1000, 2000],
+             "the last memory plot follows a zoom of the first Gantt")  # fmt: skip
+
+    one, zbv = (ppviz.estimate("llama3-70b", "h100-sxm", Layout(tp=8, pp=8, gbs=64, sequence_parallel=True,
+                recompute="selective", zero=1, schedule=n)) for n in ("1f1b", "zb-v"))  # fmt: skip
+    pct = 100 * (zbv.iteration_s - one.iteration_s) / one.iteration_s
+    page.wait_for_contains_text("#ranking-model", f"{'+' if pct > 0 else '−'}{abs(pct):.1f}% iteration", timeout=20)
+
+    page.find_element("#compare_show-model input[value=sweep]").click()
+    lines = "return gd.data.filter(t => t.mode === 'lines+markers').length;"
+    wait_for(lambda: chart(page, "gantt-model", lines) == 6, "the sweep's lines are drawn")
+    titles = "return [gd.layout.yaxis.title.text, gd.layout.yaxis3.title.text];"
+    assert chart(page, "gantt-model", titles) == ["iteration (ms)", "peak memory (GB)"]
+    assert "show=sweep" in page.driver.current_url
+    assert page.get_logs() == []
+
+
+def test_iterations_draw_each_optimizer_step_between_them(page):
+    """A link with 3 iterations of 1F1B: the card gives their average, the Gantt a grey step per
+    device between each two (in the legend); back to 1 iteration, the steps and the link key go."""
+    link = "/#view=model&model=llama3-8b&tp=2&pp=4&dp=32&gbs=64&schedule=1f1b&iterations=3"
+    page.driver.get(page.server_url + link)
+    lay = Layout(tp=2, pp=4, dp=32, gbs=64, sequence_parallel=True, recompute="selective", zero=1, schedule="1f1b")
+    est = ppviz.estimate("llama3-8b", "h100-sxm", dataclasses.replace(lay, schedule_params={"iterations": 3}))
+    page.wait_for_contains_text("#card-iteration-model", f"{est.iteration_s * 1e3:,.0f} ms", timeout=20)
+    assert "average of 3 iterations" in card(page, "iteration")
+    steps = "const t = gd && gd.data.find(t => t.legendgroup === 'optimizer'); return t ? t.y.length : 0;"
+    wait_for(lambda: chart(page, "gantt-model", steps) == 2 * 4, "a step per device between the 3 iterations")
+    legend = chart(
+        page, "gantt-model", "return Array.from(gd.querySelectorAll('.legendtext')).map(e => e.textContent);"
+    )
+    assert figures.OPTIMIZER_LABEL in legend
+    box = page.find_element("#iterations-model")
+    box.clear()
+    box.send_keys("1\t")
+    one = ppviz.estimate("llama3-8b", "h100-sxm", lay)
+    page.wait_for_contains_text("#card-iteration-model", f"{one.iteration_s * 1e3:,.0f} ms", timeout=20)
+    wait_for(lambda: chart(page, "gantt-model", steps) == 0, "no step with one iteration")
+    assert "iterations=" not in page.driver.current_url
     assert page.get_logs() == []

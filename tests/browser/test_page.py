@@ -271,3 +271,42 @@ def test_cards_both_charts_and_their_time_axes_fit_a_1280_by_800_screen(page):
         assert box["cards"] < box["gantt"] < box["axis"] <= 800, box
         assert box["title"] <= box["legend"] + 1, box  # the legend below the title, not over it
     assert page.get_logs() == []
+
+
+def test_compare_shows_gantt_memory_and_axis_on_screen_with_deltas_and_a_sweep(page):
+    """Picking compare: both schedules' Gantt and memory and the time axis within 1280×800 without
+    scrolling; the ranking's deltas against the first schedule, then against a chosen baseline; the sweep."""
+    page.driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
+    page.driver.get(page.server_url + "/?schedule=zb-v&devices=8&microbatches=16&compare=1f1b,zb-v")
+    wait_title(page, "zb-v · 8 devices · 16 microbatches")
+    page.find_element("#mode input[value=compare]").click()
+    titles = "return (gd && gd.layout.annotations || []).map(a => a.text).join(' ');"
+    wait_for(page, lambda: "<b>1f1b</b> <b>zb-v</b>" in plotted(page, "gantt", titles), "both schedules are drawn")
+    peaks = "return gd.data.filter(t => t.name === 'peak').map(t => t.yaxis);"
+    assert plotted(page, "gantt", peaks) == ["y2", "y4"]  # a memory plot under each Gantt
+    time.sleep(0.5)
+    box = page.driver.execute_script(
+        "const r = s => document.querySelector(s).getBoundingClientRect();"
+        "return {first: r('#gantt .subplot.x2y2').bottom, second: r('#gantt .subplot.x4y4').bottom,"
+        " axis: r('#gantt .x4title').bottom, ranking: r('#ranking').bottom, scroll: window.scrollY,"
+        " height: window.innerHeight};"
+    )
+    assert box["height"] == 800 and box["scroll"] == 0
+    assert box["ranking"] < box["first"] < box["second"] < box["axis"] <= 800, box
+
+    one, zbv = (ppviz.simulate(n, 8, 16).metrics.makespan for n in ("1f1b", "zb-v"))
+    page.wait_for_contains_text("#ranking", f"−{100 * (one - zbv) / one:.1f}% makespan, ±0 peak")  # −25.4%
+    pick(page, "#baseline", "zb-v")
+    page.wait_for_contains_text("#ranking", f"+{100 * (one - zbv) / zbv:.1f}% makespan, ±0 peak")  # +34.0%
+    assert "baseline=zb-v" in page.driver.current_url
+
+    page.find_element("#compare_show input[value=sweep]").click()
+    lines = "return gd.data.filter(t => t.mode === 'lines+markers').map(t => t.name + ':' + t.yaxis);"
+    wait_for(page, lambda: len(plotted(page, "gantt", lines) or []) == 6, "the sweep's lines are drawn")
+    assert sorted(plotted(page, "gantt", lines)) == sorted(
+        f"{n}:{y}" for n in ("1f1b", "zb-v") for y in ("y", "y2", "y3")
+    )
+    assert "show=sweep" in page.driver.current_url
+    assert page.get_logs() == []

@@ -1,0 +1,111 @@
+"""Screenshot layout tests at a laptop's 1280×800 and a desktop's 1920×1080: in every view nothing
+overlaps anything else, and at 8 devices both charts' time axes are on screen without scrolling.
+
+Screenshots are saved under pytest's tmp dir (``.../layout-shots/``) for a human to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from layout_checks import assert_axes_visible, assert_no_overlaps, screenshot, set_viewport
+
+pytestmark = pytest.mark.browser
+
+SCREENS = ((1280, 800), (1920, 1080))
+
+
+@pytest.fixture
+def page(dash_duo):
+    import app
+
+    dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
+    dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=60)  # slow when the machine is loaded
+    return dash_duo
+
+
+@pytest.fixture
+def shots(tmp_path_factory):
+    return tmp_path_factory.mktemp("layout-shots")
+
+
+def chart(duo, name: str, script: str):
+    return duo.driver.execute_script(f"const gd = document.querySelector('#{name} .js-plotly-plot'); {script}")
+
+
+def wait_for(check, what: str, timeout: float = 20):
+    deadline = time.time() + timeout
+    while not check():
+        assert time.time() < deadline, f"never: {what}"
+        time.sleep(0.1)
+
+
+def wait_drawn(duo, gantt: str, memory: str, title: str) -> None:
+    """The Gantt's title shows ``title`` and the memory chart has its curves, then the page settles."""
+    wait_for(
+        lambda: (
+            title
+            in (chart(duo, gantt, "return (gd && gd.layout && gd.layout.title && gd.layout.title.text) || '';") or "")
+        ),
+        title,
+    )
+    wait_for(lambda: chart(duo, memory, "return gd && gd.data.length;"), f"{memory} drawn")
+    time.sleep(0.8)  # let plotly finish the legend and ticks after a resize
+
+
+@pytest.mark.parametrize("width,height", SCREENS)
+def test_the_abstract_view_at_8_and_32_devices(page, shots, width, height):
+    """The longest legends (ZB-V's and DualPipe's overlapped pairs, interleaved 1F1B's four chunk patterns)
+    at 8 devices, and the memory band at 32 with a device picked as a line."""
+    set_viewport(page.driver, width, height)
+    for schedule, devices, extra in (
+        ("zb-v", 8, ""),
+        ("dualpipe", 8, ""),
+        ("interleaved-1f1b", 8, "&interleaved-1f1b.chunks=4"),
+        ("zb-v", 32, "&lines=3,20"),
+    ):
+        page.driver.get(page.server_url + f"/?schedule={schedule}&devices={devices}&microbatches=16{extra}")
+        wait_drawn(page, "gantt", "memory", f"{schedule} · {devices} devices")
+        screenshot(page.driver, shots, f"abstract_{schedule}_p{devices}_{width}x{height}")
+        assert_no_overlaps(page.driver)
+        assert_axes_visible(page.driver, ("gantt", "memory"))
+    names = chart(page, "memory", "return gd.data.map(t => t.name);")
+    assert "device 3" in names and "device 20" in names  # the picked lines over the band
+    assert page.find_element("#lines").text.count("device") == 2
+    page.find_element("#lines").click()  # a user adds device 7
+    next(o for o in page.find_elements(".dash-dropdown-option") if o.text.strip() == "device 7").click()
+    wait_for(lambda: "device 7" in chart(page, "memory", "return gd.data.map(t => t.name);"), "device 7 drawn")
+    assert "lines=3,7,20" in page.driver.current_url
+    assert page.get_logs() == []
+
+
+@pytest.mark.parametrize("width,height", SCREENS)
+def test_the_model_view_at_8_and_16_devices(page, shots, width, height):
+    set_viewport(page.driver, width, height)
+    # Llama-3 8B's 32 layers split into pp 8 × vpp 4 stages; 70B's 80 do not
+    for model, pp, schedule in ((70, 8, "zb-v"), (8, 8, "interleaved-1f1b&vpp=4"), (70, 16, "1f1b")):
+        link = f"/#view=model&model=llama3-{model}b&gpu=h100-sxm&tp=4&pp={pp}&gbs=64&schedule={schedule}"
+        page.driver.get(page.server_url + link)
+        page.driver.refresh()  # a new page, not a hash change of the one open
+        wait_drawn(page, "gantt-model", "memory-model", f"{pp} devices")
+        screenshot(page.driver, shots, f"model_{schedule.split('&')[0]}_pp{pp}_{width}x{height}")
+        assert_no_overlaps(page.driver)
+        assert_axes_visible(page.driver, ("gantt-model", "memory-model"))
+    assert page.get_logs() == []
+
+
+@pytest.mark.parametrize("width,height", SCREENS)
+def test_the_search_view_with_its_results(page, shots, width, height):
+    set_viewport(page.driver, width, height)
+    link = "/#view=search&s.model=llama3-8b&s.gpu=h100-sxm&s.gpus=16&s.gbs=32&s.seq=4096&s.schedules=1f1b,zb-v"
+    page.driver.get(page.server_url + link)
+    page.driver.refresh()  # a shared link reruns the search
+    rows = "return document.querySelectorAll('#grid-search .ag-row').length;"
+    wait_for(lambda: page.driver.execute_script(rows) > 0, "the ranked rows", timeout=120)
+    wait_for(lambda: chart(page, "scatter-search", "return gd && gd.data.length;"), "the scatter")
+    time.sleep(0.8)
+    screenshot(page.driver, shots, f"search_{width}x{height}")
+    assert_no_overlaps(page.driver)
+    assert page.get_logs() == []
