@@ -21,6 +21,10 @@ CASES = [
     # (label, model, gpu, gpus, global batch, options)
     ("Llama-3 70B, 1,024 H100, gbs 1,024, every schedule", "llama3-70b", "h100-sxm", 1024, 1024, {}),
     ("  the same, without the Pareto front", "llama3-70b", "h100-sxm", 1024, 1024, {"pareto": False}),
+    ("  the same, Megatron's rank order only (no NVLink placements)", "llama3-70b", "h100-sxm", 1024, 1024,
+     {"nvlink_placements": False}),
+    ("  the same, the complete Pareto front (--complete-front)", "llama3-70b", "h100-sxm", 1024, 1024,
+     {"pareto_within": float("inf")}),
     ("  the same, without the searching schedules (v-*, zb-auto)", "llama3-70b", "h100-sxm", 1024, 1024,
      {"schedules": [n for n, s in ppviz.REGISTRY.items() if not s.uses_costs]}),
     ("Llama-3 70B, 512 H100, gbs 512 (the issue's newcomer)", "llama3-70b", "h100-sxm", 512, 512, {}),
@@ -31,17 +35,24 @@ CASES = [
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="only the first case")
+    ap.add_argument("--skip-complete", action="store_true", help="leave out the complete front (the slowest case)")
     args = ap.parse_args()
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"{'case':<62} {'layouts':>9} {'pruned':>9} {'simulated':>9} {'cut':>5} {'wall s':>7} {'CPU s':>6}  best")
+    print(f"load average {os.getloadavg()[0]:.1f} at the start")
     for label, model, gpu, gpus, gbs, kw in CASES[:1] if args.quick else CASES:
+        if args.skip_complete and "pareto_within" in kw:
+            continue
         t, c = time.perf_counter(), time.process_time()
         r = ppviz.search(model, gpu, gpus, gbs, **kw)
         dt, dc = time.perf_counter() - t, time.process_time() - c
         best = r.layouts[0]
+        front = f", front {len(r.pareto)} points" if r.pareto else ""
         print(f"{label:<62} {r.searched:>9,} {r.pruned:>9,} {r.simulated:>9,} {r.budget_cut:>5,} {dt:>7.2f} {dc:>6.2f} "
               f"{best['iteration_s']:.3f} s, MFU {best['mfu'] * 100:.1f}%, {best['peak_gb']:.1f} GB "
-              f"({best['schedule']} tp {best['tp']} pp {best['pp']} dp {best['dp']} cp {best['cp']})")  # fmt: skip
+              f"({best['schedule']} tp {best['tp']} pp {best['pp']} dp {best['dp']} cp {best['cp']})"
+              f"{front}")  # fmt: skip
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ppviz
-from ppviz.estimate import Gpu, Model, estimate, gpu
+from ppviz.estimate import Gpu, Layout, Model, comm, estimate, gpu, iteration
 from ppviz.search import Options, engine, space
 
 TINY = Model(name="tiny", layers=8, hidden=512, heads=8, kv_heads=4, ffn=1536, vocab=2048, seq=1024, gated_mlp=True)
@@ -45,6 +45,8 @@ def brute(request):
     if request.param != "1d":  # 2D grids of every shape and both block counts are in the space
         grids = {(e.layout.tp2d, e.layout.blocks) for e in ests if e.layout.tp_mode == "2d"}
         assert {((2, 2), 2), ((2, 2), 8), ((1, 8), 8), ((4, 2), 4), ((4, 2), 8), ((2, 1), 2)} <= grids
+    # NERSC's NVLink placements beside Megatron's order: dp or pp ranks beside tp·cp in the domain of 4
+    assert {e.layout.nvlink_dp_pp for e in ests} == {None, (1, 4), (1, 2), (2, 2)}
     peaks = sorted(float(e.peak_bytes.max()) for e in ests)
     return opt, ests, peaks
 
@@ -97,7 +99,7 @@ def test_pruned_search_equals_brute_force(brute, quantile):
 def _key(row):
     return (row["schedule"], row["tp"], row["cp"], row["pp"], row["dp"], row["ep"], row["vpp"], row["mbs"],
             row["recompute"], row["sequence_parallel"], row["zero"], tuple(row["layer_split"] or ()), row["tp_mode"],
-            tuple(row["tp2d"] or ()), row["summa_blocks"])  # fmt: skip
+            tuple(row["tp2d"] or ()), row["summa_blocks"], tuple(row["nvlink_dp_pp"] or ()))  # fmt: skip
 
 
 def test_bounds_never_exceed_the_simulated_figures(brute):
@@ -276,6 +278,61 @@ def test_jobs_give_the_same_ranking(opts):
     assert [(_key(r), r["iteration_s"]) for r in one.layouts] == [(_key(r), r["iteration_s"]) for r in two.layouts]
     assert [r["iteration_s"] for r in one.pareto] == [r["iteration_s"] for r in two.pareto]
     assert one.searched == two.searched
+
+
+def test_nvlink_placements_time_each_group_on_its_tier():
+    """dp ranks inside the NVLink domain sync faster than dp across the network; pp ranks inside it send
+    their activations at NVLink speed (NERSC's placements, seed 003)."""
+    g = gpu("h100-sxm")  # NVLink domains of 8
+    base = dict(tp=2, pp=4, dp=4, mbs=1, gbs=64, schedule="1f1b", zero=0)
+    dp_in, pp_in = (estimate("llama3-8b", g, Layout(**base, nvlink_dp_pp=p)) for p in ((4, 1), (1, 4)))
+    mega = estimate("llama3-8b", g, Layout(**base))  # Megatron's order puts tp then dp in the domain: (4, 1)
+    assert mega.iteration_s == dp_in.iteration_s and mega.dp_sync_s == dp_in.dp_sync_s
+    assert iteration.dp_groups(dp_in.layout, g)[0] == (4, 2, 4) and iteration.dp_groups(pp_in.layout, g)[0] == (4, 2, 1)
+    assert dp_in.dp_sync_s < pp_in.dp_sync_s and pp_in.dp_sync_s > 0
+    # the exposed sync across the network is the ring all-reduce of the fp32 gradients beyond the last op
+    grads = iteration.GRAD_B * pp_in.params_per_device
+    ring = np.array([comm.all_reduce_s(q, 4, 1, g) for q in grads])
+    assert pp_in._dp_exposed == pytest.approx(np.maximum(0, ring - pp_in._device_times[2]), rel=1e-12)
+    size = 2 * 1 * 8192 * 4096 / 2  # bf16 activation of one microbatch, split over tp 2
+    assert dp_in.to_dict(ops=False)["p2p_boundary_ms"] == [comm.p2p_s(size, False, g) * 1e3] * 3
+    assert pp_in.to_dict(ops=False)["p2p_boundary_ms"] == [comm.p2p_s(size, True, g) * 1e3] * 3
+    half = estimate("llama3-8b", g, Layout(**base, nvlink_dp_pp=(2, 2)))
+    assert half.to_dict(ops=False)["p2p_boundary_ms"] == [comm.p2p_s(size, s, g) * 1e3 for s in (True, False, True)]
+    with pytest.raises(ValueError, match="puts tp·cp·4·4 = 32 GPUs in one NVLink domain of 8"):
+        estimate("llama3-8b", g, Layout(**base, nvlink_dp_pp=(4, 4)))
+    with pytest.raises(ValueError, match="must divide dp 4"):
+        Layout(**base, nvlink_dp_pp=(3, 1))
+
+
+def test_the_search_offers_nvlink_placements_and_their_rows_rerun():
+    base = ["search", "--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "2048", "--gpus", "16", "--gbs", "32",
+            "--top", "60", "--schedules", "1f1b", "--tp", "2", "--pp", "4", "--zero", "0", "--mbs", "1",
+            "--recompute", "none", "--sequence-parallel", "off", "--no-pareto"]  # fmt: skip
+    rows = json.loads(_cli(*base, "--json").stdout)["layouts"]
+    # tp 2 leaves room for 4 of the dp 2 × pp 4 ranks: Megatron's order (dp 2 then pp 2, the same as (2, 2)) and pp 4
+    assert sorted(tuple(r["nvlink_dp_pp"] or ()) for r in rows) == [(), (1, 4)]
+    for row in rows:
+        rerun = json.loads(_cli("estimate", *row["command"].split()[2:], "--json", "--no-ops").stdout)
+        assert rerun["iteration_s"] == row["iteration_s"] and rerun["dp_sync_s"] == row["dp_sync_s"]
+        assert rerun["layout"]["nvlink_dp_pp"] == row["nvlink_dp_pp"]
+    only = json.loads(_cli(*base, "--megatron-order", "--json").stdout)["layouts"]
+    assert [r["nvlink_dp_pp"] for r in only] == [None]
+
+
+def test_complete_front_flag_gives_the_front_over_every_layout():
+    args = ["search", "--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "2048", "--gpus", "8", "--gbs", "16",
+            "--schedules", "1f1b,zb-h1", "--recompute", "none,full", "--zero", "0,1"]  # fmt: skip
+    full = json.loads(_cli(*args, "--complete-front", "--json").stdout)
+    near = json.loads(_cli(*args, "--json").stdout)
+    times = [r["iteration_s"] for r in full["pareto"]]
+    peaks = [max(r["peak_bytes"]) for r in full["pareto"]]
+    assert times == sorted(times) and peaks == sorted(peaks, reverse=True) and len(set(peaks)) == len(peaks)
+    best = full["layouts"][0]["iteration_s"]
+    assert [r["command"] for r in near["pareto"]] == [
+        r["command"] for r in full["pareto"] if r["iteration_s"] <= 1.1 * best
+    ]
+    assert max(times) > 1.1 * best  # the complete front reaches past the 10% window here
 
 
 def test_balanced_split_puts_the_lighter_stages_at_the_edges():

@@ -12,7 +12,7 @@ import app as page_app
 import ppviz
 from ppviz import figures
 from ppviz.estimate import Layout, model
-from ppviz.web import model_views, search_state, search_views
+from ppviz.web import model_state, model_views, search_state, search_views
 from ppviz.web.search_layout import CONTROLS, cid
 
 SERVER = page_app.server
@@ -102,7 +102,7 @@ def test_a_link_with_search_inputs_sets_them_and_reruns_once(page):
 @pytest.mark.parametrize("name", CONTROLS)
 def test_every_input_is_bounded_before_the_search(page, name):
     junk = {"model": {"x": 1}, "gpu": "tpu-v9", "schedules": ["nope"], "gpus": 10**9, "gbs": -5, "seq": "long"}
-    junk |= {"headroom": 150, "top": 2.5}
+    junk |= {"headroom": 150, "top": 2.5, "tp_mode": ["3d"]}
     out = press_search(page, {**SMALL, name: junk[name]})
     notes = text_of(out["notes-search"]["children"])
     assert notes, f"{name}={junk[name]!r} passed without a note"
@@ -156,6 +156,70 @@ def test_the_search_stops_itself_at_its_deadline_with_what_it_has():
     state = search_state.bounded(SMALL)[0]
     result = search_views.run(state, deadline_s=0.0)
     assert result.cancelled and any("cancelled" in n for n in result.notes)
+
+
+@pytest.fixture(scope="module")
+def expected_2d():
+    """The 2D (SUMMA) search of SMALL: its rows carry grids and NVLink placements."""
+    return ppviz.search(
+        model("llama3-8b", seq=4096), "h100-sxm", 16, 32, top=20, schedules=["1f1b", "zb-v"], headroom=0.1,
+        tp_mode=["2d"],
+    )  # fmt: skip
+
+
+def test_2d_tensor_parallelism_is_searched_when_ticked(page, expected_2d):
+    out = press_search(page, {**SMALL, "tp_mode": ["2d"]})
+    assert "s.tp_mode=2d" in out["url"]["hash"]
+    run_job(page)
+    rows = page.value("grid-search", "rowData")
+    assert [r["command"] for r in rows] == [r["command"] for r in expected_2d.layouts]
+    assert all(r["tp_mode"] == "2d" and r["tp_text"] == f"2D {r['tp2d'][0]}×{r['tp2d'][1]}" for r in rows)
+    link = answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK + "&s.tp_mode=1d,2d"}))
+    assert link[cid("tp_mode")]["value"] == ["1d", "2d"]
+
+
+@pytest.mark.parametrize("which", ["2d", "nvlink"])
+def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, expected_2d, which):
+    answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK + "&s.tp_mode=2d"}))
+    rows = search_views.rows(expected_2d)
+    row = next(r for r in rows if (r["nvlink_dp_pp"] is not None) == (which == "nvlink"))
+    out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
+        ("grid-search", "selectedRows"): [row]}))  # fmt: skip
+    hash_ = out["url"]["hash"]
+    assert f"tp2d={row['tp2d'][0]},{row['tp2d'][1]}" in hash_ and "tp_mode=2d" in hash_
+    assert ("nvlink=" in hash_) == (which == "nvlink")
+    view = answer(page.fire(page.callback("drawn-model.data"), [("url", "hash")], {("url", "hash"): hash_}))
+    want = next(r for r in expected_2d.layouts if r["command"] == row["command"])
+    lay = Layout(**{k: row[k] for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "recompute", "zero")},
+                 schedule=row["schedule"], tp_mode="2d", tp2d=tuple(row["tp2d"]), summa_blocks=row["summa_blocks"],
+                 nvlink_dp_pp=tuple(row["nvlink_dp_pp"]) if row["nvlink_dp_pp"] else None)  # fmt: skip
+    est = ppviz.estimate(model("llama3-8b", seq=4096), "h100-sxm", lay)
+    assert est.iteration_s == want["iteration_s"]
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in text_of(page.value("cards-model", "children"))
+    assert view["gantt-model"]["figure"]["layout"]["xaxis"]["title"]["text"] == "time (ms)"
+    state = model_state.parse(hash_).state
+    shown = model_state.layout_of(state, row["schedule"])
+    assert (shown.tp_mode, shown.tp2d, shown.summa_blocks, shown.nvlink_dp_pp) == (
+        "2d", lay.tp2d, lay.summa_blocks, lay.nvlink_dp_pp)  # fmt: skip
+    assert "--tp-mode 2d --tp2d" in model_state.cli_command(state, row["schedule"])
+    # another control keeps the grid; a new tp that the grid does not fit goes back to 1D and says so
+    zero = answer(page.fire(page.callback("drawn-model.data"), [("zero-model", "value")], {
+        ("url", "hash"): hash_, ("zero-model", "value"): 2}))  # fmt: skip
+    assert "tp2d=" in zero["url"]["hash"]
+    tp = answer(page.fire(page.callback("drawn-model.data"), [("tp-model", "value")], {
+        ("url", "hash"): hash_, ("tp-model", "value"): row["tp"] * 2 if row["tp"] < 8 else 1}))  # fmt: skip
+    assert "tp2d=" not in tp["url"]["hash"] and "showing 1D" in text_of(tp["notes-model"]["children"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "note"),
+    [("&tp_mode=2d&tp2d=3,3", "showing 1D"), ("&tp_mode=2d&tp2d=x", "showing 1D"), ("&nvlink=9,9", "Megatron"),
+     ("&nvlink=a", "Megatron")],
+)  # fmt: skip
+def test_a_junk_grid_or_placement_in_a_link_falls_back_with_a_note(extra, note):
+    state, notes = model_state.parse("#view=model&model=llama3-8b&tp=2&pp=2&dp=4&sp=0" + extra)
+    assert state.tp_mode == "1d" and state.nvlink_dp_pp is None
+    assert any(note in n for n in notes)
 
 
 def test_every_server_callback_of_the_model_and_search_views_is_tested():

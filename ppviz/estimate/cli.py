@@ -65,6 +65,13 @@ def _grid(text: str) -> tuple[int, int]:
     return ways[0], ways[1]
 
 
+def _pair(text: str) -> tuple[int, int]:
+    ranks = ascii_ints(text, "dp,pp ranks per NVLink domain, e.g. 2,4", flag="--nvlink-dp-pp")
+    if len(ranks) != 2:
+        raise argparse.ArgumentTypeError(f"--nvlink-dp-pp wants dp,pp ranks per NVLink domain, e.g. 2,4 (got {text!r})")
+    return ranks[0], ranks[1]
+
+
 def add_parsers(sub) -> None:
     """Add ``presets`` and ``estimate`` to the main CLI's subparsers."""
     pr = sub.add_parser("presets", help="list the model and GPU presets of `ppviz estimate`")
@@ -109,6 +116,9 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
                    "sequence; implied by --tp2d)")  # fmt: skip
     p.add_argument("--tp2d", type=_grid, metavar="R,C", help="2D TP grid: hidden ways R × sequence ways C (tp = R·C)")
     p.add_argument("--summa-blocks", type=ascii_int, help="SUMMA steps per matmul (default: lcm of R and C)")
+    p.add_argument("--nvlink-dp-pp", type=_pair, metavar="A,B",
+                   help="NVLink placement: A dp ranks and B pp ranks share a domain with the tp·cp group "
+                   "(default: Megatron's rank order)")  # fmt: skip
     p.add_argument("--layer-split", type=_layer_split, metavar="N,N,...", help="layers of every stage")
     p.add_argument("--edge-fewer", type=ascii_int, help="k fewer layers on the first and last stage")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap the gradient reduction")
@@ -138,8 +148,8 @@ def add_spec_overrides(p: argparse.ArgumentParser) -> None:
 def given_flags(args: argparse.Namespace) -> list[str]:
     """The real-units flags given on a `ppviz render` line (those add_layout_args added beside it)."""
     plain = ["model", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
-             "tp_mode", "tp2d", "summa_blocks", "precision", "layer_split", "edge_fewer", "no_dp_overlap",
-             "pair_overlap"]  # fmt: skip
+             "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "precision", "layer_split", "edge_fewer",
+             "no_dp_overlap", "pair_overlap"]  # fmt: skip
     flags = {n: n.replace("_", "-") for n in plain}
     flags.update({f"model_{f}": flag for flag, f, _ in MODEL_FLAGS})
     flags.update({f"model_{f}": f.replace("_", "-") for f in MODEL_BOOLS})
@@ -179,7 +189,7 @@ def build(args: argparse.Namespace) -> Estimate:
         zero=_or(args.zero, 0), precision=_or(args.precision, "bf16"), schedule=args.schedule,
         schedule_params=sched_params, layer_split=args.layer_split, edge_fewer=_or(args.edge_fewer, 0),
         dp_overlap=not args.no_dp_overlap, b_frees=_or(args.b_frees, 0.0), pair_overlap=args.pair_overlap,
-        tp_mode=tp_mode, tp2d=args.tp2d, summa_blocks=_or(args.summa_blocks, 0),
+        tp_mode=tp_mode, tp2d=args.tp2d, summa_blocks=_or(args.summa_blocks, 0), nvlink_dp_pp=args.nvlink_dp_pp,
     )  # fmt: skip
     return estimate(model, gpu, layout)
 

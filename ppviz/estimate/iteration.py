@@ -160,13 +160,43 @@ def stage_plan(model: Model, gpu: Gpu, layout: Layout, stages: int, tied_shared:
 
 def dp_groups(layout: Layout, gpu: Gpu) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(size, rank stride, members per NVLink domain) of the data-parallel groups of the dense
-    parameters (dp·cp, as Megatron shards them) and of the routed experts (dp·cp/ep)."""
+    parameters (dp·cp, as Megatron shards them) and of the routed experts (dp·cp/ep). With an NVLink
+    placement (``nvlink_dp_pp``) the domain holds the whole tp·cp group and that many dp ranks."""
     dom = gpu.nvlink_domain
     n_dense = layout.dp * layout.cp
     n_exp = max(1, n_dense // layout.ep)
     stride_exp = layout.tp * layout.cp * layout.ep
+    if layout.nvlink_dp_pp is not None:
+        k = comm.per_domain(layout.cp, layout.tp, dom) * layout.nvlink_dp_pp[0]
+        return (n_dense, layout.tp, k), (n_exp, stride_exp, max(1, k // layout.ep))
     dense = (n_dense, layout.tp, comm.per_domain(n_dense, layout.tp, dom))
     return dense, (n_exp, stride_exp, comm.per_domain(n_exp, stride_exp, dom))
+
+
+def check_nvlink(layout: Layout, gpu: Gpu) -> None:
+    """An NVLink placement must fit in one domain: tp·cp·(dp ranks)·(pp ranks) GPUs at most."""
+    if layout.nvlink_dp_pp is None:
+        return
+    a, b = layout.nvlink_dp_pp
+    n = layout.tp * layout.cp * a * b
+    if a * b > 1 and n > gpu.nvlink_domain:
+        raise SpecError(
+            f"nvlink_dp_pp {a},{b} puts tp·cp·{a}·{b} = {n} GPUs in one NVLink domain of {gpu.nvlink_domain}: "
+            "lower the dp or pp ranks in it"
+        )
+
+
+def pipeline_same_domain(layout: Layout, gpu: Gpu, a: int, b: int) -> bool:
+    """Whether pipeline devices a and b share an NVLink domain (Megatron's order, or the placement's
+    consecutive pp ranks per domain)."""
+    per = layout.nvlink_dp_pp[1] if layout.nvlink_dp_pp is not None else 0
+    return _pipeline_same(a, b, layout.tp * layout.cp * layout.dp, gpu.nvlink_domain, per)
+
+
+def _pipeline_same(a: int, b: int, stride: int, domain: int, pp_per_domain: int) -> bool:
+    if pp_per_domain:
+        return a // pp_per_domain == b // pp_per_domain
+    return comm.same_domain(a * stride, b * stride, domain)
 
 
 def zero3_groups(layout: Layout, gpu: Gpu) -> tuple[tuple[int, int], tuple[int, int]] | None:
@@ -192,62 +222,68 @@ def zero3_exposed(part: layer.Part, gpu: Gpu, groups) -> tuple[float, float, flo
 def _stage_plan(
     model: Model, gpu: Gpu, shape: layer.Shape, split: tuple[int, ...], tied_shared: bool, zero3=None
 ) -> StagePlan:
+    # per stage, its dense and MoE layer counts, plus the embedding on stage 0 and the head on the last:
+    # each column below is added in that order, so every figure is the per-stage sum k·part, term by term
     S = len(split)
     dense = layer.layer(model, gpu, shape, False)
     moe = layer.layer(model, gpu, shape, True) if model.moe else dense
     emb = layer.embedding(model, gpu, shape)
     hd = layer.head(model, gpu, shape, own_weights=not (model.tied_embeddings and tied_shared))
+    n = np.asarray(split, dtype=float)
+    ends = np.cumsum(split)
+    n_moe = np.maximum(0, ends - np.maximum(ends - n, model.dense_layers)) if model.moe else np.zeros(S)
+    first, last = np.zeros(S), np.zeros(S)
+    first[0], last[-1] = 1.0, 1.0
+    columns = [(dense, n - n_moe), (moe, n_moe), (emb, first), (hd, last)]
     f, b, w = np.zeros(S), np.zeros(S), np.zeros(S)
-    cm = np.zeros((3, S))
-    a2a = np.zeros((3, S))
-    z3 = np.zeros((3, S))
-    act, lact, par, epar = np.zeros(S), np.zeros(S), np.zeros(S), np.zeros(S)
-    rec = 0.0
-    first = 0
-    for s, n in enumerate(split):
-        n_moe = sum(1 for i in range(first, first + n) if model.is_moe_layer(i))
-        first += n
-        parts = [(dense, n - n_moe), (moe, n_moe)]
-        if s == 0:
-            parts.append((emb, 1))
-        if s == S - 1:
-            parts.append((hd, 1))
-        for p, k in parts:
-            if not k:
-                continue
-            ef, eb, ew = zero3_exposed(p, gpu, zero3) if zero3 is not None else (0.0, 0.0, 0.0)
-            z3[:, s] += (k * ef, k * eb, k * ew)
-            f[s] += k * (p.f.s + ef)
-            b[s] += k * (p.b.s + eb)
-            w[s] += k * (p.w.s + ew)
-            cm[:, s] += (k * p.f.comm_s, k * (p.b.comm_s), k * p.w.comm_s)
-            a2a[:, s] += (k * p.f.a2a_s, k * p.b.a2a_s, k * p.w.a2a_s)
-            act[s] += k * p.activation_bytes
-            par[s] += k * p.params
-            epar[s] += k * p.expert_params
-            rec += k * p.recompute.flops
-        lact[s] = (n - n_moe) * dense.activation_bytes + n_moe * moe.activation_bytes
+    cm, a2a, z3 = np.zeros((3, S)), np.zeros((3, S)), np.zeros((3, S))
+    act, par, epar = np.zeros(S), np.zeros(S), np.zeros(S)
+    for p, k in columns:
+        if not k.any():
+            continue
+        ef, eb, ew = zero3_exposed(p, gpu, zero3) if zero3 is not None else (0.0, 0.0, 0.0)
+        z3 += np.outer((ef, eb, ew), k)
+        f += k * (p.f.s + ef)
+        b += k * (p.b.s + eb)
+        w += k * (p.w.s + ew)
+        cm += np.outer((p.f.comm_s, p.b.comm_s, p.w.comm_s), k)
+        a2a += np.outer((p.f.a2a_s, p.b.a2a_s, p.w.a2a_s), k)
+        act += k * p.activation_bytes
+        par += k * p.params
+        epar += k * p.expert_params
+    lact = (n - n_moe) * dense.activation_bytes + n_moe * moe.activation_bytes
     return StagePlan(
-        split, tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar, rec, a2a, z3
-    )
+        tuple(split), tuple(f.tolist()), tuple(b.tolist()), tuple(w.tolist()), cm, act, lact, par, epar,
+        _recompute_flops(columns), a2a, z3,
+    )  # fmt: skip
+
+
+def _recompute_flops(columns) -> float:
+    """Recomputed FLOPs per microbatch over every stage, summed stage by stage (parts in column order)."""
+    total = 0.0
+    for s in range(len(columns[0][1])):
+        for p, k in columns:
+            if k[s]:
+                total += int(k[s]) * p.recompute.flops
+    return total
 
 
 def p2p_links(model: Model, gpu: Gpu, layout: Layout, devices: int) -> tuple[tuple[float, ...], ...]:
     """Seconds to send one microbatch's activation (or its gradient) from each pipeline device to
     each other: on NVLink when their ranks share a domain, else on the network (0 to itself)."""
-    return _links(model.seq, model.hidden, gpu, layout.mbs, layout.tp, layout.cp, layout.dp, devices)
+    per = layout.nvlink_dp_pp[1] if layout.nvlink_dp_pp is not None else 0
+    return _links(model.seq, model.hidden, gpu, layout.mbs, layout.tp, layout.cp, layout.dp, devices, per)
 
 
 @lru_cache(maxsize=256)
-def _links(seq: int, hidden: int, gpu: Gpu, mbs: int, tp: int, cp: int, dp: int, devices: int):
+def _links(seq: int, hidden: int, gpu: Gpu, mbs: int, tp: int, cp: int, dp: int, devices: int, pp_per_domain: int = 0):
     size = layer.BF16 * mbs * seq / cp * hidden / tp
-    stride = tp * cp * dp
     inside, outside = comm.p2p_s(size, True, gpu), comm.p2p_s(size, False, gpu)
+    same = [[_pipeline_same(a, b, tp * cp * dp, gpu.nvlink_domain, pp_per_domain) for b in range(devices)]
+            for a in range(devices)]  # fmt: skip
     return tuple(
-        tuple(0.0 if a == b else inside if comm.same_domain(a * stride, b * stride, gpu.nvlink_domain) else outside
-              for b in range(devices))
-        for a in range(devices)
-    )  # fmt: skip
+        tuple(0.0 if a == b else inside if same[a][b] else outside for b in range(devices)) for a in range(devices)
+    )
 
 
 def boundary_p2p(links, schedule: Schedule) -> list[float]:
@@ -277,6 +313,7 @@ def estimate(
     m = layout.microbatches
     shape = shape_of(layout)
     layer.check(model, shape)
+    check_nvlink(layout, gpu)
     if schedule is None:
         spec = schedules.get(layout.schedule)
         uniform = _uniform_costs(model, gpu, layout) if spec.uses_costs else None
@@ -420,8 +457,7 @@ class Estimate:
         for row in sched.placement.devices_of:
             a, b = row[0], row[-1]
             if a != b:
-                stride = self.layout.tp * self.layout.cp * self.layout.dp
-                same = comm.same_domain(a * stride, b * stride, self.gpu.nvlink_domain)
+                same = pipeline_same_domain(self.layout, self.gpu, a, b)
                 size = GRAD_B * self.model.vocab * self.model.hidden / self.layout.tp
                 t = comm.all_reduce_s(size, 2, 2 if same else 1, self.gpu)
                 out[a] = max(out[a], t)

@@ -158,6 +158,9 @@ class Layout:
     tp_mode: str = "1d"  # "2d": SUMMA over hidden × sequence (NERSC's performance model, seed 003)
     tp2d: tuple[int, int] | None = None  # 2D grid (hidden ways, sequence ways); their product is tp
     summa_blocks: int = 0  # SUMMA steps (panels) per matmul; 0: the least, lcm of the two grid sides
+    # NVLink placement (NERSC's, seed 003): (dp ranks, pp ranks) sharing one NVLink domain beside the whole
+    # tp·cp group; None: Megatron's rank order (tp fastest, then cp, dp, pp), as far as the domain reaches
+    nvlink_dp_pp: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
@@ -188,6 +191,25 @@ class Layout:
         if not 0 <= self.b_frees <= 1:
             raise SpecError(f"b_frees must be between 0 and 1 (got {self.b_frees})")
         self._check_tp_mode()
+        self._check_nvlink()
+
+    def _check_nvlink(self) -> None:
+        if self.nvlink_dp_pp is None:
+            return
+        pair = tuple(self.nvlink_dp_pp) if isinstance(self.nvlink_dp_pp, (tuple, list)) else (self.nvlink_dp_pp,)
+        if len(pair) != 2:
+            raise SpecError(f"nvlink_dp_pp is (dp ranks, pp ranks) in one NVLink domain, e.g. 2,4 (got {pair})")
+        for n in pair:
+            _check_int("each entry of nvlink_dp_pp", n, 1)
+        object.__setattr__(self, "nvlink_dp_pp", pair)
+        a, b = pair
+        if self.dp % a or self.pp % b:
+            raise SpecError(
+                f"nvlink_dp_pp {a},{b}: the dp ranks must divide dp {self.dp} and the pp ranks pp {self.pp}"
+            )
+        if self.ep > 1 and a % self.ep:
+            raise SpecError(f"nvlink_dp_pp {a},{b}: keep each expert-parallel group (ep {self.ep}) in the domain: "
+                            f"make the dp ranks a multiple of {self.ep}")  # fmt: skip
 
     def _check_tp_mode(self) -> None:
         if self.tp_mode not in TP_MODES:

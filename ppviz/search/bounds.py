@@ -14,7 +14,8 @@ belongs in the top k. Each one below holds for every order the simulator accepts
   (a forward adds at its start, a backward frees at its end, frees first at equal times), so its
   peak is the same for every timing of that order: it is computed from the order alone. A schedule
   that searches its order under the op times (v-*, zb-auto) is not built until it is simulated; for
-  it the bound is static bytes plus the largest single stage activation the device holds.
+  it the bound is static bytes plus the activation of every stage the device holds for one
+  microbatch (all of them are held when it starts the forward of the last one).
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..ir import KIND_INDEX, Kind, Placement, Schedule
-from ..simulator import _flatten  # columns of every action in device order (the simulator's own reader)
+from ..ir import KIND_INDEX, Kind, Overlap, Placement, Schedule
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
 SAFETY = 1e-9  # relative slack when comparing a computed peak with a capacity (float summation order)
@@ -60,7 +60,7 @@ class Order:
 
     @cached_property
     def _columns(self):
-        return _flatten(self.schedule)
+        return columns(self.schedule)
 
     @cached_property
     def crossings(self) -> np.ndarray:
@@ -84,8 +84,8 @@ class Order:
         """Whether some slot runs two actions (an overlapped pair); unknown orders count as paired."""
         if self.schedule is None:
             return True
-        dev, _, _, _, _, slot_device = self._columns
-        return len(slot_device) < len(dev)
+        stage, _, _, slot_device = self._columns
+        return len(slot_device) < len(stage)
 
     def slot_ceiling_s(self, f: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
         """Per device: no slot lasts longer than this (the longest action it holds, twice with pairs)."""
@@ -93,29 +93,39 @@ class Order:
         held = self.held_mask.any(axis=0)  # [stage, device]
         return np.where(held, longest[:, None], 0.0).max(axis=0) * (2.0 if self.paired else 1.0)
 
+    @cached_property
+    def _held_flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every (direction, stage, device) held for a used direction, flat: the stage, the device
+        changes before it, the device; and [device, stage] microbatch counts (what busy sums)."""
+        r, s, d = np.nonzero(self.held_mask)
+        counts = np.einsum("rsd,r->ds", self.held_mask, np.asarray(self.used, float))
+        return s, self.crossings[r, s], d, counts
+
     def makespan_floor_s(self, f: np.ndarray, b: np.ndarray, w: np.ndarray, p2p_s: float) -> float:
         """A lower bound on the simulated makespan under exact per-stage times f, b, w (seconds)."""
         # every microbatch of a direction runs F and B + W (or BW, which takes b + w) of each stage once,
         # on the device holding it (the simulator checks this), and a pair takes the sum of its two ops
-        busy = np.einsum("rsd,r,s->d", self.held_mask, np.asarray(self.used, float), f + b + w)
-        before_f = np.concatenate([[0.0], np.cumsum(f)[:-1]])
-        chain_f = before_f[None, :] + p2p_s * self.crossings  # [direction, stage]
-        first = np.where(self.held_mask, chain_f[:, :, None], np.inf).min(axis=(0, 1))
-        if self.split_backward:
-            tail = np.zeros(self.devices)
-        else:
-            before_bw = np.concatenate([[0.0], np.cumsum(b + w)[:-1]])
-            chain_bw = before_bw[None, :] + p2p_s * self.crossings
-            tail = np.where(self.held_mask, chain_bw[:, :, None], np.inf).min(axis=(0, 1))
+        s, crossings, d, counts = self._held_flat
+        busy = counts @ (f + b + w)
+        # a device's first op waits for the forwards of the earlier stages of its microbatch (and p2p per device
+        # change); without a separate W its last op is a full backward whose gradient still flows back
+        first = np.full(self.devices, np.inf)
+        np.minimum.at(first, d, np.concatenate([[0.0], np.cumsum(f)[:-1]])[s] + p2p_s * crossings)
+        tail = np.zeros(self.devices)
+        if not self.split_backward:
+            tail[:] = np.inf
+            np.minimum.at(tail, d, np.concatenate([[0.0], np.cumsum(b + w)[:-1]])[s] + p2p_s * crossings)
         return float(np.max(np.where(np.isfinite(first), first, 0.0) + busy + np.where(np.isfinite(tail), tail, 0.0)))
 
     def activation_peak(self, stage_bytes: np.ndarray, b_frees: float = 0.0) -> tuple[np.ndarray, bool]:
         """Per device: the peak activation bytes, and whether it is exact (the order is known) or a
-        lower bound (the largest single stage the device holds)."""
+        lower bound (the stages the device holds, one microbatch each)."""
         if self.schedule is None:
-            held = self.held_mask.any(axis=0)  # [stage, device]
-            return np.where(held, stage_bytes[:, None], 0.0).max(axis=0), False
-        dev, stage, _, kind, slot, slot_device = self._columns
+            # when a device starts the forward of the last stage it holds for a microbatch, the activations of
+            # its earlier stages for that microbatch are still held: each is freed by a backward (or W) that
+            # comes after that stage's backward, which comes after this forward
+            return np.einsum("rsd,s->rd", self.held_mask, stage_bytes).max(axis=0), False
+        stage, kind, slot, slot_device = self._columns
         size = stage_bytes[stage]
         add = np.where(kind == _F, size, 0.0)
         free = np.select([kind == _BW, kind == _B, kind == _W], [size, b_frees * size, (1 - b_frees) * size], 0.0)
@@ -131,6 +141,41 @@ class Order:
         peak = np.zeros(self.devices)
         np.maximum.at(peak, slot_device, at_peak)
         return peak, True
+
+
+def columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
+    """(stage, kind, slot) of every action in device order and the device of every slot, as the
+    simulator numbers them (an idle step is no slot, an overlapped pair is two actions in one slot):
+    one pass over a built schedule's order, for the activation curve. A row of plain actions is
+    transposed at C speed; a row with pairs or idle steps is read step by step."""
+    parts: list[tuple[np.ndarray, ...]] = []
+    n = 0
+    for d, steps in enumerate(schedule.order):
+        try:
+            cols = list(zip(*steps))
+        except TypeError:  # an idle step (None)
+            cols = []
+        if len(cols) == 3:  # every step is one (stage, microbatch, kind) action
+            k = len(steps)
+            stage = np.fromiter(cols[0], np.int64, k)
+            kind = np.fromiter(map(KIND_INDEX.__getitem__, cols[2]), np.int64, k)
+            slot = np.arange(n, n + k, dtype=np.int64)
+            n += k
+        else:
+            stage_l, kind_l, slot_l = [], [], []
+            for step in steps:
+                if step is None:
+                    continue
+                for a in step if type(step) is Overlap else (step,):
+                    stage_l.append(a[0])
+                    kind_l.append(KIND_INDEX[a[2]])
+                    slot_l.append(n)
+                n += 1
+            stage, kind, slot = (np.asarray(x, dtype=np.int64) for x in (stage_l, kind_l, slot_l))
+        parts.append((stage, kind, slot, np.full(len(np.unique(slot)), d, dtype=np.int64)))
+    if not parts:
+        return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
+    return tuple(np.concatenate(c) for c in zip(*parts))
 
 
 def order_of(schedule: Schedule, split_backward: bool) -> Order:

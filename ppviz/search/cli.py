@@ -24,7 +24,7 @@ from .space import Options
 
 CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
               "mbs", "schedule", "recompute", "sequence_parallel", "zero", "tp_mode", "tp2d", "summa_blocks",
-              "layer_split", "microbatches", "bubble_fraction", "command")  # fmt: skip
+              "nvlink_dp_pp", "layer_split", "microbatches", "bubble_fraction", "command")  # fmt: skip
 
 
 def _ints(text: str) -> list[int]:
@@ -52,6 +52,8 @@ def add_parser(sub) -> None:
     p.add_argument("--sequence-parallel", choices=("on", "off", "both"), default="both", help="(default both)")
     p.add_argument("--even-only", action="store_true", help="only stage counts that divide the layers")
     p.add_argument("--tp-within-domain", action="store_true", help="keep every TP group inside one NVLink domain")
+    p.add_argument("--megatron-order", action="store_true",
+                   help="only Megatron's rank order in the NVLink domain (not NERSC's dp/pp placements)")  # fmt: skip
     p.add_argument(
         "--tp-mode",
         type=_names,
@@ -72,6 +74,8 @@ def add_parser(sub) -> None:
     p.add_argument("--no-pareto", action="store_true", help="skip the Pareto front (faster)")
     p.add_argument("--pareto-within", type=ascii_float, default=0.1,
                    help="the front covers layouts up to this fraction slower than the best (default 0.1)")  # fmt: skip
+    p.add_argument("--complete-front", action="store_true",
+                   help="the exact front over every layout that fits (slower: see README, Layout search)")  # fmt: skip
     p.add_argument("--jobs", type=ascii_int, default=1, help="local processes to spread the work over (default 1)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -95,7 +99,7 @@ def options(args: argparse.Namespace) -> Options:
         **{n: getattr(args, f"opt_{n}") for n in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero")},
         schedules=args.schedules, recompute=args.recompute, sequence_parallel=sp, uneven=not args.even_only,
         headroom=args.headroom, tp_within_domain=args.tp_within_domain, tp_mode=args.tp_mode, tp2d=args.tp2d,
-        summa_blocks=args.summa_blocks,
+        summa_blocks=args.summa_blocks, nvlink_placements=not args.megatron_order,
     )  # fmt: skip
 
 
@@ -128,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"--jobs must be ≥ 1 (got {args.jobs})")
     bar = _Bar() if sys.stderr.isatty() else None
     kw = dict(top=args.top, options=options(args), budget_s=args.budget, pareto=not args.no_pareto, progress=bar,
-              pareto_within=args.pareto_within)  # fmt: skip
+              pareto_within=float("inf") if args.complete_front else args.pareto_within)  # fmt: skip
     try:
         if args.jobs > 1:
             result = search_parallel(model, gpu, args.gpus, args.gbs, jobs=args.jobs, **kw)
@@ -152,7 +156,10 @@ def to_csv(result: SearchResult) -> str:
     w.writerow(CSV_FIELDS)
     for row in result.layouts:
         w.writerow(
-            ["/".join(map(str, row[k])) if k in ("layer_split", "tp2d") and row[k] else row[k] for k in CSV_FIELDS]
+            [
+                "/".join(map(str, row[k])) if k in ("layer_split", "tp2d", "nvlink_dp_pp") and row[k] else row[k]
+                for k in CSV_FIELDS
+            ]  # fmt: skip
         )
     return buf.getvalue()
 
@@ -194,6 +201,8 @@ def _layout(r: dict) -> str:
         parts.append(
             f"2D {r['tp2d'][0]}×{r['tp2d'][1]}" + (f" {r['summa_blocks']} blocks" if r["summa_blocks"] else "")
         )
+    if r.get("nvlink_dp_pp"):
+        parts.append(f"NVLink dp {r['nvlink_dp_pp'][0]} × pp {r['nvlink_dp_pp'][1]}")
     parts.append(f"ZeRO {r['zero']}")
     if r["layer_split"]:
         parts.append("layers " + "/".join(map(str, r["layer_split"])))

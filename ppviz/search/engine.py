@@ -31,6 +31,7 @@ from .result import SearchResult, row_of
 # ZeRO-3 joins when asked (zero=[3]). The estimate layer times its per-layer gathers inside the ops,
 # so its stage times differ: it is its own simulation (run key) and its own DP-sync floor (none at the end)
 ZEROS = (0, 1, 2)
+ORDER_CACHE = 4096  # built schedules kept (each distinct (schedule, pp, m, vpp) is built once)
 # static bytes per parameter that no ZeRO stage goes below, before sharding: bf16 weight, fp32
 # gradient, fp32 master + Adam moments (the estimate layer's Megatron accounting)
 WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 4, 12
@@ -177,6 +178,7 @@ class _Search:
         self.plans: dict = {}
         self.dp_floors: dict = {}
         self.held: dict = {}
+        self.group_bounds: dict = {}
         self.p2ps: dict = {}
         self.runs: OrderedDict = OrderedDict()
         self.searched = self.pruned_time = self.pruned_memory = self.simulated = self.over = self.cut = 0
@@ -268,11 +270,19 @@ class _Search:
     # --- bounds -------------------------------------------------------------------------------
 
     def _group(self, g: space.Group) -> _Group:
-        """A group's layouts and bounds that hold for every one of them (any schedule, split, ZeRO)."""
+        """A group's layouts and bounds that hold for every one of them (any schedule, split, ZeRO); the
+        NVLink placement changes neither (only p2p and DP-sync tiers), so placements share them."""
+        key = replace(g, nvlink_dp_pp=None)
+        shared = self.group_bounds.get(key)
+        if shared is None:
+            shared = self.group_bounds[key] = self._group_bounds(key)
+        return _Group(g, *shared)
+
+    def _group_bounds(self, g: space.Group) -> tuple:
         variants = space.variants(self.model, g, self.opt)
         count = len(variants) * len(self.zeros)
         if not count:
-            return _Group(g, variants, 0, 0.0, 0.0)
+            return variants, 0, 0.0, 0.0
         lay = g.layout(self.gbs)
         one = stage_plan(self.model, self.gpu, lay, 1, True)  # the whole model on one stage, tied weights shared
         work = one.f[0] + one.b[0] + one.w[0]  # every device's busy time averages m·work/pp
@@ -285,11 +295,16 @@ class _Search:
             + OPTIMIZER_B / (shard if z >= 1 else 1)
         )
         shape = shape_of(lay)
-        act = layer.layer(self.model, self.gpu, shape, False).activation_bytes
-        if self.model.moe:
-            act = min(act, layer.layer(self.model, self.gpu, shape, True).activation_bytes)
-        mem_lb = bpp * one.params[0] / g.pp + act  # the average device's static bytes + one layer's activation
-        return _Group(g, variants, count, lb_s, mem_lb)
+        kinds = [
+            layer.layer(self.model, self.gpu, shape, moe) for moe in ((False, True) if self.model.moe else (False,))
+        ]
+        act = min(p.activation_bytes for p in kinds)
+        average = bpp * one.params[0] / g.pp + act  # the average device's static bytes + one layer's activation
+        # in every placement each direction's stages cover the L layers once, so some device holds ≥ ⌈L/pp⌉ layers
+        # of one direction: their static bytes, and one microbatch of their activation when it starts the last
+        heaviest = -(-self.model.layers // g.pp) * min(bpp * p.params + p.activation_bytes for p in kinds)
+        mem_lb = max(average, heaviest)
+        return variants, count, lb_s, mem_lb
 
     def _order(self, lay: Layout, v: space.Variant, built: bool) -> bounds.Order:
         """The schedule's order (built) or just its placement (for a schedule with one direction)."""
@@ -303,7 +318,7 @@ class _Search:
                 if len(o.placement.devices_of) > 1:  # how microbatches split between directions: build it
                     o = self._order(lay, v, True)
             self.orders[key] = o
-            if len(self.orders) > 256:
+            if len(self.orders) > ORDER_CACHE:
                 self.orders.popitem(last=False)
         else:
             self.orders.move_to_end(key)
@@ -312,8 +327,9 @@ class _Search:
     def _expand(self, grp: _Group) -> None:
         """A group into its schedules, each bounded by its makespan floor alone (the rest when popped)."""
         g = grp.g
+        base = g.layout(self.gbs)
         for v in grp.variants:
-            lay = g.layout(self.gbs, schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
+            lay = _with(base, schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
             order = self._order(lay, v, False)
             raw = self._raw(lay, v, order, grp.mem_lb)
             heapq.heappush(self.heap, (raw.lb_s, next(self.seq), raw))
@@ -325,7 +341,7 @@ class _Search:
         plan = self.plans.get(key)
         if plan is None:
             plan = self.plans[key] = stage_plan(self.model, self.gpu, lay, order.stages, tied_shared)
-        key = (lay.tp, lay.cp, lay.dp, lay.mbs, pl.devices_of)
+        key = (lay.tp, lay.cp, lay.dp, lay.mbs, lay.nvlink_dp_pp, pl.devices_of)
         p2p = self.p2ps.get(key)
         if p2p is None:
             p2p = self.p2ps[key] = p2p_seconds(self.model, self.gpu, lay, bounds.Unsimulated(order).schedule)
@@ -349,7 +365,7 @@ class _Search:
         f, b, w = np.asarray(plan.f), np.asarray(plan.b), np.asarray(plan.w)
         act, exact = order.activation_peak(np.asarray(plan.activation_bytes), lay.b_frees)
         slot = order.slot_ceiling_s(f, b, w)
-        pre = Estimate(self.model, self.gpu, replace(lay, zero=zero), stub, None, plan, p2p)
+        pre = Estimate(self.model, self.gpu, _with(lay, zero=zero), stub, None, plan, p2p)
         key = (pl.devices_of, order.used, id(plan))
         held = self.held.get(key)
         if held is None:  # parameters per device, by the estimate layer's code, once per placement and plan
@@ -366,8 +382,8 @@ class _Search:
     def _dp_floor(self, pre: Estimate, zero: int, slot: np.ndarray) -> float:
         """The DP-sync floor, shared by layouts with the same DP groups, parameters per device and slots."""
         lay = pre.layout
-        key = (lay.tp, lay.cp, lay.dp, lay.ep, _sync_mode(zero), pre.run.schedule.placement.devices_of, id(pre.plan),
-               tuple(slot))  # fmt: skip
+        key = (lay.tp, lay.cp, lay.dp, lay.ep, lay.nvlink_dp_pp, _sync_mode(zero),
+               pre.run.schedule.placement.devices_of, id(pre.plan), tuple(slot))  # fmt: skip
         out = self.dp_floors.get(key)
         if out is None:
             out = self.dp_floors[key] = _dp_floor_s(_rezero(pre, zero), slot)
@@ -386,7 +402,7 @@ class _Search:
             k: node.pre.__dict__[k] for k in ("params_per_device", "expert_params_per_device") if k in node.pre.__dict__
         }
         for z in self.zeros:
-            pre = Estimate(self.model, self.gpu, replace(lay, zero=z), node.pre.run, None, node.plan, node.p2p)
+            pre = Estimate(self.model, self.gpu, _with(lay, zero=z), node.pre.run, None, node.plan, node.p2p)
             pre.__dict__.update(keep)  # zero-independent, already computed by the estimate layer's code
             st = pre.static_bytes
             mem = float((st["weight"] + st["grad"] + st["optimizer"] + node.act).max())
@@ -491,6 +507,15 @@ class _Search:
         )  # fmt: skip
 
 
+def _with(lay: Layout, **fields) -> Layout:
+    """A copy of a checked layout with fields the space already checked (a schedule the registry
+    accepts, its chunks and split, a ZeRO stage): dataclasses.replace without re-running the checks."""
+    out = object.__new__(Layout)
+    out.__dict__.update(lay.__dict__)
+    out.__dict__.update(fields)
+    return out
+
+
 def _sync_mode(zero: int) -> int:
     """ZeRO stages that synchronise alike: 0 all-reduces at the end, 1 and 2 reduce-scatter and
     all-gather at the end, 3 gathers and reduce-scatters layer by layer inside the ops."""
@@ -498,7 +523,7 @@ def _sync_mode(zero: int) -> int:
 
 
 def _rezero(pre: Estimate, zero: int) -> Estimate:
-    out = Estimate(pre.model, pre.gpu, replace(pre.layout, zero=zero), pre.run, None, pre.plan, pre.p2p_s)
+    out = Estimate(pre.model, pre.gpu, _with(pre.layout, zero=zero), pre.run, None, pre.plan, pre.p2p_s)
     out.__dict__.update(
         {k: pre.__dict__[k] for k in ("params_per_device", "expert_params_per_device") if k in pre.__dict__}
     )
@@ -548,7 +573,7 @@ def rank_key(lay: Layout) -> tuple:
     """Ties in iteration time are ranked by this, so the top k is one definite list."""
     return (lay.schedule, lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.vpp, lay.mbs, lay.recompute,
             lay.sequence_parallel, lay.zero, lay.layer_split or (), lay.tp_mode, lay.tp2d or (),
-            lay.summa_blocks)  # fmt: skip
+            lay.summa_blocks, lay.nvlink_dp_pp or ())  # fmt: skip
 
 
 class _Rev:
@@ -582,6 +607,8 @@ def describe(lay: Layout) -> str:
         sp += f", 2D tp {lay.tp2d[0]}×{lay.tp2d[1]}" + (
             f" in {lay.summa_blocks} SUMMA blocks" if lay.summa_blocks else ""
         )
+    if lay.nvlink_dp_pp:
+        sp += f", NVLink domain dp {lay.nvlink_dp_pp[0]} × pp {lay.nvlink_dp_pp[1]}"
     return (f"{lay.schedule} tp {lay.tp} pp {lay.pp} dp {lay.dp} cp {lay.cp}{vpp} mbs {lay.mbs}, recompute "
             f"{lay.recompute}{sp}, ZeRO {lay.zero}{split}")  # fmt: skip
 

@@ -32,7 +32,7 @@ def _part(args) -> SearchResult:
 def _key(row: dict) -> tuple:
     return (row["schedule"], row["tp"], row["cp"], row["pp"], row["dp"], row["ep"], row["vpp"], row["mbs"],
             row["recompute"], row["sequence_parallel"], row["zero"], tuple(row["layer_split"] or ()), row["tp_mode"],
-            tuple(row["tp2d"] or ()), row["summa_blocks"])  # fmt: skip
+            tuple(row["tp2d"] or ()), row["summa_blocks"], tuple(row["nvlink_dp_pp"] or ()))  # fmt: skip
 
 
 def search_parallel(model, gpu, gpus: int, global_batch: int, *, jobs: int, progress=None, cancel=None, **kw):

@@ -15,7 +15,7 @@ from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS
 from ..estimate.iteration import Estimate
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recompute", "sequence_parallel", "zero",
-                 "tp_mode", "tp2d", "summa_blocks")  # fmt: skip
+                 "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp")  # fmt: skip
 
 
 def overrides(est: Estimate) -> list[str]:
@@ -63,6 +63,8 @@ def command(est: Estimate) -> str:
         parts.append(f"--tp-mode 2d --tp2d {lay.tp2d[0]},{lay.tp2d[1]}")
         if lay.summa_blocks:
             parts.append(f"--summa-blocks {lay.summa_blocks}")
+    if lay.nvlink_dp_pp:
+        parts.append(f"--nvlink-dp-pp {lay.nvlink_dp_pp[0]},{lay.nvlink_dp_pp[1]}")
     if lay.layer_split:
         parts.append("--layer-split " + ",".join(map(str, lay.layer_split)))
     return " ".join(parts)
@@ -75,6 +77,7 @@ def row_of(est: Estimate, rank: int | None) -> dict:
     row = {"rank": rank} if rank is not None else {}
     row.update({k: getattr(lay, k) for k in LAYOUT_FIELDS})
     row["tp2d"] = list(lay.tp2d) if lay.tp2d else None  # as JSON gives it back
+    row["nvlink_dp_pp"] = list(lay.nvlink_dp_pp) if lay.nvlink_dp_pp else None
     row.update(
         {
             "gbs": lay.gbs,

@@ -6,14 +6,14 @@ ZeRO stage the registry accepts. Options restrict any dimension; ``None`` means 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from math import lcm
 
 from .. import schedules
 from ..estimate import layer
-from ..estimate.iteration import shape_of
-from ..estimate.specs import RECOMPUTE, TP_MODES, Layout, Model, SpecError
+from ..estimate.iteration import dp_groups, pipeline_same_domain, shape_of
+from ..estimate.specs import RECOMPUTE, TP_MODES, Gpu, Layout, Model, SpecError
 from ..ir import Placement
 
 SEARCHING = "v-*, zb-auto"  # schedules whose order is searched under the op times (uses_costs)
@@ -37,6 +37,9 @@ class Options:
     uneven: bool = True  # stage counts that do not divide the layers get a balanced split, lighter edges
     headroom: float = 0.0  # fraction of HBM kept free
     tp_within_domain: bool = False  # keep every TP group inside one NVLink domain
+    # NERSC's NVLink placements (seed 003) beside Megatron's rank order: dp and/or pp ranks that share the
+    # domain with the whole tp·cp group, every split of the room left (see ``placements``)
+    nvlink_placements: bool = True
     # tensor parallelism "1d" (Megatron) and/or "2d" (SUMMA over hidden × sequence); default 1d only,
     # or 2d only when tp2d is given. 2D takes every (R, C) grid with R·C = tp > 1 (or those of tp2d),
     # each with the SUMMA block counts of summa_blocks (default 0: the least, lcm(R, C))
@@ -124,11 +127,13 @@ class Group:
     tp_mode: str = "1d"
     tp2d: tuple[int, int] | None = None  # 2D grid (hidden ways, sequence ways)
     summa_blocks: int = 0  # 0: lcm of the grid sides
+    nvlink_dp_pp: tuple[int, int] | None = None  # None: Megatron's rank order
 
     def layout(self, gbs: int, **kw) -> Layout:
         return Layout(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep, mbs=self.mbs, gbs=gbs,
                       sequence_parallel=self.sequence_parallel, recompute=self.recompute, tp_mode=self.tp_mode,
-                      tp2d=self.tp2d, summa_blocks=self.summa_blocks, **kw)  # fmt: skip
+                      tp2d=self.tp2d, summa_blocks=self.summa_blocks, nvlink_dp_pp=self.nvlink_dp_pp,
+                      **kw)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -188,7 +193,7 @@ def groups(model: Model, gpus: int, gbs: int, opt: Options, domain: int) -> Spac
         if "2d" in modes and tp > 1:
             tps += [("2d", grid, nb) for grid, nb in grids(tp, opt)]
         for mode, grid, nb in tps:
-            _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb)
+            _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb, domain)
     return space
 
 
@@ -210,7 +215,7 @@ def grids(tp: int, opt: Options) -> list[tuple[tuple[int, int], int]]:
     return out
 
 
-def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb) -> None:
+def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb, domain) -> None:
     # 2D splits the sequence over its C side itself: cp 1 and no Megatron sequence parallel
     cps = opt.cp or [c for c in divisors(gpus // tp) if c == 1 or model.seq // c >= 2048]
     for cp in cps:
@@ -225,6 +230,7 @@ def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb) -> None:
                 continue
             eps = [1] if not model.moe else (opt.ep or [e for e in divisors(dp) if model.experts % e == 0])
             for ep in eps:
+                places = placements(tp, cp, dp, pp, ep, domain, model.moe) if opt.nvlink_placements else [None]
                 for mbs in opt.mbs or divisors(gbs // dp):
                     if (gbs // dp) % mbs:
                         continue
@@ -234,10 +240,43 @@ def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb) -> None:
                             if mode == "2d" and sp:
                                 continue
                             g = Group(tp, cp, pp, dp, ep, mbs, rec, sp, gbs // (dp * mbs), mode, grid, nb)
-                            if _valid_shape(model, g, gbs):
-                                space.groups.append(g)
-                            else:
+                            if not _valid_shape(model, g, gbs):
                                 space.invalid += 1
+                                continue
+                            space.groups += [replace(g, nvlink_dp_pp=place) for place in places]
+
+
+@lru_cache(maxsize=4096)
+def placements(tp: int, cp: int, dp: int, pp: int, ep: int, domain: int, moe: bool) -> list[tuple[int, int] | None]:
+    """How the NVLink domain is shared (NERSC's candidates, seed 003): Megatron's rank order (None), and
+    every (dp ranks, pp ranks) that fills the room the tp·cp group leaves in the domain as far as the
+    divisors allow (none of them can grow), the dp ranks holding whole expert-parallel groups. A split
+    that times every group exactly as Megatron's order does is that order, kept once."""
+    if tp * cp >= domain:
+        return [None]
+    room = domain // (tp * cp)
+    pairs = [(a, b) for a in divisors(dp) for b in divisors(pp) if a * b <= room and a % ep == 0]
+    out: list[tuple[int, int] | None] = [None]
+    for pair in pairs:
+        if any(a >= pair[0] and b >= pair[1] and (a, b) != pair for a, b in pairs):
+            continue
+        if not _same_as_megatron(tp, cp, dp, pp, ep, domain, moe, pair):
+            out.append(pair)
+    return out
+
+
+def _same_as_megatron(tp, cp, dp, pp, ep, domain, moe, pair) -> bool:
+    g = Gpu(nvlink_domain=domain)
+    mega = Layout(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep)
+    place = replace(mega, nvlink_dp_pp=pair)
+    groups = 2 if moe else 1  # a dense model has no routed-expert group
+    if dp_groups(mega, g)[:groups] != dp_groups(place, g)[:groups]:
+        return False
+    return all(
+        pipeline_same_domain(mega, g, a, b) == pipeline_same_domain(place, g, a, b)
+        for a in range(pp)
+        for b in range(pp)
+    )
 
 
 def default_recompute(model: Model) -> tuple[str, ...]:

@@ -217,6 +217,10 @@ def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelSt
     raw["sp"] = values.get("sp") if isinstance(values.get("sp"), list) else previous.sp
     raw["split"] = values.get("split") if values.get("split") is not None else ",".join(map(str, previous.split or ()))
     raw["lines"] = values.get("lines") or ()
+    if previous.tp_mode == "2d":  # set by a search row (no control): kept while it still fits the layout
+        raw |= {"tp_mode": "2d", "tp2d": previous.tp2d, "summa_blocks": previous.summa_blocks}
+    if previous.nvlink_dp_pp:
+        raw["nvlink"] = previous.nvlink_dp_pp
     skip = set(MODEL_FIELDS) if trigger == cid("model") else set(GPU_FIELDS) if trigger == cid("gpu") else set()
     numbers = {}
     for name in model_state.NUMBER_FIELDS:

@@ -98,6 +98,11 @@ class ModelState:
     baseline: str | None = None  # compare mode: the schedule the deltas are against (None: the first)
     compare_show: str = "charts"  # compare mode: "charts" (Gantt + memory per schedule) or "sweep"
     sweep_axis: str = "m"  # the sweep's axis: "m", "v" (vpp) or "p" (pp)
+    # from a search row (no control of their own): 2D (SUMMA) tensor parallelism and the NVLink placement
+    tp_mode: str = "1d"
+    tp2d: tuple[int, int] | None = None
+    summa_blocks: int = 0
+    nvlink_dp_pp: tuple[int, int] | None = None
 
     @property
     def shown(self) -> tuple[str, ...]:
@@ -177,6 +182,10 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
         schedule=schedule,
         schedule_params={"iterations": k} if k > 1 else {},
         layer_split=state.split,
+        tp_mode=state.tp_mode,
+        tp2d=state.tp2d,
+        summa_blocks=state.summa_blocks,
+        nvlink_dp_pp=state.nvlink_dp_pp,
     )
 
 
@@ -192,6 +201,12 @@ def cli_command(state: ModelState, schedule: str) -> str:
         parts.append(f"--iterations {state.iterations}")
     if state.split:
         parts.append("--layer-split " + ",".join(map(str, state.split)))
+    if state.tp_mode == "2d" and state.tp2d:
+        parts.append(f"--tp-mode 2d --tp2d {state.tp2d[0]},{state.tp2d[1]}")
+        if state.summa_blocks:
+            parts.append(f"--summa-blocks {state.summa_blocks}")
+    if state.nvlink_dp_pp:
+        parts.append(f"--nvlink-dp-pp {state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}")
     flags = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_heads": "kv-heads", "ffn": "ffn"}
     flags |= {"vocab": "vocab", "seq": "seq"}
     parts += [f"--{flags[k]} {v}" for k, v in sorted(state.model_over.items())]
@@ -243,6 +258,8 @@ MODEL_KEYS = {
 MODEL_KEYS |= {"baseline", "show", "sweep"}
 COMPARE_SHOWS = ("charts", "sweep")
 SWEEP_AXES = ("m", "v", "p")
+PLACEMENT_KEYS = ("tp_mode", "tp2d", "summa_blocks", "nvlink")  # set by a search row, kept while they fit
+MODEL_KEYS |= set(PLACEMENT_KEYS)
 
 
 def encode(state: ModelState) -> dict[str, str]:
@@ -266,6 +283,12 @@ def encode(state: ModelState) -> dict[str, str]:
         pairs["split"] = ",".join(map(str, state.split))
     if state.lines:
         pairs["lines"] = ",".join(map(str, state.lines))
+    if state.tp_mode == "2d" and state.tp2d:
+        pairs |= {"tp_mode": "2d", "tp2d": f"{state.tp2d[0]},{state.tp2d[1]}"}
+        if state.summa_blocks:
+            pairs["summa_blocks"] = str(state.summa_blocks)
+    if state.nvlink_dp_pp:
+        pairs["nvlink"] = f"{state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}"
     for name, value in sorted({**state.model_over, **state.gpu_over}.items()):
         pairs[name] = _num(value)
     return pairs
@@ -294,6 +317,9 @@ def parse(hash_: object) -> Parsed:
     for key, name in (("baseline", "baseline"), ("show", "compare_show"), ("sweep", "sweep_axis")):
         if key in query:
             raw[name] = query[key]
+    for key in PLACEMENT_KEYS:
+        if key in query:
+            raw[key] = query[key]
     over = {name: query[name] for name in NUMBER_FIELDS if name in query}
     raw["zero"] = query.get("zero")
     return bounded(raw, over)
@@ -384,7 +410,63 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
             model_over[name] = v
         elif name in GPU_FIELDS and v != preset_value(state.gpu, name):
             gpu_over[name] = v
-    return Parsed(replace(state, model_over=model_over, gpu_over=gpu_over), notes)
+    state = replace(state, model_over=model_over, gpu_over=gpu_over)
+    return Parsed(_placement(state, raw, notes), notes)
+
+
+def _placement(state: ModelState, raw: dict, notes: list[str]) -> ModelState:
+    """2D tensor parallelism and the NVLink placement a search row set, kept only while they fit the
+    layout (a grid whose product is tp; dp and pp ranks that divide dp and pp and fit one domain)."""
+    mode, grid, blocks, nvlink = raw.get("tp_mode"), raw.get("tp2d"), raw.get("summa_blocks"), raw.get("nvlink")
+    values: dict = {}
+    if mode == "2d" or grid is not None:
+        pair = _pair(grid)
+        nb = _number(blocks) if blocks not in (None, "") else 0
+        if pair is None or pair[0] * pair[1] != state.tp or state.sp or state.cp > 1:
+            notes.append(f"2D tensor parallelism {limits._show(grid)} does not fit tp {state.tp} (with cp 1 and no "
+                         "sequence parallel); showing 1D")  # fmt: skip
+        elif (
+            not isinstance(nb, (int, float))
+            or isinstance(nb, bool)
+            or nb != nb
+            or not float(nb).is_integer()
+            or (nb and (nb % pair[0] or nb % pair[1] or nb > 65_536))
+        ):
+            notes.append(f"SUMMA blocks {limits._show(blocks)} must be a multiple of both grid sides; using their lcm")
+            values |= {"tp_mode": "2d", "tp2d": pair}
+        else:
+            values |= {"tp_mode": "2d", "tp2d": pair, "summa_blocks": int(nb)}
+    if nvlink is not None:
+        pair = _pair(nvlink)
+        domain = gpu_of(state).nvlink_domain
+        if (
+            pair is None
+            or state.dp % pair[0]
+            or state.pp % pair[1]
+            or (state.ep > 1 and pair[0] % state.ep)
+            or (pair[0] * pair[1] > 1 and state.tp * state.cp * pair[0] * pair[1] > domain)
+        ):
+            notes.append(f"NVLink placement dp,pp {limits._show(nvlink)} does not fit this layout; using Megatron's "
+                         "rank order")  # fmt: skip
+        else:
+            values["nvlink_dp_pp"] = pair
+    return replace(state, **values)
+
+
+def _pair(value: object) -> tuple[int, int] | None:
+    """Two whole numbers ≥ 1 from "4,2" or a list; None otherwise."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
+    if items is None or len(items) != 2:
+        return None
+    out = []
+    for item in items:
+        v = _number(item.strip() if isinstance(item, str) else item)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not float(v).is_integer():
+            return None
+        if not 1 <= v <= 65_536:
+            return None
+        out.append(int(v))
+    return out[0], out[1]
 
 
 def check(state: ModelState) -> None:

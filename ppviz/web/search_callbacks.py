@@ -135,7 +135,8 @@ clientside_callback(
 def cli(state: search_state.SearchState) -> str:
     return (
         f"ppviz search --model {state.model} --gpu {state.gpu} --gpus {state.gpus} --gbs {state.gbs} "
-        f"--seq {state.seq} --schedules {','.join(state.schedules)} --headroom {state.headroom / 100:g}"
+        f"--seq {state.seq} --schedules {','.join(state.schedules)} --headroom {state.headroom / 100:g} "
+        f"--tp-mode {','.join(state.tp_modes)}"
     )
 
 

@@ -11,7 +11,7 @@ from ppviz.estimate import specs
 from .search_state import FIELDS, SearchState
 from .views import GRAPH_CONFIG
 
-CONTROLS = ("model", "gpu", *FIELDS, "schedules")
+CONTROLS = ("model", "gpu", *FIELDS, "schedules", "tp_mode")
 # minWidth: what the values need in the grid's 12 px font, so that at 1280 px the columns are not squeezed
 # to "1…" (the grid scrolls sideways instead)
 COLUMNS = [
@@ -20,6 +20,8 @@ COLUMNS = [
     *({"field": k, "headerName": k, "width": 64, "minWidth": 42} for k in ("tp", "pp", "dp", "cp", "vpp", "mbs")),
     {"field": "recompute", "headerName": "recompute", "width": 100, "minWidth": 76},
     {"field": "sp", "headerName": "SP", "width": 60, "minWidth": 42},
+    {"field": "tp_text", "headerName": "TP mode", "width": 90, "minWidth": 64},
+    {"field": "nvlink_text", "headerName": "NVLink dp×pp", "width": 100, "minWidth": 76},
     {"field": "zero", "headerName": "ZeRO", "width": 70, "minWidth": 50},
     {"field": "iteration_s", "headerName": "iteration (s)", "width": 110, "minWidth": 70},
     {"field": "tokens_per_s", "headerName": "tokens/s", "width": 110, "minWidth": 70},
@@ -34,8 +36,9 @@ def cid(name: str) -> str:
 
 
 def control_values(state: SearchState) -> dict[str, object]:
-    values = {name: getattr(state, name) for name in CONTROLS}
+    values = {name: getattr(state, name) for name in CONTROLS if name != "tp_mode"}
     values["schedules"] = list(state.schedules)
+    values["tp_mode"] = list(state.tp_modes)
     return values
 
 
@@ -104,6 +107,19 @@ def _panel(values: dict) -> list:
                     dcc.Dropdown(id=cid("schedules"), options=list(REGISTRY), value=values["schedules"], multi=True),
                     "searching schedules (v-*, zb-auto) get a 2 s budget",
                 ),
+                _row(
+                    "tp_mode",
+                    "tensor parallelism",
+                    dcc.Checklist(
+                        id=cid("tp_mode"),
+                        options=[
+                            {"label": "1D (Megatron)", "value": "1d"},
+                            {"label": "2D (SUMMA over hidden × sequence)", "value": "2d"},
+                        ],
+                        value=values["tp_mode"],
+                    ),
+                    "2D: every grid R × C = tp, as NERSC's model searches it (seed 003)",
+                ),
                 html.Button("search", id="run-search", n_clicks=0, className="button"),
                 html.Div(id="error-search", className="control-msg"),
             ],
@@ -111,8 +127,9 @@ def _panel(values: dict) -> list:
         ),
         html.P(
             "Every layout (tp, cp, pp, dp, micro-batch size, schedule and its chunks, recompute, sequence parallel, "
-            "ZeRO) that divides is ranked by its simulated iteration time; layouts that cannot enter the top are "
-            "skipped by a proven bound. The same ranking as `ppviz search`.",
+            "ZeRO, how dp and pp ranks share the NVLink domain) that divides is ranked by its simulated iteration "
+            "time; layouts that cannot enter the top are skipped by a proven bound. The same ranking as "
+            "`ppviz search`.",
             className="help",
         ),
     ]

@@ -17,6 +17,7 @@ from .model_state import Field, ModelState, _num, _number, read_hash, view_of
 
 PREFIX = "s."
 DEFAULT_SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-v")
+TP_MODES = ("1d", "2d")
 FIELDS: dict[str, Field] = {
     "gpus": Field("GPUs", 1, 16_384),
     "gbs": Field("global batch (sequences)", 1, 1_048_576),
@@ -36,6 +37,7 @@ class SearchState:
     schedules: tuple[str, ...] = DEFAULT_SCHEDULES
     headroom: float = 10.0  # percent of HBM kept free
     top: int = 20
+    tp_modes: tuple[str, ...] = ("1d",)  # tensor parallelism searched: 1D (Megatron) and/or 2D (SUMMA, seed 003)
 
 
 class Parsed(NamedTuple):
@@ -46,6 +48,7 @@ class Parsed(NamedTuple):
 
 def encode(state: SearchState) -> dict[str, str]:
     pairs = {"model": state.model, "gpu": state.gpu, "schedules": ",".join(state.schedules)}
+    pairs["tp_mode"] = ",".join(state.tp_modes)
     pairs |= {name: _num(getattr(state, name)) for name in FIELDS}
     return {PREFIX + k: v for k, v in pairs.items()}
 
@@ -58,8 +61,9 @@ def key_of(state: SearchState) -> str:
 def parse(hash_: object) -> Parsed:
     query = {k.removeprefix(PREFIX): v for k, v in read_hash(hash_).items() if k.startswith(PREFIX)}
     raw = dict(query)
-    if "schedules" in raw:
-        raw["schedules"] = [n for n in raw["schedules"].split(",") if n]
+    for key in ("schedules", "tp_mode"):
+        if key in raw:
+            raw[key] = [n for n in raw[key].split(",") if n]
     state, notes = bounded(raw)
     return Parsed(state, notes, bool(query))
 
@@ -86,6 +90,15 @@ def bounded(raw: dict) -> tuple[SearchState, list[str]]:
             values["schedules"] = tuple(known)
         else:
             notes.append(f"no schedule to consider; using {', '.join(base.schedules)}")
+    if raw.get("tp_mode") is not None:
+        sent = raw["tp_mode"] if isinstance(raw["tp_mode"], (list, tuple)) else [raw["tp_mode"]]
+        modes = tuple(m for m in TP_MODES if m in sent)
+        if len(modes) != len(sent):
+            notes.append(f"tensor parallelism takes {' and '.join(TP_MODES)}; left out the rest")
+        if modes:
+            values["tp_modes"] = modes
+        else:
+            notes.append(f"no tensor-parallel mode to search; using {', '.join(base.tp_modes)}")
     for name, f in FIELDS.items():
         if raw.get(name) is None or raw.get(name) == "":
             continue
@@ -121,4 +134,8 @@ def model_link(state: SearchState, row: dict) -> ModelState:
         recompute=row["recompute"],
         zero=row["zero"],
         split=tuple(split) if split else None,
+        tp_mode=row.get("tp_mode", "1d"),
+        tp2d=tuple(row["tp2d"]) if row.get("tp2d") else None,
+        summa_blocks=row.get("summa_blocks") or 0,
+        nvlink_dp_pp=tuple(row["nvlink_dp_pp"]) if row.get("nvlink_dp_pp") else None,
     )

@@ -37,6 +37,7 @@ def run(
         state.gbs,
         top=state.top,
         schedules=list(state.schedules),
+        tp_mode=list(state.tp_modes),
         headroom=state.headroom / 100,
         progress=progress,
         cancel=stop,
@@ -58,6 +59,8 @@ def rows(result) -> list[dict]:
             mfu_pct=round(100 * r["mfu"], 1),
             peak_gb=round(r["peak_gb"], 2),
             bubble_pct=round(100 * r["bubble_fraction"], 1),
+            tp_text=f"2D {r['tp2d'][0]}×{r['tp2d'][1]}" if r.get("tp2d") else "1D",
+            nvlink_text=f"{r['nvlink_dp_pp'][0]}×{r['nvlink_dp_pp'][1]}" if r.get("nvlink_dp_pp") else "Megatron",
         )
         out.append(row)
     return out
@@ -94,4 +97,8 @@ def label(row: dict) -> str:
     """A layout in a few words: ``zb-v tp 8 pp 8 dp 8 mbs 1 selective zero 1``."""
     keys = ("tp", "pp", "dp", "cp", "vpp", "mbs")
     parts = [row["schedule"], *(f"{k} {row[k]}" for k in keys if k in ("tp", "pp", "dp", "mbs") or row.get(k, 1) != 1)]
+    if row.get("tp2d"):
+        parts.append(f"2D {row['tp2d'][0]}×{row['tp2d'][1]}")
+    if row.get("nvlink_dp_pp"):
+        parts.append(f"NVLink dp {row['nvlink_dp_pp'][0]} × pp {row['nvlink_dp_pp'][1]}")
     return " ".join(parts + [row["recompute"], f"zero {row['zero']}"])
