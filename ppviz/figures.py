@@ -913,11 +913,15 @@ def compare(
     layout[f"xaxis{'' if rows == 1 else rows}"]["title"] = _time_title(time_unit)
     for annotation in layout["annotations"]:
         annotation.update(x=0, xanchor="left", font=dict(size=13))
+    # the modebar's band, the legend (rows estimated at a laptop's plot width: the first schedule's
+    # title sits above its plot, where a legend row more than estimated would run into it), the title
+    top = TITLE_BAND_PX + 24 + _legend_room(data, width=700) + 20
+    height = min(sum(gantt_height(p, pairs=pairs) - 40 for p, pairs in zip(devices, with_pairs)) + top - 10, 2400)
     layout.update(
-        height=min(sum(gantt_height(p, pairs=pairs) - 40 for p, pairs in zip(devices, with_pairs)) + 60, 2400),
+        height=height,
         barmode="overlay",
-        margin=dict(_MARGIN, t=70),
-        legend=dict(_LEGEND, y=1.02),
+        margin=dict(_MARGIN, t=top),
+        legend=dict(_band_legend(height), tracegroupgap=0),
         plot_bgcolor="white",
         hovermode="closest",
     )

@@ -434,12 +434,14 @@ def test_the_compare_and_sweep_legends_start_under_the_modebar_band():
     runs = [ppviz.simulate("dualpipe", 8, 16), ppviz.simulate("interleaved-1f1b", 8, 16, chunks=4)]
     rows = sweep.sweep(["1f1b", "interleaved-1f1b"], "m", [2, 4, 8], devices=4, microbatches=4)
     charts = figures.compare_memory(runs), figures.sweep(rows, "m", [("makespan", "makespan (units)", 1)])
-    for fig in charts:
+    for fig in (*charts, figures.compare(runs)):  # and the former stacked Gantts
         legend, height = fig.layout.legend, fig.layout.height
         assert legend.yref == "container" and legend.yanchor == "top"
         assert (1 - legend.y) * height == pytest.approx(figures.TITLE_BAND_PX)
     # compare's plot blocks are sized in px, so its top margin holds the band and the legend's estimated rows
     assert charts[0].layout.margin.t >= figures.TITLE_BAND_PX + 2 * 19
+    # the stacked Gantts' first title sits above its plot: the band, 3 legend rows (at 700 px), the title
+    assert figures.compare(runs).layout.margin.t >= figures.TITLE_BAND_PX + 3 * 19 + 20
     assert charts[1].layout.title.yref == "container" and charts[1].layout.margin.t == figures.TITLE_BAND_PX
     assert charts[1].layout.margin.b == 70 + 16  # one note under the sweep: why interleaved has no m=2 point
     # the legend's rows are 19 px apart (no gap between its groups), as the room above the plot assumes
