@@ -1025,12 +1025,12 @@ def breakdown(
         title=dict(text=title or "iteration breakdown (busiest device)", x=0, xanchor="left", font=dict(size=13)),
         barmode="stack",
         height=110 + 28 * max(len(labels), 1),
-        margin=dict(l=130, r=20, t=60, b=40),
-        legend=dict(_LEGEND, y=1.05),
+        margin=dict(l=130, r=20, b=40),
         xaxis=dict(title=_time_title(unit), gridcolor=_GRID, rangemode="tozero"),
         yaxis=dict(autorange="reversed"),
         plot_bgcolor="white",
     )
+    _title_band(layout, data)  # the legend ran into the title with 4 rows (its y was in plot fractions)
     return _figure(data, layout)
 
 

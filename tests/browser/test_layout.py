@@ -175,22 +175,22 @@ def test_the_abstract_compare_and_its_sweep(page, shots, width, height):
 
 @pytest.mark.parametrize("width,height", SCREENS)
 def test_the_model_compare_and_its_sweep(page, shots, width, height):
-    """The model & cluster view comparing 1F1B and ZB-V (Llama-3 70B, pp 8): charts, then the sweep."""
+    """The model & cluster view comparing 1F1B and ZB-V (Llama-3 70B, pp 8): charts, then the sweep; then
+    four schedules (vpp 2), whose iteration breakdown's legend wraps to more rows."""
     set_viewport(page.driver, width, height)
-    pair = ("1f1b", "zb-v")
-    for show in ("charts", "sweep"):
-        page.driver.get(
-            page.server_url + "/#view=model&mode=compare&compare=1f1b,zb-v" + f"&show={show}" * (show == "sweep")
-        )
+    four = ("1f1b", "zb-v", "interleaved-1f1b", "dualpipe")
+    for names, show in ((four[:2], "charts"), (four[:2], "sweep"), (four, "charts")):
+        link = f"/#view=model&mode=compare&compare={','.join(names)}&vpp=2" + f"&show={show}" * (show == "sweep")
+        page.driver.get(page.server_url + link)
         page.driver.refresh()  # a new page, not a hash change of the one open
-        wait_compared(page, "gantt-model", pair, show)
-        screenshot(page.driver, shots, f"model_compare_{show}_{width}x{height}")
+        wait_compared(page, "gantt-model", names, show)
+        screenshot(page.driver, shots, f"model_compare_{len(names)}_{show}_{width}x{height}")
         assert_no_overlaps(page.driver)
-        if show == "charts":
+        if show == "sweep":
+            assert_one_line_per_schedule(page, "gantt-model", names)
+        elif len(names) == 2:
             assert_axes_visible(page.driver, ("gantt-model",))
-        else:
-            assert_one_line_per_schedule(page, "gantt-model", pair)
         heads, body = ranking_text(page, "#ranking-model")
         assert "vs baseline" in heads, heads
-        assert "baseline" in body and "% iteration" in body, body
+        assert body.count("baseline") == 1 and body.count("% iteration") == len(names) - 1, body
     assert page.get_logs() == []
