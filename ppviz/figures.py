@@ -1254,6 +1254,9 @@ def compare_memory(
             domain=m_dom, anchor=f"x{m}", title=dict(text=m_title, font=dict(size=10)), gridcolor=_GRID, nticks=4
         )
         mem_axis.update(**({"matches": "y2"} if i else {}))
+        for heat in (t for t in data if t["type"] == "heatmap" and t["yaxis"] == f"y{g}"):
+            # the overview's colour bar beside its own Gantt, not the whole figure's height
+            heat["colorbar"].update(y=g_dom[0], yanchor="bottom", len=g_dom[1] - g_dom[0])
         mem_axis["range"] = [0, memory_top]
         layout[f"yaxis{m}"] = mem_axis
         color = SCHEDULE_COLORS[i % len(SCHEDULE_COLORS)]

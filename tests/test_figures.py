@@ -474,6 +474,15 @@ def test_compare_memory_gives_each_schedule_a_gantt_and_a_memory_plot_on_one_tim
     assert fig.layout.height <= 560  # two schedules at 8 devices fit a 1280×800 screen beside the ranking
 
 
+def test_compare_memory_puts_an_overviews_colour_bar_beside_its_own_gantt():
+    runs = [ppviz.simulate("1f1b", 8, 16), ppviz.simulate("zb-v", 8, 64)]
+    fig = figures.compare_memory(runs, max_bars=1000)  # ZB-V's 8 × 64 drawn as its overview
+    (heat,) = [t for t in fig.data if t.type == "heatmap"]
+    assert heat.yaxis == "y3" and heat.showscale
+    bar = heat.colorbar
+    assert (bar.y, bar.y + bar.len) == pytest.approx(fig.layout.yaxis3.domain) and bar.yanchor == "bottom"
+
+
 def test_compare_memory_in_real_units_draws_gb_and_the_capacity_line():
     run = ppviz.simulate("1f1b", 4, 8)
     kw = dict(stage_sizes=[2e9] * 4, base=[10e9] * 4, scale=1e-9, unit="GB", capacity=80e9)

@@ -31,6 +31,7 @@ MEANINGFUL = (
     ".dash-graph",
     ".modebar-container .modebar",
     ".legend .traces",
+    ".colorbar",  # an overview's colour bar
     ".gtitle",
     ".annotation",  # a compared schedule's title over its Gantt, a sweep's notes
     '.infolayer g[class^="g-x"][class$="title"]',  # every x axis's title (g-xtitle, g-x4title, …)
