@@ -619,9 +619,14 @@ def _title_band(layout: dict, traces: list[dict]) -> None:
     The height grows by the rows estimated, so that the plot keeps about its size.
     """
     height = layout["height"] + _legend_room(traces)
-    layout.update(height=height, margin=dict(_MARGIN, t=TITLE_BAND_PX))
-    layout["legend"] = dict(_LEGEND, yref="container", y=1 - TITLE_BAND_PX / height, yanchor="top")
+    layout.update(height=height, margin=dict(layout.get("margin", _MARGIN), t=TITLE_BAND_PX))
+    layout["legend"] = _band_legend(height)
     layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))
+
+
+def _band_legend(height: float) -> dict:
+    """A horizontal legend whose first row starts under the title band (clear of the modebar)."""
+    return dict(_LEGEND, yref="container", y=1 - TITLE_BAND_PX / height, yanchor="top")
 
 
 def _legend_room(traces: list[dict], width: float = LABEL_PLOT_PX - 40) -> int:
@@ -1002,11 +1007,15 @@ def compare(
     layout[f"xaxis{'' if rows == 1 else rows}"]["title"] = _time_title(time_unit)
     for annotation in layout["annotations"]:
         annotation.update(x=0, xanchor="left", font=dict(size=13))
+    # the modebar's band, the legend (rows estimated at a laptop's plot width: the first schedule's
+    # title sits above its plot, where a legend row more than estimated would run into it), the title
+    top = TITLE_BAND_PX + 24 + _legend_room(data, width=700) + 20
+    height = min(sum(gantt_height(p, pairs=pairs) - 40 for p, pairs in zip(devices, with_pairs)) + top - 10, 2400)
     layout.update(
-        height=min(sum(gantt_height(p, pairs=pairs) - 40 for p, pairs in zip(devices, with_pairs)) + 60, 2400),
+        height=height,
         barmode="overlay",
-        margin=dict(_MARGIN, t=70),
-        legend=dict(_LEGEND, y=1.02),
+        margin=dict(_MARGIN, t=top),
+        legend=dict(_band_legend(height), tracegroupgap=0),
         plot_bgcolor="white",
         hovermode="closest",
     )
@@ -1110,12 +1119,12 @@ def breakdown(
         title=dict(text=title or "iteration breakdown (busiest device)", x=0, xanchor="left", font=dict(size=13)),
         barmode="stack",
         height=110 + 28 * max(len(labels), 1),
-        margin=dict(l=130, r=20, t=60, b=40),
-        legend=dict(_LEGEND, y=1.05),
+        margin=dict(l=130, r=20, b=40),
         xaxis=dict(title=_time_title(unit), gridcolor=_GRID, rangemode="tozero"),
         yaxis=dict(autorange="reversed"),
         plot_bgcolor="white",
     )
+    _title_band(layout, data)  # the legend ran into the title with 4 rows (its y was in plot fractions)
     return _figure(data, layout)
 
 
@@ -1306,14 +1315,15 @@ def compare_memory(
         data += mem["data"]
         top = max((float(np.max(t["y"])) for t in mem["data"] if len(t["y"])), default=1.0)
         blocks[-1] += (mem["layout"]["yaxis"]["title"]["text"], top)
-    legend_px = 30 + _legend_room(data)
+    # the modebar's band, then the legend's rows (plotly adds a margin for rows past the estimate)
+    legend_px = TITLE_BAND_PX + 24 + _legend_room(data)
     plot_px = sum(_COMPARE_TITLE_PX + g + 8 + m + _COMPARE_TICKS_PX for g, m, *_ in blocks)
     height = legend_px + plot_px + 30  # the bottom margin holds the time axis's title
     layout: dict = dict(
         height=height,
         barmode="overlay",
         margin=dict(_MARGIN, t=legend_px, b=30),
-        legend=dict(_LEGEND, y=1.0),
+        legend=dict(_band_legend(height), tracegroupgap=0),
         plot_bgcolor="white",
         hovermode="closest",
         annotations=[],
@@ -1338,6 +1348,9 @@ def compare_memory(
             domain=m_dom, anchor=f"x{m}", title=dict(text=m_title, font=dict(size=10)), gridcolor=_GRID, nticks=4
         )
         mem_axis.update(**({"matches": "y2"} if i else {}))
+        for heat in (t for t in data if t["type"] == "heatmap" and t["yaxis"] == f"y{g}"):
+            # the overview's colour bar beside its own Gantt, not the whole figure's height
+            heat["colorbar"].update(y=g_dom[0], yanchor="bottom", len=g_dom[1] - g_dom[0])
         mem_axis["range"] = [0, memory_top]
         layout[f"yaxis{m}"] = mem_axis
         color = SCHEDULE_COLORS[i % len(SCHEDULE_COLORS)]
@@ -1388,14 +1401,13 @@ def sweep(
     height_each = (1 - gap * (n - 1)) / max(n, 1)
     data: list[dict] = []
     layout: dict = dict(
-        height=100 + 125 * n,
-        margin=dict(_MARGIN, t=75),
-        legend=_LEGEND,
+        height=80 + 125 * n,  # with the title band and a legend row above the panels (_title_band)
+        margin=dict(_MARGIN),
         plot_bgcolor="white",
         hovermode="closest",
         title=dict(text=title or f"the compared schedules along {SWEEP_AXES[axis]}", x=0, xanchor="left"),
     )
-    layout["title"].update(font=dict(size=14), yref="container", y=1, yanchor="top", pad=dict(t=8))
+    layout["title"].update(font=dict(size=14))
     for k, (key, label, scale) in enumerate(metrics):
         suffix = "" if k == 0 else str(k + 1)
         top = 1 - k * (height_each + gap)
@@ -1465,6 +1477,7 @@ def sweep(
             dict(text=text, xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top", yshift=-58,
                  showarrow=False, align="left", font=dict(size=11, color="#555555"))
         ]  # fmt: skip
+    _title_band(layout, data)
     return _figure(data, layout)
 
 

@@ -475,6 +475,30 @@ def test_the_legend_starts_under_the_title_and_modebar_band(draw):
     assert fig.layout.margin.t == figures.TITLE_BAND_PX
 
 
+def test_the_compare_and_sweep_legends_start_under_the_modebar_band():
+    """Compare mode's charts too: the legend's first row TITLE_BAND_PX down, clear of the modebar (the
+    compare Gantt's legend ran under it at 1280 px); the sweep keeps the room for its notes under it."""
+    from ppviz import sweep
+
+    runs = [ppviz.simulate("dualpipe", 8, 16), ppviz.simulate("interleaved-1f1b", 8, 16, chunks=4)]
+    rows = sweep.sweep(["1f1b", "interleaved-1f1b"], "m", [2, 4, 8], devices=4, microbatches=4)
+    charts = figures.compare_memory(runs), figures.sweep(rows, "m", [("makespan", "makespan (units)", 1)])
+    parts = {"compute_s": 1.0, "bubble_s": 0.2, "dp_sync_s": 0.1}
+    steps = figures.breakdown({n: parts for n in ("1f1b", "zb-v", "dualpipe", "gpipe")})  # the model view's
+    for fig in (*charts, figures.compare(runs), steps):  # and the former stacked Gantts
+        legend, height = fig.layout.legend, fig.layout.height
+        assert legend.yref == "container" and legend.yanchor == "top"
+        assert (1 - legend.y) * height == pytest.approx(figures.TITLE_BAND_PX)
+    # compare's plot blocks are sized in px, so its top margin holds the band and the legend's estimated rows
+    assert charts[0].layout.margin.t >= figures.TITLE_BAND_PX + 2 * 19
+    # the stacked Gantts' first title sits above its plot: the band, 3 legend rows (at 700 px), the title
+    assert figures.compare(runs).layout.margin.t >= figures.TITLE_BAND_PX + 3 * 19 + 20
+    assert charts[1].layout.title.yref == "container" and charts[1].layout.margin.t == figures.TITLE_BAND_PX
+    assert charts[1].layout.margin.b == 70 + 16  # one note under the sweep: why interleaved has no m=2 point
+    # the legend's rows are 19 px apart (no gap between its groups), as the room above the plot assumes
+    assert charts[0].layout.legend.tracegroupgap == 0
+
+
 def test_compare_memory_gives_each_schedule_a_gantt_and_a_memory_plot_on_one_time_axis():
     runs = [ppviz.simulate("1f1b", 8, 16), ppviz.simulate("zb-v", 8, 16)]
     fig = figures.compare_memory(runs, titles=["1f1b", "zb-v"])
@@ -495,6 +519,15 @@ def test_compare_memory_gives_each_schedule_a_gantt_and_a_memory_plot_on_one_tim
     assert sorted(t.legendgroup for t in bars(fig) if t.showlegend) == ["B", "BW", "F", "W"]
     assert [a.text for a in lay.annotations] == ["<b>1f1b</b>", "<b>zb-v</b>"]
     assert fig.layout.height <= 560  # two schedules at 8 devices fit a 1280×800 screen beside the ranking
+
+
+def test_compare_memory_puts_an_overviews_colour_bar_beside_its_own_gantt():
+    runs = [ppviz.simulate("1f1b", 8, 16), ppviz.simulate("zb-v", 8, 64)]
+    fig = figures.compare_memory(runs, max_bars=1000)  # ZB-V's 8 × 64 drawn as its overview
+    (heat,) = [t for t in fig.data if t.type == "heatmap"]
+    assert heat.yaxis == "y3" and heat.showscale
+    bar = heat.colorbar
+    assert (bar.y, bar.y + bar.len) == pytest.approx(fig.layout.yaxis3.domain) and bar.yanchor == "bottom"
 
 
 def test_compare_memory_in_real_units_draws_gb_and_the_capacity_line():

@@ -37,6 +37,7 @@ RANKING_COLUMNS = [
     {"name": "params", "id": "parameters", "type": "numeric"},
     {"name": "vs baseline", "id": "vs baseline", "type": "text"},
 ]
+WRAPPED = ("schedule", "vs baseline")  # the ranking's columns of free text
 COMPARE_BAR_STYLE = {"display": "flex", "flexWrap": "wrap", "gap": "4px 14px", "alignItems": "center"}
 EXPORTS = [
     ("ops-csv", "ops CSV"),
@@ -268,8 +269,12 @@ def views() -> html.Section:
                     data=[],
                     sort_action="native",
                     style_table={"overflowX": "auto"},
-                    style_cell={"padding": "3px 8px", "fontFamily": "inherit"},
-                    style_cell_conditional=[{"if": {"column_id": "schedule"}, "textAlign": "left"}],
+                    style_cell={"padding": "3px 5px", "fontFamily": "inherit"},
+                    style_cell_conditional=[
+                        {"if": {"column_id": "schedule"}, "textAlign": "left"},
+                        # long names and deltas wrap where the table would not fit its box (1280 px)
+                        *({"if": {"column_id": c}, "whiteSpace": "normal", "height": "auto"} for c in WRAPPED),
+                    ],
                     style_header={"fontWeight": "600"},
                 ),
                 id="ranking-box",

@@ -274,4 +274,7 @@ def _cell(column: str, value: object) -> str:
 
 
 def _no_chart() -> dict:
-    return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 40}}
+    """A blank strip; no margins to grow (plotly.js kept the previous chart's legend margin, taller than
+    the strip, and threw "Something went wrong with axis scaling")."""
+    layout = {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 40}
+    return {"data": [], "layout": {**layout, "margin": {"l": 0, "r": 0, "t": 0, "b": 0, "autoexpand": False}}}

@@ -31,11 +31,16 @@ MEANINGFUL = (
     ".dash-graph",
     ".modebar-container .modebar",
     ".legend .traces",
+    ".colorbar",  # an overview's colour bar
     ".gtitle",
-    ".g-xtitle",
-    ".g-ytitle",
-    ".xaxislayer-above .xtick text",
+    ".annotation",  # a compared schedule's title over its Gantt, a sweep's notes
+    '.infolayer g[class^="g-x"][class$="title"]',  # every x axis's title (g-xtitle, g-x4title, …)
+    '.infolayer g[class^="g-y"][class$="title"]',
+    '.xaxislayer-above g[class^="x"][class$="tick"] text',  # every x axis's tick labels (xtick, x4tick, …)
     ".ag-root-wrapper",
+    ".dash-spreadsheet-container",  # the compare ranking (abstract view)
+    "table.ranking",  # the compare ranking (model view)
+    ".mode label",  # the mode and compare bar's radio choices
     "button",
 )
 
@@ -44,6 +49,9 @@ const selectors = arguments[0];
 const seen = new Set(), items = [];
 const shown = el => {
   if (!el.getClientRects().length) return false;
+  // a closed <details> keeps its content laid out, unseen (content-visibility), all but its summary
+  const closed = el.closest('details:not([open])');
+  if (closed && !(closed.querySelector(':scope > summary') || closed).contains(el)) return false;
   for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
     const s = getComputedStyle(e);
     if (s.display === 'none' || s.visibility === 'hidden') return false;
@@ -99,10 +107,12 @@ _AXES = """
 const out = {};
 for (const chart of arguments[0]) {
   const gd = document.querySelector('#' + chart + ' .js-plotly-plot');
-  const title = gd && gd.querySelector('.g-xtitle');
-  const ticks = gd ? [...gd.querySelectorAll('.xaxislayer-above .xtick text')] : [];
+  // the lowest x axis title drawn (a compare chart titles only its last time axis)
+  const titles = gd ? [...gd.querySelectorAll('.infolayer g[class^="g-x"][class$="title"]')]
+    .filter(t => t.textContent.trim()) : [];
+  const ticks = gd ? [...gd.querySelectorAll('.xaxislayer-above g[class^="x"][class$="tick"] text')] : [];
   out[chart] = {
-    title: title ? title.getBoundingClientRect().bottom : null,
+    title: titles.length ? Math.max(...titles.map(t => t.getBoundingClientRect().bottom)) : null,
     ticks: ticks.length ? Math.max(...ticks.map(t => t.getBoundingClientRect().bottom)) : null,
     top: gd ? gd.getBoundingClientRect().top : null,
   };

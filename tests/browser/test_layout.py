@@ -109,3 +109,88 @@ def test_the_search_view_with_its_results(page, shots, width, height):
     screenshot(page.driver, shots, f"search_{width}x{height}")
     assert_no_overlaps(page.driver)
     assert page.get_logs() == []
+
+
+LINES = "return ((gd && gd.data) || []).filter(t => t.mode === 'lines+markers').map(t => t.name + ':' + t.yaxis);"
+TITLES = "return ((gd && gd.layout && gd.layout.annotations) || []).map(a => a.text).join(' ');"
+
+
+def wait_compared(duo, name: str, schedules, show: str) -> None:
+    """Compare mode has drawn: each schedule's titled Gantt + memory block, or the sweep's lines (one per
+    schedule in each of its three panels); then the page settles."""
+    if show == "sweep":
+        wait_for(lambda: len(chart(duo, name, LINES) or []) == 3 * len(schedules), "the sweep's lines", timeout=60)
+    else:
+        # each block titled by its schedule, e.g. "<b>interleaved-1f1b (chunks=4)</b>"
+        wait_for(lambda: all(f"<b>{s}" in (chart(duo, name, TITLES) or "") for s in schedules), "titled", timeout=60)
+    time.sleep(0.8)
+
+
+def ranking_text(duo, selector: str) -> tuple[list[str], str]:
+    """The ranking's column headers and its body's text, once checked that it fits its box: a table
+    scrolled sideways hid the deltas' last column at 1280 px."""
+    heads, body, clipped = duo.driver.execute_script(
+        "const box = document.querySelector(arguments[0]);"
+        "const heads = [...box.querySelectorAll('th')].map(h => h.textContent.trim());"
+        "const body = [...box.querySelectorAll('td')].map(c => c.textContent.trim()).join(' | ');"
+        "const clipped = [box, ...box.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 1"
+        "  && ['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX))"
+        "  .map(e => `${e.className}: ${e.scrollWidth} > ${e.clientWidth}`);"
+        "return [heads, body, clipped];",
+        selector,
+    )
+    assert not clipped, f"the ranking is wider than its box: {clipped}"
+    return heads, body
+
+
+def assert_one_line_per_schedule(duo, name: str, schedules) -> None:
+    drawn = chart(duo, name, LINES)
+    assert sorted(drawn) == sorted(f"{s}:{y}" for s in schedules for y in ("y", "y2", "y3")), drawn
+    legend = chart(duo, name, "return [...gd.querySelectorAll('.legendtext')].map(e => e.textContent);")
+    assert [s for s in schedules if s in legend] == list(schedules), legend
+
+
+@pytest.mark.parametrize("width,height", SCREENS)
+def test_the_abstract_compare_and_its_sweep(page, shots, width, height):
+    """Two schedules at 8 devices (1F1B vs ZB-V; DualPipe vs interleaved 1F1B at 4 chunks, the longest
+    legend), their Gantt + memory blocks then their sweep: nothing overlaps, the compare chart's time axis is
+    on screen unscrolled, the ranking gives each schedule's delta against the baseline."""
+    set_viewport(page.driver, width, height)
+    for pair, extra in ((("1f1b", "zb-v"), ""), (("dualpipe", "interleaved-1f1b"), "&interleaved-1f1b.chunks=4")):
+        for show in ("charts", "sweep"):
+            link = f"/?devices=8&microbatches=16&mode=compare&compare={','.join(pair)}{extra}"
+            page.driver.get(page.server_url + link + ("&show=sweep" if show == "sweep" else ""))
+            wait_compared(page, "gantt", pair, show)
+            screenshot(page.driver, shots, f"compare_{'_'.join(pair)}_{show}_{width}x{height}")
+            assert_no_overlaps(page.driver)
+            if show == "charts":
+                assert_axes_visible(page.driver, ("gantt",))
+            else:
+                assert_one_line_per_schedule(page, "gantt", pair)
+            heads, body = ranking_text(page, "#ranking")
+            assert "vs baseline" in heads, heads
+            assert "baseline" in body and "% makespan" in body, body
+    assert page.get_logs() == []
+
+
+@pytest.mark.parametrize("width,height", SCREENS)
+def test_the_model_compare_and_its_sweep(page, shots, width, height):
+    """The model & cluster view comparing 1F1B and ZB-V (Llama-3 70B, pp 8): charts, then the sweep; then
+    four schedules (vpp 2), whose iteration breakdown's legend wraps to more rows."""
+    set_viewport(page.driver, width, height)
+    four = ("1f1b", "zb-v", "interleaved-1f1b", "dualpipe")
+    for names, show in ((four[:2], "charts"), (four[:2], "sweep"), (four, "charts")):
+        link = f"/#view=model&mode=compare&compare={','.join(names)}&vpp=2" + f"&show={show}" * (show == "sweep")
+        page.driver.get(page.server_url + link)
+        page.driver.refresh()  # a new page, not a hash change of the one open
+        wait_compared(page, "gantt-model", names, show)
+        screenshot(page.driver, shots, f"model_compare_{len(names)}_{show}_{width}x{height}")
+        assert_no_overlaps(page.driver)
+        if show == "sweep":
+            assert_one_line_per_schedule(page, "gantt-model", names)
+        elif len(names) == 2:
+            assert_axes_visible(page.driver, ("gantt-model",))
+        heads, body = ranking_text(page, "#ranking-model")
+        assert "vs baseline" in heads, heads
+        assert body.count("baseline") == 1 and body.count("% iteration") == len(names) - 1, body
+    assert page.get_logs() == []
