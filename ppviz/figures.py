@@ -948,6 +948,26 @@ def overview(
 # --- comparison ------------------------------------------------------------------------------
 
 
+def _gantt_block(run: Run, data: list, seen: set, span: float, max_bars, time_scale, time_unit, **axes) -> None:
+    """One run's Gantt among stacked ones (appended to ``data``): its bars, or an overview past
+    ``max_bars``, then its optimizer steps and iteration lines, each named once in the legend."""
+    if max_bars is not None and len(run.result) > max_bars:
+        first_heat = not any(t["type"] == "heatmap" for t in data)
+        data.append(_heat_trace(run, OVERVIEW_BINS, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
+    else:
+        data += _bar_traces(run, seen=seen, span=span, scale=time_scale, unit=time_unit, **axes)
+    step = optimizer_trace(run, time_scale, time_unit, **axes)
+    if step:
+        step.update(showlegend="optimizer" not in seen)
+        seen.add("optimizer")
+        data.append(step)
+    ends = iteration_trace(run, time_scale, time_unit, **axes)
+    if ends:
+        ends.update(name=ITERATION_LABEL, showlegend="iterations" not in seen)
+        seen.add("iterations")
+        data.append(ends)
+
+
 def compare(
     runs: Sequence[Run],
     *,
@@ -983,21 +1003,7 @@ def compare(
     lo, hi = _time_range(runs)
     for i, run in enumerate(runs):
         axes = dict(xaxis=f"x{'' if i == 0 else i + 1}", yaxis=f"y{'' if i == 0 else i + 1}")
-        if max_bars is not None and len(run.result) > max_bars:
-            first_heat = not any(t["type"] == "heatmap" for t in data)
-            data.append(_heat_trace(run, OVERVIEW_BINS, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
-        else:
-            data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
-        step = optimizer_trace(run, time_scale, time_unit, **axes)
-        if step:
-            step.update(showlegend="optimizer" not in seen)
-            seen.add("optimizer")
-            data.append(step)
-        ends = iteration_trace(run, time_scale, time_unit, **axes)
-        if ends:
-            ends.update(name=ITERATION_LABEL, showlegend="iterations" not in seen)
-            seen.add("iterations")
-            data.append(ends)
+        _gantt_block(run, data, seen, hi - lo, max_bars, time_scale, time_unit, **axes)
     layout = fig.layout.to_plotly_json()
     for i, p in enumerate(devices):
         layout[f"yaxis{'' if i == 0 else i + 1}"].update(_device_axis(p))
@@ -1289,21 +1295,7 @@ def compare_memory(
         pairs = bool(run.result.paired.any())
         blocks.append((min((19 if pairs else COMPARE_ROW_PX) * p + 8, COMPARE_GANTT_MAX_PX), COMPARE_MEMORY_PX))
         axes = dict(xaxis=f"x{g}", yaxis=f"y{g}")
-        if max_bars is not None and len(run.result) > max_bars:
-            first_heat = not any(t["type"] == "heatmap" for t in data)
-            data.append(_heat_trace(run, OVERVIEW_BINS, showscale=first_heat, scale=time_scale, unit=time_unit, **axes))
-        else:
-            data += _bar_traces(run, seen=seen, span=hi - lo, scale=time_scale, unit=time_unit, **axes)
-        step = optimizer_trace(run, time_scale, time_unit, **axes)
-        if step:
-            step.update(showlegend="optimizer" not in seen)
-            seen.add("optimizer")
-            data.append(step)
-        ends = iteration_trace(run, time_scale, time_unit, **axes)
-        if ends:
-            ends.update(name=ITERATION_LABEL, showlegend="iterations" not in seen)
-            seen.add("iterations")
-            data.append(ends)
+        _gantt_block(run, data, seen, hi - lo, max_bars, time_scale, time_unit, **axes)
         with plain():
             mem = memory(run, time_scale=time_scale, time_unit=time_unit, band_over=band_over, **kwargs[i])
         for trace in mem["data"]:

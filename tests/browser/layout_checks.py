@@ -152,3 +152,16 @@ def screenshot(driver, directory: Path, name: str) -> Path:
     path = directory / f"{name}.png"
     driver.save_screenshot(str(path))
     return path
+
+
+def chart(duo, name: str, script: str):
+    """Run ``script`` with ``gd`` bound to the Plotly chart inside the element ``#name``."""
+    return duo.driver.execute_script(f"const gd = document.querySelector('#{name} .js-plotly-plot'); {script}")
+
+
+def wait_for(check, what: str, timeout: float = 20):
+    """Poll ``check`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    while not check():
+        assert time.time() < deadline, f"never: {what}"
+        time.sleep(0.1)

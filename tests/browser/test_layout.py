@@ -10,7 +10,7 @@ import os
 import time
 
 import pytest
-from layout_checks import assert_axes_visible, assert_no_overlaps, screenshot, set_viewport
+from layout_checks import assert_axes_visible, assert_no_overlaps, chart, screenshot, set_viewport, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -29,17 +29,6 @@ def page(dash_duo):
 @pytest.fixture
 def shots(tmp_path_factory):
     return tmp_path_factory.mktemp("layout-shots")
-
-
-def chart(duo, name: str, script: str):
-    return duo.driver.execute_script(f"const gd = document.querySelector('#{name} .js-plotly-plot'); {script}")
-
-
-def wait_for(check, what: str, timeout: float = 20):
-    deadline = time.time() + timeout
-    while not check():
-        assert time.time() < deadline, f"never: {what}"
-        time.sleep(0.1)
 
 
 def wait_drawn(duo, gantt: str, memory: str, title: str) -> None:

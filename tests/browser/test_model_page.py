@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 
 import pytest
+from layout_checks import chart, wait_for
 
 import ppviz
 from ppviz import figures
@@ -24,17 +24,6 @@ def page(dash_duo):
     dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
     dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)  # the abstract view drew
     return dash_duo
-
-
-def chart(duo, name: str, script: str):
-    return duo.driver.execute_script(f"const gd = document.querySelector('#{name} .js-plotly-plot'); {script}")
-
-
-def wait_for(check, what: str, timeout: float = 20):
-    deadline = time.time() + timeout
-    while not check():
-        assert time.time() < deadline, f"never: {what}"
-        time.sleep(0.1)
 
 
 def pick(duo, dropdown: str, name: str) -> None:
