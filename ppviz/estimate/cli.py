@@ -158,19 +158,24 @@ def given_flags(args: argparse.Namespace) -> list[str]:
     return [f"--{flag}" for dest, flag in flags.items() if getattr(args, dest, None) not in (None, False)]
 
 
-def _or(value, default):
-    return default if value is None else value
-
-
-def build(args: argparse.Namespace) -> Estimate:
-    """The estimate an ``ppviz estimate`` command line asks for."""
+def specs_from_args(args: argparse.Namespace) -> tuple[specs.Model, specs.Gpu]:
+    """The model and GPU presets with the override flags of ``add_spec_overrides`` applied."""
     model_over = {f: getattr(args, f"model_{f}") for _, f, _ in MODEL_FLAGS}
     model_over.update({f: getattr(args, f"model_{f}") for f in MODEL_BOOLS})
     gpu_over = {f: getattr(args, f"gpu_{f}") * k for _, f, k, _ in GPU_FLAGS if getattr(args, f"gpu_{f}") is not None}
     if args.gpu_nvlink_domain is not None:
         gpu_over["nvlink_domain"] = args.gpu_nvlink_domain
     model = specs.model(args.model, **{k: v for k, v in model_over.items() if v is not None})
-    gpu = specs.gpu(args.gpu, **gpu_over)
+    return model, specs.gpu(args.gpu, **gpu_over)
+
+
+def _or(value, default):
+    return default if value is None else value
+
+
+def build(args: argparse.Namespace) -> Estimate:
+    """The estimate an ``ppviz estimate`` command line asks for."""
+    model, gpu = specs_from_args(args)
     spec = REGISTRY.get(args.schedule)
     sched_params = {}
     for name in _schedule_params():

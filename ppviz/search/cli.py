@@ -15,8 +15,7 @@ import sys
 import time
 
 from ..cli_types import ascii_float, ascii_int, ascii_ints
-from ..estimate import specs
-from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS, _grid, add_spec_overrides
+from ..estimate.cli import _grid, add_spec_overrides, specs_from_args
 from .engine import search
 from .parallel import search_parallel
 from .result import SearchResult
@@ -83,16 +82,6 @@ def add_parser(sub) -> None:
     add_spec_overrides(p)
 
 
-def _specs(args: argparse.Namespace):
-    model_over = {f: getattr(args, f"model_{f}") for _, f, _ in MODEL_FLAGS}
-    model_over.update({f: getattr(args, f"model_{f}") for f in MODEL_BOOLS})
-    gpu_over = {f: getattr(args, f"gpu_{f}") * k for _, f, k, _ in GPU_FLAGS if getattr(args, f"gpu_{f}") is not None}
-    if args.gpu_nvlink_domain is not None:
-        gpu_over["nvlink_domain"] = args.gpu_nvlink_domain
-    model = specs.model(args.model, **{k: v for k, v in model_over.items() if v is not None})
-    return model, specs.gpu(args.gpu, **gpu_over)
-
-
 def options(args: argparse.Namespace) -> Options:
     sp = {"on": (True,), "off": (False,), "both": None}[args.sequence_parallel]
     return Options(
@@ -127,7 +116,7 @@ class _Bar:
 
 
 def main(args: argparse.Namespace) -> int:
-    model, gpu = _specs(args)
+    model, gpu = specs_from_args(args)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be ≥ 1 (got {args.jobs})")
     bar = _Bar() if sys.stderr.isatty() else None

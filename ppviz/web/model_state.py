@@ -325,6 +325,20 @@ def parse(hash_: object) -> Parsed:
     return bounded(raw, over)
 
 
+def read_presets(raw: dict, base, notes: list[str]) -> dict:
+    """The model and GPU preset names in ``raw`` that exist; an unknown one gets a note and ``base``'s."""
+    values = {}
+    for key, names, what in (("model", specs.model_names(), "model"), ("gpu", specs.gpu_names(), "GPU")):
+        v = raw.get(key)
+        if v is None:
+            continue
+        if isinstance(v, str) and v in names:
+            values[key] = v
+        else:
+            notes.append(f"unknown {what} preset {limits._show(v)}; using {getattr(base, key)}")
+    return values
+
+
 def bounded(raw: dict, numbers: dict) -> Parsed:
     """A state from raw values (strings from a link, anything from a request), every field checked.
 
@@ -354,14 +368,7 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         if len(known) > MAX_COMPARE:
             notes.append(f"compare takes at most {MAX_COMPARE} schedules; kept the first {MAX_COMPARE}")
         values["compare"] = tuple(known[:MAX_COMPARE])
-    for key, names, default in (("model", specs.model_names(), base.model), ("gpu", specs.gpu_names(), base.gpu)):
-        v = raw.get(key)
-        if v is None:
-            continue
-        if isinstance(v, str) and v in names:
-            values[key] = v
-        else:
-            notes.append(f"unknown {'model' if key == 'model' else 'GPU'} preset {limits._show(v)}; using {default}")
+    values.update(read_presets(raw, base, notes))
     recompute = raw.get("recompute")
     if recompute is not None:
         if recompute in RECOMPUTE:

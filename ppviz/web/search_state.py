@@ -13,7 +13,7 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 
 from . import limits
-from .model_state import Field, ModelState, _num, _number, read_hash, view_of
+from .model_state import Field, ModelState, _num, _number, read_hash, read_presets, view_of
 
 PREFIX = "s."
 DEFAULT_SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-v")
@@ -72,15 +72,7 @@ def bounded(raw: dict) -> tuple[SearchState, list[str]]:
     """A state from raw values (text from a link, anything from a request), every field checked."""
     base = SearchState()
     notes: list[str] = []
-    values: dict = {}
-    for key, names, what in (("model", specs.model_names(), "model"), ("gpu", specs.gpu_names(), "GPU")):
-        v = raw.get(key)
-        if v is None:
-            continue
-        if isinstance(v, str) and v in names:
-            values[key] = v
-        else:
-            notes.append(f"unknown {what} preset {limits._show(v)}; using {getattr(base, key)}")
+    values: dict = read_presets(raw, base, notes)
     if "schedules" in raw and raw["schedules"] is not None:
         sent = raw["schedules"] if isinstance(raw["schedules"], (list, tuple)) else [raw["schedules"]]
         known = list(dict.fromkeys(n for n in sent if isinstance(n, str) and n in REGISTRY))
