@@ -7,7 +7,7 @@ from dash.dash_table import FormatTemplate
 
 from ppviz import REGISTRY
 
-from . import controls, model_layout, search_layout
+from . import controls, model_layout, search_layout, widgets
 from .url_state import SLIDERS, ViewState
 from .views import GRAPH_CONFIG, IMAGE_FORMATS, UPLOAD_MAX_BYTES
 
@@ -305,21 +305,7 @@ def views() -> html.Section:
 
 def job_box() -> html.Div:
     """Progress of a view drawn in the background (big sizes, searching schedules), with a stop button."""
-    return html.Div(
-        [
-            html.Div(
-                [
-                    html.Progress(id="job-progress", value=0, max=2),
-                    html.Span("", id="job-status", className="help"),
-                    html.Button("stop", id="job-cancel", n_clicks=0, className="button small"),
-                ],
-                id="job-box",
-                className="job",
-                style={"display": "none"},
-            ),
-            html.Div(id="job-error", className="control-msg"),
-        ]
-    )
+    return widgets.job_box()
 
 
 def _empty() -> dict:

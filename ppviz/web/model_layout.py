@@ -12,6 +12,7 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
+from . import widgets
 from .controls import device_options
 from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
 from .views import GRAPH_CONFIG
@@ -237,21 +238,7 @@ def _charts() -> list:
         html.Div(id="notes-model", className="notes"),
         html.Div(id="cards-model", className="cards"),
         html.Div(id="ranking-model"),
-        html.Div(
-            [
-                html.Div(
-                    [
-                        html.Progress(id="job-progress-model", value=0, max=2),
-                        html.Span("", id="job-status-model", className="help"),
-                        html.Button("stop", id="job-cancel-model", n_clicks=0, className="button small"),
-                    ],
-                    id="job-box-model",
-                    className="job",
-                    style={"display": "none"},
-                ),
-                html.Div(id="job-error-model", className="control-msg"),
-            ]
-        ),
+        widgets.job_box(suffix="-model"),
         dcc.Graph(id="gantt-model", config=GRAPH_CONFIG, figure=_empty()),
         html.Div(dcc.Graph(id="memory-model", config=GRAPH_CONFIG, figure=_empty()), id="memory-box-model"),
         dcc.Graph(id="breakdown-model", config=GRAPH_CONFIG, figure=_empty()),

@@ -8,6 +8,7 @@ from dash import dcc, html
 from ppviz import REGISTRY
 from ppviz.estimate import specs
 
+from . import widgets
 from .search_state import FIELDS, SearchState
 from .views import GRAPH_CONFIG
 
@@ -138,20 +139,7 @@ def _panel(values: dict) -> list:
 def _results() -> list:
     return [
         html.Div(id="notes-search", className="notes"),
-        html.Div(
-            [
-                html.Div(
-                    [
-                        html.Progress(id="progress-search", value=0, max=1),
-                        html.Span("", id="status-search", className="help"),
-                        html.Button("cancel", id="cancel-search", n_clicks=0, className="button small"),
-                    ],
-                    id="box-search",
-                    className="job",
-                    style={"display": "none"},
-                ),
-            ]
-        ),
+        widgets.job_box(prefix="", suffix="-search", cancel="cancel", top=1, error=False),
         html.Div(id="summary-search", className="help"),
         dag.AgGrid(
             id="grid-search",

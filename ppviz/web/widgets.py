@@ -16,3 +16,19 @@ def message(message: tuple[str, str] | None):
 def notes(items: list[str]):
     """What a link or a request held that was not used, and what was used instead."""
     return html.Ul([html.Li(n) for n in items], className="msg-note") if items else None
+
+
+def job_box(prefix: str = "job-", suffix: str = "", cancel: str = "stop", top: int = 2, error: bool = True) -> html.Div:
+    """Progress of background work (hidden until a job runs) with its cancel button; ids are
+    ``{prefix}progress{suffix}``, ``…status…``, ``…cancel…``, ``…box…`` and, with ``error``, ``…error…``."""
+    box = html.Div(
+        [
+            html.Progress(id=f"{prefix}progress{suffix}", value=0, max=top),
+            html.Span("", id=f"{prefix}status{suffix}", className="help"),
+            html.Button(cancel, id=f"{prefix}cancel{suffix}", n_clicks=0, className="button small"),
+        ],
+        id=f"{prefix}box{suffix}",
+        className="job",
+        style={"display": "none"},
+    )
+    return html.Div([box, html.Div(id=f"{prefix}error{suffix}", className="control-msg")] if error else [box])

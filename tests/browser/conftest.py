@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
 
+import pytest
 from selenium.webdriver.chrome.options import Options
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,3 +30,14 @@ def pytest_setup_options():
     ):
         options.add_argument(arg)
     return options
+
+
+@pytest.fixture
+def page(dash_duo):
+    """The app served to Chromium (on ``$PPVIZ_TEST_PORT``, so checkouts can test side by side), once
+    the abstract view has drawn; generous on a loaded machine."""
+    import app
+
+    dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
+    dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=60)
+    return dash_duo

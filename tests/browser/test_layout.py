@@ -6,7 +6,6 @@ Screenshots are saved under pytest's tmp dir (``.../layout-shots/``) for a human
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -15,15 +14,6 @@ from layout_checks import assert_axes_visible, assert_no_overlaps, chart, screen
 pytestmark = pytest.mark.browser
 
 SCREENS = ((1280, 800), (1920, 1080))
-
-
-@pytest.fixture
-def page(dash_duo):
-    import app
-
-    dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
-    dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=60)  # slow when the machine is loaded
-    return dash_duo
 
 
 @pytest.fixture

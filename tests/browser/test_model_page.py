@@ -5,7 +5,6 @@ Gantt in ms and memory in GB with the capacity line, the cards, and a reload tha
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import pytest
 from layout_checks import chart, wait_for
@@ -15,15 +14,6 @@ from ppviz import figures
 from ppviz.estimate import Layout
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def page(dash_duo):
-    import app
-
-    dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
-    dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)  # the abstract view drew
-    return dash_duo
 
 
 def pick(duo, dropdown: str, name: str) -> None:

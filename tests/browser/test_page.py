@@ -5,7 +5,6 @@ Each test starts its own Chromium (a few seconds), so there are few of them and 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -15,15 +14,6 @@ from selenium.webdriver.common.keys import Keys
 import ppviz
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def page(dash_duo):
-    import app
-
-    dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
-    dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)
-    return dash_duo
 
 
 def title(duo) -> str:

@@ -4,7 +4,6 @@ button stops it (its job process ends), and a small search whose table, scatter 
 
 from __future__ import annotations
 
-import os
 import time
 
 import psutil
@@ -14,15 +13,6 @@ import ppviz
 from ppviz.estimate import model
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def page(dash_duo):
-    import app
-
-    dash_duo.start_server(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
-    dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=20)
-    return dash_duo
 
 
 def wait_for(check, what: str, timeout: float = 20):
