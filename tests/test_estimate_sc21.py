@@ -39,6 +39,7 @@ def test_layout_as_read():
 
 def test_readme_table_is_the_module_output():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    start = readme.index("<!-- estimate-calibration-sc21:start -->\n") + len("<!-- estimate-calibration-sc21:start -->\n")
+    marker = "<!-- estimate-calibration-sc21:start -->\n"
+    start = readme.index(marker) + len(marker)
     end = readme.index("<!-- estimate-calibration-sc21:end -->")
     assert readme[start:end] == sc21.table(), "run: python -m ppviz.estimate.calibration_sc21"
