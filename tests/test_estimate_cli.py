@@ -165,7 +165,8 @@ def test_tp_comm_overlap_flag_round_trip(capsys, tmp_path):
     assert on["iteration_s"] < off["iteration_s"] and on["breakdown_s"]["tp_comm_s"] < off["breakdown_s"]["tp_comm_s"]
     page = tmp_path / "p.html"
     render = ["render", "1f1b", *BASE[1:5], "--tp", "2", "--pp", "4", "--dp", "2", "--gbs", "32", "--seq", "4096",
-              "--recompute", "selective", "--sequence-parallel", "--zero", "1", "--tp-comm-overlap", "-o", str(page)]
+              "--recompute", "selective", "--sequence-parallel", "--zero", "1", "--tp-comm-overlap", "-o",
+              str(page)]  # fmt: skip
     assert main(render) == 0
     assert f"iteration {on['iteration_s']:.4g} s" in capsys.readouterr().out
     assert main([a for a in argv if a != "--sequence-parallel"] + ["--tp-comm-overlap"]) == 2

@@ -194,7 +194,8 @@ class Layout:
         if self.tp_comm_overlap and not self.sequence_parallel:
             raise SpecError(
                 "tp_comm_overlap overlaps the sequence-parallel all-gathers and reduce-scatters with the GEMMs "
-                "(Megatron asserts sequence parallel with --tp-comm-overlap): add sequence_parallel (tp > 1), or drop it"
+                "(Megatron asserts sequence parallel with --tp-comm-overlap): add sequence_parallel (tp > 1), "
+                "or drop it"
             )
         if not 0 <= self.b_frees <= 1:
             raise SpecError(f"b_frees must be between 0 and 1 (got {self.b_frees})")
