@@ -149,3 +149,26 @@ def test_bad_input_is_one_line_and_exit_2(capsys, change, words):
 def test_cli_in_a_subprocess():
     r = subprocess.run([sys.executable, "-m", "ppviz", *BASE, "--tp", "3"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+def test_tp_comm_overlap_flag_round_trip(capsys, tmp_path):
+    """--tp-comm-overlap reaches the Layout (JSON layout field, the Python API's figures) in `ppviz
+    estimate` and `ppviz render`; it hides TP time and is refused without --sequence-parallel."""
+    from ppviz.estimate import Layout, estimate
+
+    argv = [*BASE, "--schedule", "1f1b"]
+    off, on = run_json(capsys, argv), run_json(capsys, [*argv, "--tp-comm-overlap"])
+    assert off["layout"]["tp_comm_overlap"] is False and on["layout"]["tp_comm_overlap"] is True
+    lay = Layout(tp=2, pp=4, dp=2, mbs=1, gbs=32, recompute="selective", sequence_parallel=True, zero=1,
+                 tp_comm_overlap=True)  # fmt: skip
+    assert on["iteration_s"] == estimate(model("llama3-8b", seq=4096), "h100-sxm", lay).iteration_s
+    assert on["iteration_s"] < off["iteration_s"] and on["breakdown_s"]["tp_comm_s"] < off["breakdown_s"]["tp_comm_s"]
+    page = tmp_path / "p.html"
+    render = ["render", "1f1b", *BASE[1:5], "--tp", "2", "--pp", "4", "--dp", "2", "--gbs", "32", "--seq", "4096",
+              "--recompute", "selective", "--sequence-parallel", "--zero", "1", "--tp-comm-overlap", "-o",
+              str(page)]  # fmt: skip
+    assert main(render) == 0
+    assert f"iteration {on['iteration_s']:.4g} s" in capsys.readouterr().out
+    assert main([a for a in argv if a != "--sequence-parallel"] + ["--tp-comm-overlap"]) == 2
+    err = capsys.readouterr().err
+    assert "add sequence_parallel" in err and len(err.strip().splitlines()) == 1

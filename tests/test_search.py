@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -339,3 +340,32 @@ def test_balanced_split_puts_the_lighter_stages_at_the_edges():
     assert space.balanced_split(126, 16) == (7,) + (8,) * 14 + (7,)  # Llama 3 405B's published split
     assert space.balanced_split(80, 16) is None
     assert sum(space.balanced_split(80, 24)) == 80
+
+
+def test_tp_comm_overlap_is_a_fixed_option_exact_against_brute_force():
+    """--tp-comm-overlap applies to every searched layout with sequence parallel (the others cannot take
+    it, and are searched as before); the pruned search still equals the brute force over that space,
+    and each row's command reruns through `ppviz estimate` to the same numbers."""
+    opt = Options(schedules=("1f1b", "zb-h1", "interleaved-1f1b"), vpp=(2,), zero=(0, 1), mbs=(1,),
+                  recompute=("none",), tp_comm_overlap=True)  # fmt: skip
+    g = _gpu(80e9)
+    ests = _all_layouts(TINY, g, 8, 16, opt)
+    assert {(e.layout.sequence_parallel, e.layout.tp_comm_overlap) for e in ests} == {(False, False), (True, True)}
+    want, fit = _ranked(ests, g.hbm_bytes, 5)
+    got = ppviz.search(TINY, g, 8, 16, top=5, budget_s=1e9, options=opt, pareto_within=1e9)
+    assert got.searched == len(ests)
+    assert [e.iteration_s for e in want] == [r["iteration_s"] for r in got.layouts]
+    assert [(r["iteration_s"], max(r["peak_bytes"])) for r in got.pareto] == _front(fit)
+    serial = _all_layouts(TINY, g, 8, 16, replace(opt, tp_comm_overlap=False))
+    off = {engine.rank_key(e.layout): e.iteration_s for e in serial}
+    for e in ests:  # never slower than the same layout without it; unchanged where there is no SP
+        before = off[engine.rank_key(e.layout)]
+        assert e.iteration_s <= before and (e.layout.sequence_parallel or e.iteration_s == before)
+    base = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "2048"]
+    args = ["--gpus", "16", "--gbs", "32", "--top", "3", "--schedules", "1f1b,zb-h1", "--sequence-parallel", "on",
+            "--tp", "2,4", "--tp-comm-overlap", "--json"]  # fmt: skip
+    res = json.loads(_cli("search", *base, *args).stdout)
+    for row in res["layouts"]:
+        assert row["tp_comm_overlap"] is True and "--tp-comm-overlap" in row["command"]
+        rerun = json.loads(_cli("estimate", *row["command"].split()[2:], "--json", "--no-ops").stdout)
+        assert rerun["iteration_s"] == row["iteration_s"] and rerun["layout"]["tp_comm_overlap"] is True

@@ -121,6 +121,7 @@ CHANGES = {
     "gbs": 128,
     "iterations": 3,
     "sp": [],
+    "tpo": ["on"],
     "recompute": "full",
     "zero": 3,
     "split": "9,10,10,10,10,10,10,11",
@@ -143,6 +144,8 @@ def test_every_control_writes_the_link_and_redraws(page, name):
         assert shown.field_value(name) == CHANGES[name]
     elif name == "sp":
         assert state.sp is False
+    elif name == "tpo":
+        assert state.tpo is True
     elif name == "split":
         assert state.split == (9, 10, 10, 10, 10, 10, 10, 11)
     elif name == "lines":
@@ -286,6 +289,25 @@ def test_a_link_sets_every_control(page):
         Layout(tp=2, pp=4, dp=2, mbs=2, gbs=64, recompute="full", zero=2, schedule="zb-h1"),
     )
     assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
+
+
+def test_tp_comm_overlap_control_and_link_key(page):
+    """The overlap's checkbox and its link key ``tpo``: the link sets the control, the estimate is the
+    Python API's with tp_comm_overlap, the link and the CLI command keep it; off, links stay as before."""
+    out = open_hash(page, DEFAULT + "&tpo=1")
+    assert out["tpo-model"]["value"] == ["on"]
+    state = model_state.parse(DEFAULT + "&tpo=1").state
+    assert state.tpo and model_state.parse(model_state.write_hash(model_state.encode(state))).state == state
+    assert "tpo" not in model_state.encode(replace(state, tpo=False))
+    lay = model_state.layout_of(state, state.schedule)
+    assert lay.tp_comm_overlap and "--tp-comm-overlap" in model_state.cli_command(state, state.schedule)
+    on, off = estimate(tp_comm_overlap=True), estimate()
+    assert on.iteration_s < off.iteration_s and f"{on.iteration_s * 1e3:,.0f} ms" in cards(page)
+    out = change(page, "tpo", [])
+    assert "tpo" not in out["url"]["hash"] and f"{off.iteration_s * 1e3:,.0f} ms" in cards(page)
+    # without sequence parallel (or at tp 1) it does not apply, as the control's label says
+    assert not model_state.layout_of(replace(state, sp=False), "1f1b").tp_comm_overlap
+    assert not model_state.layout_of(replace(state, tp=1), "1f1b").tp_comm_overlap
 
 
 def test_a_hash_change_of_another_view_redraws_nothing(page):

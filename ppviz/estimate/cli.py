@@ -105,6 +105,9 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
     if not beside_render:
         p.add_argument("--gbs", type=ascii_int, help="global batch in sequences (default: one microbatch per DP rank)")
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
+    p.add_argument("--tp-comm-overlap", action="store_true",
+                   help="overlap the TP collectives with the GEMMs (Megatron --tp-comm-overlap; needs "
+                   "--sequence-parallel)")  # fmt: skip
     p.add_argument("--recompute", choices=specs.RECOMPUTE, help="activation recomputation (default none)")
     p.add_argument(
         "--zero", type=ascii_int, help="0 none (default), 1 distributed optimizer, 2 + gradients, 3 + weights"
@@ -149,7 +152,7 @@ def given_flags(args: argparse.Namespace) -> list[str]:
     """The real-units flags given on a `ppviz render` line (those add_layout_args added beside it)."""
     plain = ["model", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
              "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "precision", "layer_split", "edge_fewer",
-             "no_dp_overlap", "pair_overlap"]  # fmt: skip
+             "no_dp_overlap", "pair_overlap", "tp_comm_overlap"]  # fmt: skip
     flags = {n: n.replace("_", "-") for n in plain}
     flags.update({f"model_{f}": flag for flag, f, _ in MODEL_FLAGS})
     flags.update({f"model_{f}": f.replace("_", "-") for f in MODEL_BOOLS})
@@ -190,7 +193,8 @@ def build(args: argparse.Namespace) -> Estimate:
     if args.tp2d and args.tp is None:
         ones["tp"] = args.tp2d[0] * args.tp2d[1]
     layout = specs.Layout(
-        **ones, gbs=args.gbs, sequence_parallel=args.sequence_parallel, recompute=_or(args.recompute, "none"),
+        **ones, gbs=args.gbs, sequence_parallel=args.sequence_parallel, tp_comm_overlap=args.tp_comm_overlap,
+        recompute=_or(args.recompute, "none"),
         zero=_or(args.zero, 0), precision=_or(args.precision, "bf16"), schedule=args.schedule,
         schedule_params=sched_params, layer_split=args.layer_split, edge_fewer=_or(args.edge_fewer, 0),
         dp_overlap=not args.no_dp_overlap, b_frees=_or(args.b_frees, 0.0), pair_overlap=args.pair_overlap,
@@ -223,7 +227,8 @@ def summary(est: Estimate) -> str:
     lay = est.layout
     lines = [
         f"{est.model.name} on {lay.gpus} × {est.gpu.name}: tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, cp {lay.cp}, "
-        f"ep {lay.ep}; {lay.schedule}, {d['stages']} stages, {d['microbatches']} microbatches of {lay.mbs}",
+        f"ep {lay.ep}{' (TP collectives overlapped)' if lay.tp_comm_overlap else ''}; {lay.schedule}, "
+        f"{d['stages']} stages, {d['microbatches']} microbatches of {lay.mbs}",
         f"iteration      {d['iteration_s']:.4g} s  (makespan {d['makespan_s']:.4g} s + DP sync {d['dp_sync_s']:.3g} s"
         f" + optimizer {d['optimizer_s']:.3g} s)"
         if d["iterations"] == 1

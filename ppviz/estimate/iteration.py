@@ -87,9 +87,16 @@ class StagePlan:
 
 
 def shape_of(layout: Layout) -> layer.Shape:
+    """What a layer's cost depends on. With ``tp_comm_overlap`` the bulk overlaps (the dgrad
+    reduce-scatter behind the wgrad GEMM, the input all-gather behind the dgrad GEMM) need B and W
+    to run together: not under the split-backward (zero-bubble) schedules, whose W may be deferred
+    (Transformer Engine refuses userbuffers with a deferred weight gradient)."""
     grid = layout.tp2d if layout.tp_mode == "2d" else None
+    overlap = layout.tp_comm_overlap
+    spec = schedules.REGISTRY.get(layout.schedule)
+    bulk = overlap and not (spec is not None and spec.split_backward)
     return layer.Shape(layout.tp, layout.cp, layout.ep, layout.dp, layout.mbs, layout.sequence_parallel,
-                       layout.recompute, layout.precision, grid, layout.blocks)  # fmt: skip
+                       layout.recompute, layout.precision, grid, layout.blocks, overlap, bulk)  # fmt: skip
 
 
 def resolve(model: Model | str, gpu: Gpu | str) -> tuple[Model, Gpu]:

@@ -12,10 +12,30 @@
   dropout + residual, activation, softmax) are bounded by the vector peak and HBM.
 - TP communication (Megatron-LM; Korthikanti §4.2.2): without sequence parallel two all-reduces
   of s·b·h in F and two in B; with it two all-gathers and two reduce-scatters each way, and W
-  gathers the two sequence-sharded GEMM inputs again (Megatron keeps only the shard). Not
-  overlapped with compute. CP all-gathers K and V in F and reduce-scatters their gradients in B
-  (ring attention overlaps them with the attention kernel, so the larger of the two counts).
-  An MoE layer adds its dispatch and combine all-to-all in F and in B.
+  gathers the two sequence-sharded GEMM inputs again (Megatron keeps only the shard). Serial
+  unless ``tp_comm_overlap`` (below). CP all-gathers K and V in F and reduce-scatters their
+  gradients in B (ring attention overlaps them with the attention kernel, so the larger of the
+  two counts). An MoE layer adds its dispatch and combine all-to-all in F and in B.
+- TP communication overlapped with the GEMMs (Megatron ``--tp-comm-overlap``, Transformer
+  Engine's userbuffers; NeMo's "Communication Overlap" guide, and the ``ub_tp_comm_overlap_cfg``
+  of NVIDIA's DGX Cloud recipes), sequence parallel only. With C one collective's serial time:
+  * pipelined all-gather ("ring_exchange": QKV and FC1 forward, the output gradient before the
+    proj and FC2 dgrad GEMMs): the GEMM runs in t chunks, one per rank's shard, the local one
+    first, while the t−1 ring steps (C/(t−1) each) bring the next; exposed
+    (t−1)·max(0, C/(t−1) − G/t) = max(0, C − (t−1)/t·G), G the GEMM's own time;
+  * pipelined reduce-scatter ("pipeline", num_splits n = 4 in the recipes: proj and FC2
+    forward): the GEMM runs in n chunks and each chunk's reduce-scatter (C/n) runs behind the
+    next chunk's GEMM, exposing the last one (NeMo: it "exposes one reduce-scatter chunk");
+    exposed C/n + (n−1)/n·max(0, C − G);
+  * bulk (no data dependency; TE's ``ub_bulk_dgrad`` / ``ub_bulk_wgrad``): the QKV and FC1
+    inputs' all-gather for their weight gradients runs behind their dgrad GEMMs, and the
+    dgrad's reduce-scatter behind their wgrad GEMMs; exposed max(0, C − G_other). This needs B
+    and W together: TE refuses userbuffers with a deferred weight gradient ("Delayed weight grad
+    computation is not supported with Userbuffers"), so for the split-backward (zero-bubble)
+    schedules those two collectives stay serial (``Shape.tp_bulk`` False).
+  MoE MLPs, the embedding and the output layer keep their collectives serial (Megatron runs
+  them outside TE's userbuffers). Not modelled: the extra kernel launches of the chunks, and the
+  SMs the communication kernels take from the GEMMs.
 - Recompute adds the recomputed forward to B: the whole layer (full) or the attention core
   (selective; with flash attention there is nothing left to recompute).
 - Activation bytes (Korthikanti Table 2): attention 11sbh + 5as²b, MLP 19sbh, norms 4sbh with
@@ -87,6 +107,8 @@ class Shape:
     precision: str
     tp2d: tuple[int, int] | None = None  # 2D (SUMMA) grid: hidden ways × sequence ways (tp = their product)
     blocks: int = 0  # SUMMA steps per matmul
+    tp_overlap: bool = False  # TP collectives pipelined with their GEMMs (needs sp)
+    tp_bulk: bool = False  # and the bulk overlaps across dgrad and wgrad (B and W run together)
 
 
 class _Acc:
@@ -99,18 +121,18 @@ class _Acc:
         self.vec = gpu.vector_flops
         self.t = {k: [0.0, 0.0, 0.0, 0.0] for k in "fbw"}  # compute, comm, flops, all-to-all
 
-    def gemm(self, m: float, k: float, n: float, passes: str = "fbw") -> None:
-        """C[m,n] = A[m,k]·B[k,n]: F computes C, B the input gradient, W the weight gradient."""
+    def gemm(self, m: float, k: float, n: float, passes: str = "fbw") -> dict[str, float]:
+        """C[m,n] = A[m,k]·B[k,n]: F computes C, B the input gradient, W the weight gradient.
+        Returns each pass's seconds of this GEMM."""
         if m <= 0 or k <= 0 or n <= 0:
-            return
+            return dict.fromkeys("fbw", 0.0)
         flops = 2.0 * m * k * n
         io = {
             "f": BF16 * (m * k + k * n + m * n),
             "b": BF16 * (m * n + k * n + m * k),
             "w": BF16 * (m * k + m * n) + FP32 * k * n,
         }
-        for p in passes:
-            self.op(p, flops, io[p], flops, tensor=True)
+        return {p: self.op(p, flops, io[p], flops, tensor=True) if p in passes else 0.0 for p in "fbw"}
 
     def batched(self, p: str, flops: float, nbytes: float, model_flops: float) -> None:
         self.op(p, flops, nbytes, model_flops, tensor=True)
@@ -126,11 +148,13 @@ class _Acc:
         if a2a:
             self.t[p][3] += seconds
 
-    def op(self, p: str, flops: float, nbytes: float, model_flops: float, tensor: bool) -> None:
-        """One kernel in pass ``p``: a roofline of its FLOPs and bytes, plus the launch overhead."""
+    def op(self, p: str, flops: float, nbytes: float, model_flops: float, tensor: bool) -> float:
+        """One kernel in pass ``p``: a roofline of its FLOPs and bytes, plus the launch overhead (seconds)."""
         peak = self.peak if tensor else self.vec
-        self.t[p][0] += max(flops / peak, nbytes / self.bw) + self.gpu.kernel_overhead_s
+        seconds = max(flops / peak, nbytes / self.bw) + self.gpu.kernel_overhead_s
+        self.t[p][0] += seconds
         self.t[p][2] += model_flops
+        return seconds
 
     def passes(self) -> tuple[Pass, Pass, Pass]:
         return tuple(Pass(*self.t[k]) for k in "fbw")  # type: ignore[return-value]
@@ -202,10 +226,11 @@ def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
 
     # attention
     norm()
-    acc.gemm(T, h, (q + 2 * kv) / t)
+    qkv = acc.gemm(T, h, (q + 2 * kv) / t)
     attention_core(acc, core, T, s, shape.mbs, at, d, kv / t, flash, drop)
-    acc.gemm(T, q / t, h)
+    proj = acc.gemm(T, q / t, h)
     residual()
+    pairs = [(qkv, proj)]  # (column-parallel, row-parallel) GEMMs whose TP collectives can overlap
     # MLP
     norm()
     glu = 2 if model.gated_mlp else 1
@@ -222,16 +247,22 @@ def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
             acc.elementwise(BF16 * (glu + 1) * T * fs / t)
             acc.gemm(T, fs / t, h)
     else:
-        acc.gemm(T, h, glu * model.ffn / t)
+        fc1 = acc.gemm(T, h, glu * model.ffn / t)
         acc.elementwise(BF16 * (glu + 1) * T * model.ffn / t)
-        acc.gemm(T, model.ffn / t, h)
+        fc2 = acc.gemm(T, model.ffn / t, h)
+        pairs.append((fc1, fc2))
     residual()
 
     # communication
     dom = gpu.nvlink_domain
     tp_k = comm.per_domain(t, 1, dom)
     size = BF16 * x  # one full residual-stream tensor
-    if t > 1:
+    if t > 1 and shape.tp_overlap:
+        f_s, b_s, w_s = tp_overlap_exposed_s(size, t, tp_k, gpu, pairs, shape.tp_bulk)
+        acc.comm("f", f_s)
+        acc.comm("b", b_s)
+        acc.comm("w", w_s)
+    elif t > 1:
         per = 2 * comm.all_gather_s(size, t, tp_k, gpu) if sp else comm.all_reduce_s(size, t, tp_k, gpu)
         acc.comm("f", 2 * per)
         acc.comm("b", 2 * per)
@@ -261,6 +292,45 @@ def layer(model: Model, gpu: Gpu, shape: Shape, moe: bool) -> Part:
     b = b + rec
     experts = expert_params(model, shape) if moe else 0.0
     return Part(f, b, w, rec, activation_bytes(model, shape, moe), params(model, shape, moe), experts, model_flops)
+
+
+RS_SPLITS = 4  # chunks of the pipelined reduce-scatter (num_splits of proj_fprop and fc2_fprop in NVIDIA's recipes)
+
+
+def ring_exchange_exposed_s(collective_s: float, gemm_s: float, t: int) -> float:
+    """Exposed seconds of an all-gather pipelined with the GEMM that consumes it (TE's ring
+    exchange): the GEMM runs in t chunks, the local shard first, while each of the t−1 ring steps
+    (collective_s/(t−1) each) brings the next; only what a step exceeds its chunk shows:
+    (t−1)·max(0, C/(t−1) − G/t) = max(0, C − (t−1)/t·G)."""
+    if t <= 1:
+        return 0.0
+    return (t - 1) * max(0.0, collective_s / (t - 1) - gemm_s / t)
+
+
+def chunked_rs_exposed_s(collective_s: float, gemm_s: float, n: int = RS_SPLITS) -> float:
+    """Exposed seconds of a reduce-scatter pipelined after the GEMM that produces it, in n chunks
+    (TE's "pipeline" method; NeMo: it "exposes one reduce-scatter chunk"): each chunk's
+    reduce-scatter (C/n) runs behind the next chunk's GEMM (G/n) and the last one is exposed:
+    C/n + (n−1)·max(0, C/n − G/n) = C/n + (n−1)/n·max(0, C − G), never more than C."""
+    return collective_s / n + (n - 1) / n * max(0.0, collective_s - gemm_s)
+
+
+def tp_overlap_exposed_s(size: float, t: int, k: int, gpu: Gpu, pairs, bulk: bool) -> tuple[float, float, float]:
+    """Exposed TP seconds of one layer's F, B and W under sequence parallel with the collectives
+    overlapped (Megatron --tp-comm-overlap): ``pairs`` holds each (column-parallel, row-parallel)
+    GEMM pair's per-pass seconds (QKV and proj; FC1 and FC2 of a dense MLP); a layer's other
+    sublayers (an MoE MLP) keep their all-gather and reduce-scatter serial. ``bulk``: B and W run
+    together, so the column GEMMs' input all-gather hides behind their dgrad GEMM and their dgrad
+    reduce-scatter behind their wgrad GEMM (TE's bulk overlap); otherwise both are serial."""
+    c = comm.all_gather_s(size, t, k, gpu)  # one all-gather or reduce-scatter of the residual stream
+    f = b = w = 0.0
+    for col, row in pairs:
+        f += ring_exchange_exposed_s(c, col["f"], t) + chunked_rs_exposed_s(c, row["f"])
+        b += ring_exchange_exposed_s(c, row["b"], t)  # the output gradient gathered before the row dgrad
+        b += max(0.0, c - col["w"]) if bulk else c  # the column dgrad's reduce-scatter
+        w += max(0.0, c - col["b"]) if bulk else c  # the column input gathered again for its wgrad
+    serial = 2 - len(pairs)  # sublayers without overlap (an MoE MLP)
+    return f + serial * 2 * c, b + serial * 2 * c, w + serial * c
 
 
 def attention_core(

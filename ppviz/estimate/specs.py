@@ -155,6 +155,9 @@ class Layout:
     dp_overlap: bool = True  # overlap the gradient reduction with the last backward (Megatron's default)
     b_frees: float = 0.0  # fraction of a stage's activation that B frees (W frees the rest)
     pair_overlap: bool = False  # overlapped F&B pairs (DualPipe) hide each op's MoE all-to-all
+    # TP collectives overlapped with the GEMMs (Megatron --tp-comm-overlap, Transformer Engine userbuffers);
+    # needs sequence parallel, as Megatron asserts
+    tp_comm_overlap: bool = False
     tp_mode: str = "1d"  # "2d": SUMMA over hidden × sequence (NERSC's performance model, seed 003)
     tp2d: tuple[int, int] | None = None  # 2D grid (hidden ways, sequence ways); their product is tp
     summa_blocks: int = 0  # SUMMA steps (panels) per matmul; 0: the least, lcm of the two grid sides
@@ -173,7 +176,7 @@ class Layout:
             raise SpecError(f"precision must be one of {', '.join(PRECISIONS)} (got {self.precision!r})")
         if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
             raise SpecError(f"zero must be 0, 1, 2 or 3 (got {self.zero!r})")
-        for name in ("sequence_parallel", "dp_overlap", "pair_overlap"):
+        for name in ("sequence_parallel", "dp_overlap", "pair_overlap", "tp_comm_overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(f"{name} must be true or false (got {getattr(self, name)!r})")
         _check_int("edge_fewer", self.edge_fewer, 0)
@@ -188,6 +191,12 @@ class Layout:
                 raise SpecError("give either layer_split or edge_fewer, not both")
         if self.sequence_parallel and self.tp == 1:
             raise SpecError("sequence parallel splits the sequence over the tp GPUs: it needs tp > 1")
+        if self.tp_comm_overlap and not self.sequence_parallel:
+            raise SpecError(
+                "tp_comm_overlap overlaps the sequence-parallel all-gathers and reduce-scatters with the GEMMs "
+                "(Megatron asserts sequence parallel with --tp-comm-overlap): add sequence_parallel (tp > 1), "
+                "or drop it"
+            )
         if not 0 <= self.b_frees <= 1:
             raise SpecError(f"b_frees must be between 0 and 1 (got {self.b_frees})")
         self._check_tp_mode()

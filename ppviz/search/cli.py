@@ -49,6 +49,9 @@ def add_parser(sub) -> None:
         p.add_argument(f"--{name}", dest=f"opt_{name}", type=_ints, metavar="N,N", help=f"restrict {name}")
     p.add_argument("--recompute", type=_names, help="restrict recompute: none,selective,full")
     p.add_argument("--sequence-parallel", choices=("on", "off", "both"), default="both", help="(default both)")
+    p.add_argument("--tp-comm-overlap", action="store_true",
+                   help="overlap the TP collectives with the GEMMs in every layout with sequence parallel "
+                   "(Megatron --tp-comm-overlap)")  # fmt: skip
     p.add_argument("--even-only", action="store_true", help="only stage counts that divide the layers")
     p.add_argument("--tp-within-domain", action="store_true", help="keep every TP group inside one NVLink domain")
     p.add_argument("--megatron-order", action="store_true",
@@ -89,6 +92,7 @@ def options(args: argparse.Namespace) -> Options:
         schedules=args.schedules, recompute=args.recompute, sequence_parallel=sp, uneven=not args.even_only,
         headroom=args.headroom, tp_within_domain=args.tp_within_domain, tp_mode=args.tp_mode, tp2d=args.tp2d,
         summa_blocks=args.summa_blocks, nvlink_placements=not args.megatron_order,
+        tp_comm_overlap=args.tp_comm_overlap,
     )  # fmt: skip
 
 
@@ -185,7 +189,7 @@ def _layout(r: dict) -> str:
         parts.append(f"vpp {r['vpp']}")
     parts += [f"mbs {r['mbs']}", f"recompute {r['recompute']}"]
     if r["sequence_parallel"]:
-        parts.append("SP")
+        parts.append("SP, TP overlapped" if r.get("tp_comm_overlap") else "SP")
     if r["tp_mode"] == "2d":
         parts.append(
             f"2D {r['tp2d'][0]}×{r['tp2d'][1]}" + (f" {r['summa_blocks']} blocks" if r["summa_blocks"] else "")

@@ -603,6 +603,7 @@ def describe(lay: Layout) -> str:
     split = f", layers {'/'.join(map(str, lay.layer_split))}" if lay.layer_split else ""
     vpp = f", vpp {lay.vpp}" if lay.vpp > 1 else ""
     sp = ", sequence parallel" if lay.sequence_parallel else ""
+    sp += " (TP collectives overlapped)" if lay.tp_comm_overlap else ""
     if lay.tp_mode == "2d":
         sp += f", 2D tp {lay.tp2d[0]}×{lay.tp2d[1]}" + (
             f" in {lay.summa_blocks} SUMMA blocks" if lay.summa_blocks else ""

@@ -15,7 +15,7 @@ from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS
 from ..estimate.iteration import Estimate
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recompute", "sequence_parallel", "zero",
-                 "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp")  # fmt: skip
+                 "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "tp_comm_overlap")  # fmt: skip
 
 
 def overrides(est: Estimate) -> list[str]:
@@ -59,6 +59,8 @@ def command(est: Estimate) -> str:
     parts += [f"--gbs {lay.gbs}", f"--schedule {lay.schedule}", f"--recompute {lay.recompute}", f"--zero {lay.zero}"]
     if lay.sequence_parallel:
         parts.append("--sequence-parallel")
+    if lay.tp_comm_overlap:
+        parts.append("--tp-comm-overlap")
     if lay.tp_mode == "2d":
         parts.append(f"--tp-mode 2d --tp2d {lay.tp2d[0]},{lay.tp2d[1]}")
         if lay.summa_blocks:

@@ -46,6 +46,9 @@ class Options:
     tp_mode: Sequence[str] | None = None
     tp2d: Sequence[tuple[int, int]] | None = None
     summa_blocks: Sequence[int] | None = None
+    # TP collectives overlapped with the GEMMs (Megatron --tp-comm-overlap): a fixed option of every
+    # searched layout with sequence parallel (it needs SP; the others run without it)
+    tp_comm_overlap: bool = False
 
     def __post_init__(self) -> None:
         for name in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero"):
@@ -74,6 +77,8 @@ class Options:
         if self.sequence_parallel is not None:
             object.__setattr__(self, "sequence_parallel", tuple(bool(x) for x in self.sequence_parallel))
         self._check_tp_mode()
+        if not isinstance(self.tp_comm_overlap, bool):
+            raise ValueError(f"tp_comm_overlap must be true or false (got {self.tp_comm_overlap!r})")
         if isinstance(self.headroom, bool) or not isinstance(self.headroom, (int, float)) or not 0 <= self.headroom < 1:
             raise ValueError(
                 f"headroom is the fraction of HBM kept free: give a number in [0, 1) (got {self.headroom!r})"
@@ -128,10 +133,12 @@ class Group:
     tp2d: tuple[int, int] | None = None  # 2D grid (hidden ways, sequence ways)
     summa_blocks: int = 0  # 0: lcm of the grid sides
     nvlink_dp_pp: tuple[int, int] | None = None  # None: Megatron's rank order
+    tp_comm_overlap: bool = False  # Options.tp_comm_overlap, on the layouts with sequence parallel
 
     def layout(self, gbs: int, **kw) -> Layout:
         return Layout(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep, mbs=self.mbs, gbs=gbs,
-                      sequence_parallel=self.sequence_parallel, recompute=self.recompute, tp_mode=self.tp_mode,
+                      sequence_parallel=self.sequence_parallel, tp_comm_overlap=self.tp_comm_overlap,
+                      recompute=self.recompute, tp_mode=self.tp_mode,
                       tp2d=self.tp2d, summa_blocks=self.summa_blocks, nvlink_dp_pp=self.nvlink_dp_pp,
                       **kw)  # fmt: skip
 
@@ -239,7 +246,8 @@ def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb, domain) -> None
                         for sp in sps:
                             if mode == "2d" and sp:
                                 continue
-                            g = Group(tp, cp, pp, dp, ep, mbs, rec, sp, gbs // (dp * mbs), mode, grid, nb)
+                            g = Group(tp, cp, pp, dp, ep, mbs, rec, sp, gbs // (dp * mbs), mode, grid, nb,
+                                      tp_comm_overlap=sp and opt.tp_comm_overlap)  # fmt: skip
                             if not _valid_shape(model, g, gbs):
                                 space.invalid += 1
                                 continue

@@ -214,7 +214,8 @@ def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelSt
     raw |= {k: values.get(k) for k in ("baseline", "compare_show", "sweep_axis")}
     compare = values.get("compare")
     raw["compare"] = compare if isinstance(compare, (list, tuple)) else ()
-    raw["sp"] = values.get("sp") if isinstance(values.get("sp"), list) else previous.sp
+    for key in ("sp", "tpo"):
+        raw[key] = values.get(key) if isinstance(values.get(key), list) else getattr(previous, key)
     raw["split"] = values.get("split") if values.get("split") is not None else ",".join(map(str, previous.split or ()))
     raw["lines"] = values.get("lines") or ()
     if previous.tp_mode == "2d":  # set by a search row (no control): kept while it still fits the layout

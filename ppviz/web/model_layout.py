@@ -18,7 +18,7 @@ from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MODEL_FIELDS, NUMBER_FIELDS,
 from .views import GRAPH_CONFIG
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split", "lines")
-CONTROLS += ("baseline", "compare_show", "sweep_axis")
+CONTROLS += ("baseline", "compare_show", "sweep_axis", "tpo")
 ZERO_LABELS = {
     0: "0: none",
     1: "1: optimizer state sharded (distributed optimizer)",
@@ -59,6 +59,7 @@ def control_values(state: ModelState) -> dict[str, object]:
         "model": state.model,
         "gpu": state.gpu,
         "sp": ["on"] if state.sp else [],
+        "tpo": ["on"] if state.tpo else [],
         "recompute": state.recompute,
         "zero": state.zero,
         "split": ",".join(map(str, state.split)) if state.split else "",
@@ -184,6 +185,16 @@ def _panel(values: dict) -> list:
             id=cid("sp"), options=[{"label": " on (needs tp > 1)", "value": "on"}], value=values["sp"], inline=True
         ),
     )
+    tpo = _row(
+        "tpo",
+        "TP communication overlapped with the GEMMs",
+        dcc.Checklist(
+            id=cid("tpo"),
+            options=[{"label": " on (Megatron --tp-comm-overlap; with sequence parallel)", "value": "on"}],
+            value=values["tpo"],
+            inline=True,
+        ),
+    )
     recompute = _row(
         "recompute",
         "activation recompute",
@@ -226,7 +237,11 @@ def _panel(values: dict) -> list:
         ),
         html.Section([html.H3("GPU"), gpu, *[_number(n, values[n]) for n in GPU_FIELDS]], className="group"),
         html.Section(
-            [html.H3("parallel layout"), *[_number(n, values[n]) for n in LAYOUT_FIELDS], sp, recompute, zero, split],
+            [
+                html.H3("parallel layout"),
+                *[_number(n, values[n]) for n in LAYOUT_FIELDS],
+                *(sp, tpo, recompute, zero, split),
+            ],
             className="group",
         ),
         html.Section([html.H3("memory chart"), lines], className="group"),

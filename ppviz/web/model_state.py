@@ -91,6 +91,7 @@ class ModelState:
     gbs: int = 64
     iterations: int = 1  # for schedules that take it (the others run one)
     sp: bool = True
+    tpo: bool = False  # TP collectives overlapped with the GEMMs (applies with sequence parallel, tp > 1)
     recompute: str = "selective"
     zero: int = 1
     split: tuple[int, ...] | None = None  # layers of every stage (None: even)
@@ -177,6 +178,7 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
         mbs=state.mbs,
         gbs=state.gbs,
         sequence_parallel=state.sp and state.tp > 1,
+        tp_comm_overlap=state.tpo and state.sp and state.tp > 1,
         recompute=state.recompute,
         zero=state.zero,
         schedule=schedule,
@@ -197,6 +199,8 @@ def cli_command(state: ModelState, schedule: str) -> str:
     parts.append(f"--recompute {lay.recompute} --zero {lay.zero} --schedule {schedule}")
     if lay.sequence_parallel:
         parts.append("--sequence-parallel")
+    if lay.tp_comm_overlap:
+        parts.append("--tp-comm-overlap")
     if iterations_of(state, schedule) > 1:
         parts.append(f"--iterations {state.iterations}")
     if state.split:
@@ -249,6 +253,7 @@ MODEL_KEYS = {
     "model",
     "gpu",
     "sp",
+    "tpo",
     "recompute",
     "zero",
     "split",
@@ -279,6 +284,8 @@ def encode(state: ModelState) -> dict[str, str]:
         if name != "iterations" or state.iterations != 1:  # links of one iteration stay as they were
             pairs[name] = str(getattr(state, name))
     pairs |= {"sp": str(int(state.sp)), "recompute": state.recompute, "zero": str(state.zero)}
+    if state.tpo:  # links without the overlap stay as they were
+        pairs["tpo"] = "1"
     if state.split:
         pairs["split"] = ",".join(map(str, state.split))
     if state.lines:
@@ -308,8 +315,9 @@ def parse(hash_: object) -> Parsed:
             raw[key] = query[key]
     if "compare" in query:
         raw["compare"] = tuple(n for n in query["compare"].split(",") if n)
-    if "sp" in query:
-        raw["sp"] = query["sp"]
+    for key in ("sp", "tpo"):
+        if key in query:
+            raw[key] = query[key]
     if "split" in query:
         raw["split"] = query["split"]
     if "lines" in query:
@@ -381,9 +389,10 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
     if zero is not None:
         z = limits._in_range("zero", _number(zero), 0, 3, True, notes)
         values["zero"] = base.zero if z is None else z
-    sp = raw.get("sp")
-    if sp is not None:
-        values["sp"] = sp in (True, 1, "1", "true", "on") or (isinstance(sp, list) and "on" in sp)
+    for key in ("sp", "tpo"):
+        on = raw.get(key)
+        if on is not None:
+            values[key] = on in (True, 1, "1", "true", "on") or (isinstance(on, list) and "on" in on)
     if "split" in raw:
         values["split"] = _split(raw["split"], notes)
     if "lines" in raw:
