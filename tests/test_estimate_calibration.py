@@ -237,3 +237,13 @@ def test_readme_h100_table_is_the_codes_output():
     )
     end = readme.index("<!-- estimate-calibration-h100:end -->")
     assert readme[start:end] == cal.h100_table(), "run: python -m ppviz.estimate.calibration"
+
+
+@pytest.mark.parametrize("name, tp, pp, vpp, mbs, gbs, full_s, sp_sel_s", TABLE5)
+def test_table5_mfu_and_hfu_within_10_percent(name, tp, pp, vpp, mbs, gbs, full_s, sp_sel_s):
+    """Table 5's published MFU and HFU (SP + selective), each within 10% of its own value."""
+    sched = "interleaved-1f1b" if vpp > 1 else "1f1b"
+    lay = Layout(tp=tp, pp=pp, vpp=vpp, mbs=mbs, gbs=gbs, recompute="selective", sequence_parallel=True, schedule=sched)
+    e = estimate(name, A100, lay)
+    assert e.mfu * 100 == pytest.approx(cal.MFU[name], rel=0.10)
+    assert e.hfu * 100 == pytest.approx(cal.HFU[name], rel=0.10)
