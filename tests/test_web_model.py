@@ -410,3 +410,30 @@ def test_iterations_beside_a_schedule_without_them_and_past_the_limit(page):
     change(page, "iterations", 64)  # 64 × 16 microbatches
     text = message(page, "iterations")
     assert "1,024 in the run" in text and "--iterations 64" in text
+
+
+def test_a_move_sends_only_what_changed(page):
+    """A new global batch redraws the charts and the cards; messages, notes and styles that stay the same
+    are not sent again (each output sent costs the browser a pass over every component), and an error
+    that clears is sent as cleared."""
+    open_hash(page, DEFAULT)
+    out = change(page, "gbs", 72)
+    assert set(out) == {"url", "gantt-model", "memory-model", "breakdown-model", "cards-model", "drawn-model"} | {
+        "sent-model"
+    }
+    assert "· 72 microbatches" in out["gantt-model"]["figure"]["layout"]["title"]["text"]
+    change(page, "tp", 3)
+    assert "tp 3 must divide" in message(page, "tp")
+    out = change(page, "tp", 8)
+    assert message(page, "tp") == "" and '{"name":"tp","type":"model-msg"}' in out
+    assert '{"name":"gbs","type":"model-msg"}' not in out
+
+
+def test_after_a_background_job_the_next_view_sends_what_the_job_drew_over(page):
+    """The job draws the cards and breakdown after the callback answered: the next view sends them anew."""
+    open_hash(page, "#view=model&model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto")
+    page.run_background(page.callback("job-error-model.children"), [("job-model", "data")])
+    out = change(page, "schedule", "1f1b")
+    assert {"cards-model", "breakdown-model"} <= set(out)
+    est = ppviz.estimate("llama3-8b", "h100-sxm", Layout(tp=1, pp=16, gbs=64, recompute="selective", zero=1))
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)

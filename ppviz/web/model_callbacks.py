@@ -3,10 +3,15 @@
 One callback keeps the controls and the URL's hash in step (in both directions) and draws the
 view from the resulting state, like the abstract view's; a view past the synchronous budget is
 drawn by a background job (``jobs.manager()``) with progress and a stop button.
+
+It sends only the outputs that changed: Dash applies each output to the page as one store update
+that every component on the page re-checks, so three dozen unchanged messages and styles cost the
+browser more than drawing a chart. ``sent-model`` keeps a digest of each small output on screen.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
@@ -96,19 +101,21 @@ clientside_callback(
     Output("row-compare-model", "style"),
     Output("drawn-model", "data"),
     Output("job-model", "data"),
+    Output("sent-model", "data"),
     Input("url", "hash"),
     *[Input(cid(name), "value") for name in CONTROLS],
     State("drawn-model", "data"),
+    State("sent-model", "data"),
     prevent_initial_call="initial_duplicate",
 )
 def update_model_view(hash_, *args):
     """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
     controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
     values = dict(zip(CONTROLS, args[: len(CONTROLS)]))
-    drawn = args[len(CONTROLS)]
+    drawn, sent = args[len(CONTROLS) :]
     names = [i.get("name") if isinstance(i, dict) else None for i in _ids(ctx.outputs_list, "model-msg")]
     nothing = (no_update,) * (len(CONTROLS) + 2 + len(VIEW_OUTPUTS) + 1) + ([no_update] * len(names),)
-    nothing += (no_update,) * 4
+    nothing += (no_update,) * 5
     trigger = ctx.triggered_id
     if trigger in (None, "url"):
         if model_state.view_of(hash_) != "model":
@@ -135,18 +142,52 @@ def update_model_view(hash_, *args):
     control_out = [controls.get(n, no_update) if controls else no_update for n in CONTROLS]
     job = {"hash": model_state.write_hash(model_state.encode(state)), "at": time.time()}
     compare = state.mode == "compare"
+    small = {
+        "notes": (notes, widgets.notes),
+        "breakdown": (view.breakdown, lambda b: _no_chart() if b is None else b),
+        "cards": (view.cards, lambda c: [_card(*card) for card in c]),
+        "ranking": (view.ranking, _ranking),
+        "memory-box": (view.memory is None, lambda hide: {"display": "none"} if hide else {}),
+        "row-schedule": (compare, lambda hide: {"display": "none"} if hide else {}),
+        "row-compare": (compare, lambda show: {} if show else {"display": "none"}),
+    }
+    small |= {f"msg {n}": (view.messages.get(n), widgets.message) for n in names}
+    out, shown = unsent(small, sent)
+    if view.drawn_as == "queued":  # the job will draw these: whatever they show then is not known here
+        shown = {k: v for k, v in shown.items() if k not in ("breakdown", "cards", "ranking")}
     return (
         new_hash,
         *control_out,
-        widgets.notes(notes),
-        *drawn_outputs(view),
-        {"display": "none"} if view.memory is None else {},
-        [widgets.message(view.messages.get(n)) for n in names],
-        {"display": "none"} if compare else {},
-        {} if compare else {"display": "none"},
+        out["notes"],
+        view.gantt,
+        view.memory if view.memory is not None else no_update,
+        out["breakdown"],
+        out["cards"],
+        out["ranking"],
+        out["memory-box"],
+        [out[f"msg {n}"] for n in names],
+        out["row-schedule"],
+        out["row-compare"],
         key,
         job if view.drawn_as == "queued" else no_update,
+        shown if shown != sent else no_update,
     )
+
+
+def digest(value: object) -> str:
+    """A short fingerprint of the plain value (strings, numbers, tuples, dicts) an output is built from."""
+    return hashlib.blake2b(repr(value).encode(), digest_size=8).hexdigest()
+
+
+def unsent(parts: dict[str, tuple[object, object]], sent: dict | None) -> tuple[dict, dict]:
+    """Each part's output built from its value, or ``no_update`` when the page shows it already
+    (``sent`` holds the digests of what it shows); and the digests of what it will show."""
+    sent = sent if isinstance(sent, dict) else {}
+    out, shown = {}, {}
+    for name, (value, build) in parts.items():
+        shown[name] = digest(value)
+        out[name] = no_update if sent.get(name) == shown[name] else build(value)
+    return out, shown
 
 
 @callback(
