@@ -465,3 +465,14 @@ def test_after_a_background_job_the_next_view_sends_what_the_job_drew_over(page)
     assert {"cards-model", "breakdown-model"} <= set(out)
     est = ppviz.estimate("llama3-8b", "h100-sxm", Layout(tp=1, pp=16, gbs=64, recompute="selective", zero=1))
     assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
+
+
+def test_the_lines_picker_is_sent_only_when_its_devices_or_state_change(page):
+    dep = page.callback("lines-model.options")
+    open_hash(page, DEFAULT)
+    page.fire(dep, [("url", "hash")])
+    change(page, "gbs", 72)  # a new hash, the same pipeline
+    assert unchanged(page.fire(dep, [("url", "hash")]))
+    change(page, "pp", 16)
+    out = answer(page.fire(dep, [("url", "hash")]))["lines-model"]
+    assert len(out["options"]) == 16 and out["disabled"] is False

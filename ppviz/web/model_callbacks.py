@@ -197,11 +197,16 @@ def estimate_in_background(set_progress, request):
     Output(cid("lines"), "options"),
     Output(cid("lines"), "disabled"),
     Input("url", "hash"),
+    State(cid("lines"), "options"),
+    State(cid("lines"), "disabled"),
 )
-def line_options(hash_):
-    """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose."""
+def line_options(hash_, shown, was_disabled):
+    """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose.
+    Sent only when that changes (every move writes the hash)."""
     state = model_state.parse(hash_).state
-    return controls.device_options(state.pp), state.pp <= views.MEMORY_LINES or state.mode == "compare"
+    options = controls.device_options(state.pp)
+    disabled = state.pp <= views.MEMORY_LINES or state.mode == "compare"
+    return (no_update if options == shown else options, no_update if disabled == was_disabled else disabled)
 
 
 @callback(
