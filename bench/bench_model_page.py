@@ -1,7 +1,7 @@
 """Real-browser latency of the model & cluster view: a change of the global batch until the Gantt (ms)
 and memory (GB) charts are redrawn, at pp 8 and about 64 microbatches (target p50 ≤ 300 ms).
 
-Serves app.py from a thread and drives Debian's headless Chromium with selenium, as bench_page.py
+Serves app.py from a child process and drives Debian's headless Chromium with selenium, as bench_page.py
 does. Each move types a new global batch and presses Enter: the clock starts at that keydown and
 stops at the later of the two charts' ``plotly_afterplot`` events once the Gantt's title shows the
 new count. The batches cycle 72, 64, 56, 64 (multiples of pp, which interleaved 1F1B needs: 65 is
@@ -11,8 +11,10 @@ of the charts stops the bench with that error. Also prints the server's share: `
 alone, cold (a new layout) and warm (cached), and the load average (other work on a shared
 machine slows the browser: compare rows of one run).
 
-``--ab REV`` also times the figures of git revision REV (its ``ppviz/figures.py``, loaded beside
-this one), alternating blocks of moves of both in one run, so that load drift hits both alike::
+``--ab REV`` also times the whole page of git revision REV (its tree, ``git archive``d to a temporary
+directory), each page served by its own process (``serve_tree``; the estimate cache emptied before
+every callback request, as above), alternating blocks of moves of both in one run, so that load
+drift hits both alike::
 
     .venv/bin/python bench/bench_model_page.py [schedule ...] [--moves 15] [--ab main]
 """
@@ -20,7 +22,6 @@ this one), alternating blocks of moves of both in one run, so that load drift hi
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import subprocess
@@ -35,11 +36,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psutil  # noqa: E402
-from bench_page import browser, serve  # noqa: E402
+from bench_page import browser  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-from ppviz import figures  # noqa: E402
 from ppviz.web import model_state, model_views  # noqa: E402
 
 HOOK = """
@@ -112,7 +112,6 @@ def browser_cpu_s(driver) -> float:
 def moves(driver, base: str, schedule: str, count: int) -> tuple[list[float], list[float]]:
     """Open the view at 64 microbatches, then ``count`` moves: ms from Enter to both charts drawn,
     and the browser's CPU ms over each move."""
-    model_views.clear_cache()
     driver.get(base + LINK.format(schedule=schedule, vpp=vpp_of(schedule)))
     driver.refresh()
     wait(driver, "const t = (function () {" + TITLE + "})(); return t && (t.error ? t : t.indexOf('· 64 micro') >= 0);")
@@ -124,7 +123,6 @@ def moves(driver, base: str, schedule: str, count: int) -> tuple[list[float], li
     box = driver.find_element("css selector", "#gbs-model")
     for i in range(count):
         m = BATCHES[i % len(BATCHES)]
-        model_views.clear_cache()  # every move estimates anew, as a new layout would
         box.send_keys(Keys.CONTROL, "a")
         box.send_keys(str(m))
         driver.execute_script("window.__t0 = null;")
@@ -150,17 +148,42 @@ def server_share(schedule: str) -> tuple[float, float]:
     return statistics.median(cold), time.perf_counter() - t
 
 
-def figures_at(rev: str):
-    """``ppviz/figures.py`` as of git revision ``rev``, imported as a module of ppviz beside the current one."""
-    text = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:ppviz/figures.py"], check=True, capture_output=True, text=True
-    ).stdout
-    path = Path(tempfile.mkdtemp(prefix="ppviz-ab-")) / "figures_before.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("ppviz._figures_before", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SERVE = """
+import logging, sys
+from flask import request
+from werkzeug.serving import make_server
+import app
+from ppviz.web import model_views
+
+@app.server.before_request
+def _cold():  # every move estimates anew, as a new layout would
+    if request.path.endswith("_dash-update-component"):
+        model_views.clear_cache()
+
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
+server = make_server("127.0.0.1", 0, app.server, threaded=True)
+print(server.server_port, flush=True)
+server.serve_forever()
+"""
+
+
+def serve_tree(root: Path) -> tuple[str, subprocess.Popen]:
+    """The page of the tree at ``root`` served by a child process (werkzeug, threaded); its address."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    child = subprocess.Popen([sys.executable, "-c", SERVE], cwd=root, env=env, stdout=subprocess.PIPE, text=True)
+    port = child.stdout.readline().strip()
+    if not port.isdigit():
+        child.kill()
+        raise RuntimeError(f"the page of {root} did not start")
+    return f"http://127.0.0.1:{port}", child
+
+
+def tree_at(rev: str) -> Path:
+    """Git revision ``rev``'s files in a temporary directory."""
+    path = Path(tempfile.mkdtemp(prefix="ppviz-ab-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(path)], input=archive, check=True)
+    return path
 
 
 def summary(times: list[float]) -> str:
@@ -178,18 +201,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("schedules", nargs="*", default=["1f1b", "zb-v", "interleaved-1f1b"])
     parser.add_argument("--moves", type=int, default=15, help="moves per schedule and variant (default 15)")
-    parser.add_argument("--ab", metavar="REV", help="also time the figures.py of this git revision, in turns")
+    parser.add_argument("--ab", metavar="REV", help="also time the page of this git revision, in turns")
     args = parser.parse_args()
-    variants = [("now", figures)]
+    variants = [("now", ROOT)]
     if args.ab:
-        variants.insert(0, (args.ab, figures_at(args.ab)))
+        variants.insert(0, (args.ab, tree_at(args.ab)))
     blocks = 3 if args.ab else 1  # alternate before/after in blocks so both see the same load
-    base, server = serve()
+    servers = {name: serve_tree(root) for name, root in variants}
     driver = browser()
     print(f"load average (1/5/15 min) at start: {load()}; {os.cpu_count()} CPUs")
     print(
-        "| schedule | figures | change → both charts redrawn, pp 8 × m 56–72 | browser CPU a move (p50) "
-        "| server render cold / warm |"
+        "| schedule | page | change → both charts redrawn, pp 8 × m 56–72 | browser CPU a move (p50) "
+        "| server render cold / warm (this tree) |"
     )
     print("|---|---|---:|---:|---:|")
     try:
@@ -197,24 +220,22 @@ def main() -> None:
             times: dict[str, list[float]] = {name: [] for name, _ in variants}
             cpu: dict[str, list[float]] = {name: [] for name, _ in variants}
             for b in range(blocks):
-                for name, module in variants:
-                    model_views.figures = module
+                for name, _ in variants:
                     n = args.moves // blocks + (1 if b < args.moves % blocks else 0)
-                    wall, used = moves(driver, base, schedule, n)
+                    wall, used = moves(driver, servers[name][0], schedule, n)
                     times[name] += wall
                     cpu[name] += used
-            for name, module in variants:
-                model_views.figures = module
-                cold, warm = server_share(schedule)
-                print(
-                    f"| {schedule} | {name} | {summary(times[name])} | {statistics.median(cpu[name]):.0f} ms "
-                    f"| {cold * 1e3:.0f} / {warm * 1e3:.0f} ms |"
-                )
+            cold, warm = server_share(schedule)
+            for name, _ in variants:
+                share = f"{cold * 1e3:.0f} / {warm * 1e3:.0f} ms" if name == "now" else ""
+                used = statistics.median(cpu[name])
+                print(f"| {schedule} | {name} | {summary(times[name])} | {used:.0f} ms | {share} |")
             print(f"  (load average now {load()})", flush=True)
     finally:
-        model_views.figures = figures
         driver.quit()
-        server.shutdown()
+        for _, child in servers.values():
+            child.terminate()
+            child.wait()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -15,7 +16,7 @@ import ppviz
 from ppviz import figures
 from ppviz.estimate import Layout
 from ppviz.web import model_state, model_views
-from ppviz.web.model_layout import CONTROLS, cid
+from ppviz.web.model_layout import CONTROLS, bar_id, cid
 
 SERVER = page_app.server
 VIEW = "drawn-model.data"  # the view's callback (its last output names what it drew)
@@ -48,7 +49,20 @@ def message(page: Page, name: str) -> str:
 
 
 def cards(page: Page) -> str:
-    return text_of(page.value("cards-model", "children"))
+    return page.text("cards-model")
+
+
+def assert_breakdown(page: Page, est) -> None:
+    """The breakdown shows the busiest device's parts in ms, summing to the iteration, as a bar of full width."""
+    text = page.text("breakdown-model")
+    assert f"= {est.iteration_s * 1e3:,.1f} ms" in text
+    assert sum(est.breakdown.values()) == pytest.approx(est.iteration_s)
+    for key, seconds in est.breakdown.items():
+        name = key.removesuffix("_s").replace("_", " ")
+        assert name in text  # the legend
+        assert (f"{name} {seconds * 1e3:,.1f} ms" in text) == (seconds > 0)
+    assert page.value(bar_id("bar", 0), "style")["width"] == "100.00%"
+    assert f"{est.iteration_s * 1e3:,.1f} ms on the busiest device" in page.value(bar_id("bar", 0), "title")
 
 
 def estimate(**layout):
@@ -85,8 +99,7 @@ def test_opening_the_view_shows_the_estimate_in_ms_and_gb(page):
     first = [t for t in memory["data"] if t["name"] == "device 0"][0]
     static = sum(est.static_bytes[k][0] for k in ("weight", "grad", "optimizer"))
     assert figures.decode_typed_array(first["y"])[0] == pytest.approx(static * 1e-9, rel=1e-6)  # the curve's base
-    parts = out["breakdown-model"]["figure"]["data"]
-    assert sum(t["x"][0] for t in parts) == pytest.approx(est.iteration_s * 1e3)
+    assert_breakdown(page, est)
     assert out["drawn-model"]["data"] == "#" + "&".join(
         f"{k}={v}" for k, v in model_state.encode(model_state.ModelState()).items()
     )
@@ -414,8 +427,7 @@ def test_iterations_put_each_optimizer_step_between_them_in_ms(page):
     ends = np.array(steps["base"]) + np.array(steps["x"])
     assert ends.max() < est.makespan_s * 1e3  # the last iteration's step follows the run, as for one iteration
     assert gantt["layout"]["xaxis"]["range"] == pytest.approx([0, est.makespan_s * 1e3])
-    parts = out["breakdown-model"]["figure"]["data"]
-    assert sum(t["x"][0] for t in parts) == pytest.approx(est.iteration_s * 1e3)
+    assert_breakdown(page, est)
     out = change(page, "iterations", 2)
     assert "iterations=2" in out["url"]["hash"]
     out = change(page, "iterations", 1)
@@ -432,3 +444,57 @@ def test_iterations_beside_a_schedule_without_them_and_past_the_limit(page):
     change(page, "iterations", 64)  # 64 × 16 microbatches
     text = message(page, "iterations")
     assert "1,024 in the run" in text and "--iterations 64" in text
+
+
+def test_a_move_sends_only_what_changed(page):
+    """A new global batch redraws the charts and sets the cards' and the breakdown's text; messages, notes,
+    styles and the legend that stay the same are not sent again, nor new elements (each costs the browser a
+    pass over every component); an error that clears is sent as cleared."""
+    open_hash(page, DEFAULT)
+    out = change(page, "gbs", 72)
+    sent = {k for k in out if not k.startswith("{")}
+    assert sent == {"url", "gantt-model", "memory-model", "drawn-model", "sent-model"}
+    kinds = {json.loads(k)["type"] for k in out if k.startswith("{")}
+    assert kinds == {"card-value-model", "card-detail-model", "breakdown-bar-model", "breakdown-text-model"}
+    assert all(isinstance(v, str) for k in out if k.startswith('{"key"') for v in out[k].values())
+    assert "· 72 microbatches" in out["gantt-model"]["figure"]["layout"]["title"]["text"]
+    assert_breakdown(page, estimate(schedule="1f1b", gbs=72))
+    change(page, "tp", 3)
+    assert "tp 3 must divide" in message(page, "tp") and page.text("breakdown-model") == ""
+    out = change(page, "tp", 8)
+    assert message(page, "tp") == "" and '{"name":"tp","type":"model-msg"}' in out
+    assert '{"name":"gbs","type":"model-msg"}' not in out
+    assert_breakdown(page, estimate(schedule="1f1b", gbs=72))
+
+
+def test_compare_draws_a_breakdown_row_per_schedule_against_the_longest(page):
+    open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v")
+    one, zbv = estimate(schedule="1f1b"), estimate(schedule="zb-v")
+    longest = max(one.iteration_s, zbv.iteration_s)
+    rows = [page.text(bar_id("row", i)) for i in range(4)]
+    assert rows[2:] == ["", ""] and page.text("cards-model") == ""  # two rows; no cards when comparing
+    for i, est in enumerate((one, zbv)):
+        assert rows[i].startswith(est.layout.schedule) and f"= {est.iteration_s * 1e3:,.1f} ms" in rows[i]
+        width = float(page.value(bar_id("bar", i), "style")["width"].rstrip("%"))
+        assert width == pytest.approx(100 * est.iteration_s / longest, abs=0.01)
+
+
+def test_after_a_background_job_the_next_view_sends_what_the_job_drew_over(page):
+    """The job draws the cards and breakdown after the callback answered: the next view sends them anew."""
+    open_hash(page, "#view=model&model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto")
+    page.run_background(page.callback("job-error-model.children"), [("job-model", "data")])
+    out = change(page, "schedule", "1f1b")
+    assert {"cards-model", "breakdown-model"} <= set(out)
+    est = ppviz.estimate("llama3-8b", "h100-sxm", Layout(tp=1, pp=16, gbs=64, recompute="selective", zero=1))
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
+
+
+def test_the_lines_picker_is_sent_only_when_its_devices_or_state_change(page):
+    dep = page.callback("lines-model.options")
+    open_hash(page, DEFAULT)
+    page.fire(dep, [("url", "hash")])
+    change(page, "gbs", 72)  # a new hash, the same pipeline
+    assert unchanged(page.fire(dep, [("url", "hash")]))
+    change(page, "pp", 16)
+    out = answer(page.fire(dep, [("url", "hash")]))["lines-model"]
+    assert len(out["options"]) == 16 and out["disabled"] is False

@@ -140,7 +140,7 @@ def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
                  sequence_parallel=row["sequence_parallel"], schedule=row["schedule"])  # fmt: skip
     est = ppviz.estimate(model("llama3-8b", seq=4096), "h100-sxm", lay)
     assert est.iteration_s == pytest.approx(expected.layouts[1]["iteration_s"])
-    assert f"{est.iteration_s * 1e3:,.0f} ms" in text_of(page.value("cards-model", "children"))
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in page.text("cards-model")
     assert view["gantt-model"]["figure"]["layout"]["xaxis"]["title"]["text"] == "time (ms)"
     assert view["memory-model"]["figure"]["layout"]["yaxis"]["title"]["text"] == "memory (GB)"
 
@@ -195,7 +195,7 @@ def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, 
                  nvlink_dp_pp=tuple(row["nvlink_dp_pp"]) if row["nvlink_dp_pp"] else None)  # fmt: skip
     est = ppviz.estimate(model("llama3-8b", seq=4096), "h100-sxm", lay)
     assert est.iteration_s == want["iteration_s"]
-    assert f"{est.iteration_s * 1e3:,.0f} ms" in text_of(page.value("cards-model", "children"))
+    assert f"{est.iteration_s * 1e3:,.0f} ms" in page.text("cards-model")
     assert view["gantt-model"]["figure"]["layout"]["xaxis"]["title"]["text"] == "time (ms)"
     state = model_state.parse(hash_).state
     shown = model_state.layout_of(state, row["schedule"])

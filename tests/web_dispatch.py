@@ -84,6 +84,23 @@ class Page:
     def value(self, cid, prop: str):
         return self.props.get(id_key(cid), {}).get(prop)
 
+    def text(self, cid) -> str:
+        """The text a component shows now: its children, each descendant with an id as its latest props
+        say (a callback may set a box's text inside a layout it never sends); hidden ones show nothing."""
+        return "" if self._hidden(cid) else self._text(self.value(cid, "children"))
+
+    def _hidden(self, cid) -> bool:
+        return (self.value(cid, "style") or {}).get("display") == "none"
+
+    def _text(self, node) -> str:
+        if isinstance(node, dict) and "id" in node.get("props", {}) and id_key(node["props"]["id"]) in self.props:
+            return self.text(node["props"]["id"])
+        if isinstance(node, list):
+            return " ".join(self._text(n) for n in node)
+        if isinstance(node, dict):
+            return self._text(node.get("props", {}).get("children"))
+        return text_of(node)
+
     def set(self, cid, prop: str, value) -> None:
         self.props.setdefault(id_key(cid), {})[prop] = value
 

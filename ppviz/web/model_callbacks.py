@@ -2,27 +2,22 @@
 
 One callback keeps the controls and the URL's hash in step (in both directions) and draws the
 view from the resulting state, like the abstract view's; a view past the synchronous budget is
-drawn by a background job (``jobs.manager()``) with progress and a stop button.
+drawn by a background job (``jobs.manager()``) with progress and a stop button. Both send only
+the outputs that changed (see ``model_outputs``).
 """
 
 from __future__ import annotations
 
 import time
 
-from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
+from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, no_update
 
-from . import controls, jobs, model_state, model_views, views, widgets
-from .model_layout import CONTROLS, GPU_FIELDS, MODEL_FIELDS, RANKING_COLUMNS, cid, control_values
+from . import controls, jobs, model_outputs, model_state, model_views, views, widgets
+from .model_layout import CONTROLS, GPU_FIELDS, MODEL_FIELDS, cid, control_values
+from .model_outputs import unsent, view_parts
 from .model_state import ModelState
 
 MESSAGES = {"type": "model-msg", "name": ALL}
-VIEW_OUTPUTS = (
-    "gantt-model.figure",
-    "memory-model.figure",
-    "breakdown-model.figure",
-    "cards-model.children",
-    "ranking-model.children",
-)
 
 clientside_callback(
     """function(hash, tab, a, m, s) {
@@ -89,26 +84,28 @@ clientside_callback(
     Output("url", "hash", allow_duplicate=True),
     *[Output(cid(name), "value") for name in CONTROLS],
     Output("notes-model", "children"),
-    *[Output(*o.split(".")) for o in VIEW_OUTPUTS],
+    *model_outputs.view_outputs(),
     Output("memory-box-model", "style"),
     Output(MESSAGES, "children"),
     Output("row-schedule-model", "style"),
     Output("row-compare-model", "style"),
     Output("drawn-model", "data"),
     Output("job-model", "data"),
+    Output("sent-model", "data"),
     Input("url", "hash"),
     *[Input(cid(name), "value") for name in CONTROLS],
     State("drawn-model", "data"),
+    State("sent-model", "data"),
     prevent_initial_call="initial_duplicate",
 )
 def update_model_view(hash_, *args):
     """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
     controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
     values = dict(zip(CONTROLS, args[: len(CONTROLS)]))
-    drawn = args[len(CONTROLS)]
-    names = [i.get("name") if isinstance(i, dict) else None for i in _ids(ctx.outputs_list, "model-msg")]
-    nothing = (no_update,) * (len(CONTROLS) + 2 + len(VIEW_OUTPUTS) + 1) + ([no_update] * len(names),)
-    nothing += (no_update,) * 4
+    drawn, sent = args[len(CONTROLS) :]
+    names = [i.get("name") for i in model_outputs.ids(ctx.outputs_list, "model-msg")]
+    nothing = (no_update,) * (len(CONTROLS) + 2) + model_outputs.unchanged(ctx.outputs_list) + (no_update,)
+    nothing += ([no_update] * len(names),) + (no_update,) * 5
     trigger = ctx.triggered_id
     if trigger in (None, "url"):
         if model_state.view_of(hash_) != "model":
@@ -135,22 +132,39 @@ def update_model_view(hash_, *args):
     control_out = [controls.get(n, no_update) if controls else no_update for n in CONTROLS]
     job = {"hash": model_state.write_hash(model_state.encode(state)), "at": time.time()}
     compare = state.mode == "compare"
+    drawn_parts = view_parts(view)
+    small = {
+        **drawn_parts,
+        "notes": (notes, widgets.notes),
+        "memory-box": (view.memory is None, _hidden),
+        "row-schedule": (compare, _hidden),
+        "row-compare": (not compare, _hidden),
+    }
+    small |= {f"msg {n}": (view.messages.get(n), widgets.message) for n in names}
+    out, shown = unsent(small, sent)
+    if view.drawn_as == "queued":  # a job draws these next: what they show then is not known here
+        shown = {k: v for k, v in shown.items() if k not in drawn_parts}
     return (
         new_hash,
         *control_out,
-        widgets.notes(notes),
-        *drawn_outputs(view),
-        {"display": "none"} if view.memory is None else {},
-        [widgets.message(view.messages.get(n)) for n in names],
-        {"display": "none"} if compare else {},
-        {} if compare else {"display": "none"},
+        out["notes"],
+        *model_outputs.values(view, out, ctx.outputs_list),
+        out["memory-box"],
+        [out[f"msg {n}"] for n in names],
+        out["row-schedule"],
+        out["row-compare"],
         key,
         job if view.drawn_as == "queued" else no_update,
+        shown if shown != sent else no_update,
     )
 
 
+def _hidden(hide: bool) -> dict:
+    return {"display": "none"} if hide else {}
+
+
 @callback(
-    *[Output(*o.split("."), allow_duplicate=True) for o in VIEW_OUTPUTS],
+    *model_outputs.view_outputs(allow_duplicate=True),
     Output("job-error-model", "children"),
     Input("job-model", "data"),
     background=True,
@@ -173,7 +187,8 @@ def estimate_in_background(set_progress, request):
     except jobs.JobTimeout:
         cli = model_state.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
         text = f"{names} took longer than {jobs.JOB_MAX_S:g} s: use the CLI: {cli}"
-        return (model_views.views.message_figure(text), no_update, no_update, [], [], widgets.message(("error", text)))
+        view = model_views.ModelView(model_views.views.message_figure(text), None, None, [], [])
+        return (*drawn_outputs(view), widgets.message(("error", text)))
     error = next((m for m in view.messages.values() if m[0] == "error"), None)
     return (*drawn_outputs(view), widgets.message(error))
 
@@ -182,11 +197,16 @@ def estimate_in_background(set_progress, request):
     Output(cid("lines"), "options"),
     Output(cid("lines"), "disabled"),
     Input("url", "hash"),
+    State(cid("lines"), "options"),
+    State(cid("lines"), "disabled"),
 )
-def line_options(hash_):
-    """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose."""
+def line_options(hash_, shown, was_disabled):
+    """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose.
+    Sent only when that changes (every move writes the hash)."""
     state = model_state.parse(hash_).state
-    return controls.device_options(state.pp), state.pp <= views.MEMORY_LINES or state.mode == "compare"
+    options = controls.device_options(state.pp)
+    disabled = state.pp <= views.MEMORY_LINES or state.mode == "compare"
+    return (no_update if options == shown else options, no_update if disabled == was_disabled else disabled)
 
 
 @callback(
@@ -199,13 +219,8 @@ def list_baselines(compare):
 
 
 def drawn_outputs(view: model_views.ModelView) -> tuple:
-    return (
-        view.gantt,
-        view.memory if view.memory is not None else no_update,
-        view.breakdown if view.breakdown is not None else _no_chart(),
-        [_card(*c) for c in view.cards],
-        _ranking(view.ranking),
-    )
+    """Every output of a view (a job's answer: what the page shows before it is not known)."""
+    return model_outputs.values(view, unsent(view_parts(view), None)[0], ctx.outputs_list)
 
 
 def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:
@@ -234,48 +249,3 @@ def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelSt
     if not isinstance(raw["gpu"], str) or not raw["gpu"]:
         raw["gpu"] = previous.gpu
     return model_state.bounded({k: v for k, v in raw.items() if v is not None}, numbers)
-
-
-def _ids(groups: list, kind: str) -> list[dict]:
-    for group in groups:
-        first = group[0].get("id") if isinstance(group, list) and group and isinstance(group[0], dict) else None
-        if isinstance(first, dict) and first.get("type") == kind:
-            return [item.get("id") if isinstance(item, dict) else None for item in group]
-    return []
-
-
-def _card(key: str, label: str, value: str, detail: str) -> html.Div:
-    over = detail.startswith("device") and "does not fit" in detail
-    return html.Div(
-        [
-            html.Div(label, className="card-label"),
-            html.Div(value, className="card-value"),
-            html.Div(detail, className="msg-error" if over else None),
-        ],
-        className="card",
-        id=f"card-{key}-model",
-    )
-
-
-def _ranking(rows: list[dict]):
-    if not rows:
-        return None
-    pad = {"padding": "3px 12px 3px 0", "textAlign": "left"}
-    head = html.Tr([html.Th(c, style=pad) for c in RANKING_COLUMNS])
-    body = [html.Tr([html.Td(_cell(c, r[c]), style=pad) for c in RANKING_COLUMNS]) for r in rows]
-    return html.Table([html.Thead(head), html.Tbody(body)], className="ranking", id="ranking-table-model")
-
-
-def _cell(column: str, value: object) -> str:
-    if column == "MFU":
-        return f"{value:.1%}"
-    if column == "tokens/s":
-        return f"{value:,}"
-    return str(value)
-
-
-def _no_chart() -> dict:
-    """A blank strip; no margins to grow (plotly.js kept the previous chart's legend margin, taller than
-    the strip, and threw "Something went wrong with axis scaling")."""
-    layout = {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 40}
-    return {"data": [], "layout": {**layout, "margin": {"l": 0, "r": 0, "t": 0, "b": 0, "autoexpand": False}}}

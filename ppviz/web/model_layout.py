@@ -14,7 +14,8 @@ from ppviz.estimate.specs import RECOMPUTE
 
 from . import widgets
 from .controls import device_options
-from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
+from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MAX_COMPARE, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
+from .model_views import CARD_LABELS
 from .views import GRAPH_CONFIG
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split", "lines")
@@ -32,6 +33,17 @@ RANKING_COLUMNS += ("vs baseline",)
 def cid(name: str) -> str:
     """The component id of one of this view's controls (``tp-model``)."""
     return f"{name}-model"
+
+
+def card_id(part: str, key: str) -> dict:
+    """A card's ``value`` or ``detail`` box: the page keeps the boxes and a move sets their text only
+    (new elements in a callback's answer cost the browser a pass over the page for each)."""
+    return {"type": f"card-{part}-model", "key": key}
+
+
+def bar_id(part: str, row: int) -> dict:
+    """A breakdown row (``row``) or its ``label``, ``bar`` or ``text``, kept on the page like the cards."""
+    return {"type": f"breakdown-{part}-model", "row": row}
 
 
 def msg_id(name: str) -> dict:
@@ -79,6 +91,7 @@ def model_view() -> html.Div:
     return html.Div(
         [
             dcc.Store(id="drawn-model"),
+            dcc.Store(id="sent-model"),  # digests of the small outputs on screen (see model_callbacks)
             dcc.Store(id="job-model"),
             dcc.Store(id="axes-model"),
             html.Aside(_panel(values), className="panel"),
@@ -251,12 +264,12 @@ def _panel(values: dict) -> list:
 def _charts() -> list:
     return [
         html.Div(id="notes-model", className="notes"),
-        html.Div(id="cards-model", className="cards"),
+        html.Div([_card(k, label) for k, label in CARD_LABELS.items()], id="cards-model", className="cards"),
         html.Div(id="ranking-model"),
         widgets.job_box(suffix="-model"),
         dcc.Graph(id="gantt-model", config=GRAPH_CONFIG, figure=_empty()),
         html.Div(dcc.Graph(id="memory-model", config=GRAPH_CONFIG, figure=_empty()), id="memory-box-model"),
-        dcc.Graph(id="breakdown-model", config=GRAPH_CONFIG, figure=_empty()),
+        _breakdown(),
         html.Footer(
             [
                 "Times in ms and memory in GB (10⁹ bytes) from ppviz.estimate: the model, GPU and layout give each ",
@@ -266,6 +279,38 @@ def _charts() -> list:
             className="footer",
         ),
     ]
+
+
+def _card(key: str, label: str) -> html.Div:
+    return html.Div(
+        [
+            html.Div(label, className="card-label"),
+            html.Div(id=card_id("value", key), className="card-value"),
+            html.Div(id=card_id("detail", key)),
+        ],
+        className="card",
+        id=f"card-{key}-model",
+    )
+
+
+def _breakdown() -> html.Div:
+    """The iteration breakdown: a title, a row per schedule (hidden until used) and the parts' legend."""
+    rows = [
+        html.Div(
+            [
+                html.Div(id=bar_id("label", i), className="breakdown-label"),
+                html.Div(html.Div(id=bar_id("bar", i), className="breakdown-bar"), className="breakdown-track"),
+                html.Div(id=bar_id("text", i), className="breakdown-text"),
+            ],
+            id=bar_id("row", i),
+            className="breakdown-row",
+            style={"display": "none"},
+        )
+        for i in range(MAX_COMPARE)
+    ]
+    title = html.Div("iteration breakdown on the busiest device (ms)", className="breakdown-title")
+    legend = html.Div(id="breakdown-legend-model", className="breakdown-legend")
+    return html.Div([title, *rows, legend], id="breakdown-model", className="breakdown", style={"display": "none"})
 
 
 def _empty() -> dict:

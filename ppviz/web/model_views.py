@@ -17,19 +17,27 @@ import ppviz
 from ppviz import figures
 from ppviz import sweep as sweeps
 
-from . import model_state, views
+from . import bars, model_state, views
 from .model_state import ModelState
 
 MS = 1e3  # seconds → ms on every time axis
 GB = 1e-9  # bytes → GB (10⁹ bytes, as GPUs are sold: an H100 holds 80 GB)
 CACHE_SIZE = 8  # estimates kept per worker (a control change usually touches one schedule)
+# The cards of one schedule, in order (the page holds one box each and fills in its value and detail).
+CARD_LABELS = {
+    "iteration": "iteration time",
+    "tokens": "tokens/s",
+    "mfu": "MFU",
+    "peak": "peak memory",
+    "layout": "GPUs",
+}
 
 
 @dataclass
 class ModelView:
     gantt: object
     memory: object | None  # compare mode: each device's peak per schedule
-    breakdown: object | None
+    breakdown: bars.Bars | None  # a stacked bar in ms per schedule
     cards: list[tuple[str, str, str, str]]  # (key, label, value, detail); detail kind "error" when over capacity
     ranking: list[dict]
     messages: dict[str, tuple[str, str]] = field(default_factory=dict)  # control -> (kind, text)
@@ -91,15 +99,13 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             text = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
             return _failed(state, text, {"schedule": ("error", text)})
     notes = _iteration_notes(state)
-    parts = {_title(e): e.breakdown for e in estimates}
-    with figures.plain():  # plain dicts, as the abstract view sends (see figures.plain)
-        bars = views.ready(figures.breakdown(parts, scale=MS, unit="ms"))
+    breakdown = bars.breakdown({_title(e): e.breakdown for e in estimates}, scale=MS, unit="ms")
     if state.mode == "compare":
         capacity = max(e.capacity_bytes for e in estimates) * GB
         memory = figures.peaks({_title(e): e.peak_bytes * GB for e in estimates}, capacity=capacity, unit="GB")
         table = ranking(estimates, state.reference)
         if state.compare_show == "sweep":
-            return ModelView(sweep_figure(state), memory, bars, [], table, notes, "sweep", estimates)
+            return ModelView(sweep_figure(state), memory, breakdown, [], table, notes, "sweep", estimates)
         fig = figures.compare_memory(
             [e.run for e in estimates],
             titles=[_title(e) for e in estimates],
@@ -108,12 +114,12 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             time_unit="ms",
             memory_kwargs=[memory_kwargs(e) for e in estimates],
         )
-        return ModelView(fig, memory, bars, [], table, notes, "bars", estimates)
+        return ModelView(fig, memory, breakdown, [], table, notes, "bars", estimates)
     est = estimates[0]
     gantt, drawn_as = gantt_figure(est)
     memory = memory_figure(est, views.lines_of(state, est.run))
     notes = {**notes, "lines": views.lines_reason(state, est.run, est.peak_bytes)}
-    return ModelView(gantt, memory, bars, cards(est), [], notes, drawn_as, estimates)
+    return ModelView(gantt, memory, breakdown, cards(est), [], notes, drawn_as, estimates)
 
 
 def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
@@ -196,18 +202,18 @@ def cards(est) -> list[tuple[str, str, str, str]]:
         f"{est.optimizer_s * MS:.1f} ms"
     )
     return [
-        ("iteration", "iteration time", f"{est.iteration_s * MS:,.0f} ms", time),
+        ("iteration", CARD_LABELS["iteration"], f"{est.iteration_s * MS:,.0f} ms", time),
         (
             "tokens",
-            "tokens/s",
+            CARD_LABELS["tokens"],
             f"{est.tokens_per_s:,.0f}",
             f"{est.samples_per_s:.3g} samples/s · {est.global_batch} × {est.model.seq} tokens",
         ),
-        ("mfu", "MFU", f"{est.mfu:.1%}", f"{est.tflops_per_gpu:.0f} TFLOP/s per GPU{hfu}"),
-        ("peak", "peak memory", f"{peak * GB:.1f} / {cap * GB:.0f} GB", fit),
+        ("mfu", CARD_LABELS["mfu"], f"{est.mfu:.1%}", f"{est.tflops_per_gpu:.0f} TFLOP/s per GPU{hfu}"),
+        ("peak", CARD_LABELS["peak"], f"{peak * GB:.1f} / {cap * GB:.0f} GB", fit),
         (
             "layout",
-            "GPUs",
+            CARD_LABELS["layout"],
             f"{lay.gpus:,}",
             f"tp {lay.tp} · pp {lay.pp} · dp {lay.dp} · {est.microbatches} microbatches · {est.run.schedule.stages} "
             "stages",
