@@ -112,6 +112,11 @@ def _peaks(rows) -> list[int]:
     return out
 
 
+def peak(rows: list[str]) -> int:
+    """The highest activation of letter rows, in half device shares."""
+    return max(_peaks(rows), default=0)
+
+
 def _first_slots(p: int, block: Block) -> list[dict[str, int]]:
     """Per device, the slot of each letter's microbatch 0: after the previous device's (F and B
     going down the devices, f and b going up), each W in the first of its slots after its B."""
