@@ -133,6 +133,7 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
 
 FAMILY_WORK = 60_000  # blocks built per search × p × max(m, 2p): 14 blocks at 32 × 128, 19 at 32 × 96
 REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (about 0.4 s each at 32 × 64)
+BELOW_SIZE = 1_024  # p × m up to which the half share below the limit is searched too (twice the work)
 
 
 def controlled(p: int, m: int, references: list[list[list[Action]]], limit: float | None, costs: Costs | None):
@@ -147,9 +148,9 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
     shortest longest span wins, so the result is never longer than the authors' choice among
     the blocks built.
 
-    Where the re-timings run, all this is done at the half share below the limit too (memory
-    comes in half shares): a re-timing under a higher limit runs forwards earlier and can end
-    later (V-Half's, re-timed at p = 16, m = 64, b = 2f: 604 at 9 shares, 610 at 9.5), and more
+    Up to ``BELOW_SIZE``, all this is done at the half share below the limit too (memory comes
+    in half shares): a re-timing under a higher limit runs forwards earlier and can end later
+    (V-Half's, re-timed at p = 16, m = 64, b = 2f: 604 at 9 shares, 610 at 9.5), and more
     memory should never be slower.
     """
     costs = costs or Costs()
@@ -163,7 +164,7 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
         raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it to at least {need:g}")
     small = p * m <= REPAIR_SIZE
     scored = []
-    for at in (top, top - 0.5) if small else (top,):
+    for at in (top, top - 0.5) if p * m <= BELOW_SIZE else (top,):
         fits = [vfamily.to_letters(ref) for ref, peak in zip(references, own) if peak <= at + 1e-9]
         found = vfamily.search(p, m, at, FAMILY_WORK, times, lag)
         best = [s for s in (_best(placement, m, group, at, costs, times, lag) for group in (fits, found)) if s]
