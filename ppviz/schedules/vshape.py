@@ -131,9 +131,9 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
     return order
 
 
-FAMILY_WORK = 60_000  # blocks built per search × p × max(m, 2p): 14 blocks at 32 × 128, 19 at 32 × 96
+FAMILY_WORK = 80_000  # blocks built per search × p × max(m, 2p): 19 blocks at 32 × 128, 26 at 32 × 96
 REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (about 0.4 s each at 32 × 64)
-BELOW_SIZE = 1_024  # p × m up to which the half share below the limit is searched too (twice the work)
+BELOW_SIZE = 1_024  # p × m up to which the half share below the limit is searched too, with a quarter of the work
 
 
 def controlled(p: int, m: int, references: list[list[list[Action]]], limit: float | None, costs: Costs | None):
@@ -164,9 +164,9 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
         raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it to at least {need:g}")
     small = p * m <= REPAIR_SIZE
     scored = []
-    for at in (top, top - 0.5) if p * m <= BELOW_SIZE else (top,):
+    for at, work in ((top, FAMILY_WORK), (top - 0.5, FAMILY_WORK // 4))[: 2 if p * m <= BELOW_SIZE else 1]:
         fits = [vfamily.to_letters(ref) for ref, peak in zip(references, own) if peak <= at + 1e-9]
-        found = vfamily.search(p, m, at, FAMILY_WORK, times, lag)
+        found = vfamily.search(p, m, at, work, times, lag)
         best = [s for s in (_best(placement, m, group, at, costs, times, lag) for group in (fits, found)) if s]
         if small:
             tried = [[list(row) for row in schedule.order] for _, schedule in best]
