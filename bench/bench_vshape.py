@@ -1,7 +1,8 @@
 """Generation time of the V schedules, and their spans beside the controllable-memory authors' search.
 
 Run: ``nice .venv/bin/python bench/bench_vshape.py`` for the times (p = 16 and 32; each schedule
-built once in a fresh process, so no cache helps), and ``--authors`` for the comparison table:
+built once in a fresh process, so no cache helps, in CPU seconds; ``--against DIR`` times another
+checkout's code in the same run, e.g. the previous commit's), and ``--authors`` for the comparison table:
 the authors' search at a memory limit (every block of their family, their warm-up and cool-down
 rules, their timing; ppviz's ``vfamily`` builds them order for order, which
 tests/test_vshape_reference.py checks against a literal re-implementation) against ppviz at the
@@ -24,33 +25,45 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 TIMED = [
-    ("v-min", {}),
-    ("v-half", {}),
-    ("v-zb", {}),
-    ("v-auto", {}),
-    ("v-auto", {"max_memory": 0.6}),
-    ("zb-auto", {}),
-]  # fmt: skip  (v-auto 0.6: a limit of 0.6 p, between V-Half's and V-ZB's)
+    ("v-min", {}, {}),
+    ("v-half", {}, {}),
+    ("v-zb", {}, {}),
+    ("v-auto", {}, {}),
+    ("v-auto", {"max_memory": 0.6}, {}),
+    ("v-auto", {"max_memory": 0.55}, {"b": 4}),
+    ("zb-auto", {}, {}),
+]  # fmt: skip  (v-auto 0.6: a limit of 0.6 p, between V-Half's and V-ZB's; 0.55 p with b = 2 f: issue 11's case)
 
 
-def time_one(name: str, p: int, m: int, params: dict) -> float:
-    """Seconds to build one schedule in a fresh interpreter (cold caches, as on a first request)."""
+def time_one(name: str, p: int, m: int, params: dict, costs: dict, root: Path = ROOT) -> float:
+    """CPU seconds to build one schedule in a fresh interpreter (cold caches, as on a first
+    request) with ``root``'s ppviz, under ``costs`` (``make_costs`` arguments). CPU time, not
+    wall time: the machine is shared, and other work on its cores stretches the wall time."""
     args = {k: (v * p if k == "max_memory" else v) for k, v in params.items()}
     code = (
-        f"import time, sys; sys.path.insert(0, {str(ROOT)!r}); from ppviz.schedules import build; "
-        f"t = time.perf_counter(); build({name!r}, {p}, {m}, **{args!r}); print(time.perf_counter() - t)"
+        f"import time, sys; sys.path.insert(0, {str(root)!r}); from ppviz import make_costs; "
+        f"from ppviz.schedules import build; c = make_costs(**{costs!r}); t = time.process_time(); "
+        f"build({name!r}, {p}, {m}, costs=c, **{args!r}); print(time.process_time() - t)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     return float(out.stdout)
 
 
-def times() -> None:
-    print(f"{'schedule':22} {'p':>3} {'m':>4} {'generate (best of 2, cold)':>28}")
+def times(against: Path | None) -> None:
+    """Best of 3 per schedule; with ``--against DIR`` (another checkout), its code and this one
+    interleaved in the same run, "before → after"."""
+    roots = [against, ROOT] if against else [ROOT]
+    head = "generate, CPU (best of 3, cold)" + (f", {against} → this" if against else "")
+    print(f"{'schedule':22} {'p':>3} {'m':>4}  {head}")
     for p, m in ((16, 64), (32, 128)):
-        for name, params in TIMED:
-            label = name + (f" {params['max_memory']:g}p" if params else "")
-            best = min(time_one(name, p, m, params) for _ in range(2))
-            print(f"{label:22} {p:>3} {m:>4} {best:>27.2f}s", flush=True)
+        for name, params, costs in TIMED:
+            label = name + (f" {params['max_memory']:g}p" if params else "") + (" b=2f" if costs else "")
+            runs: dict[Path, list[float]] = {root: [] for root in roots}
+            for _ in range(3):
+                for root in roots:
+                    runs[root].append(time_one(name, p, m, params, costs, root))
+            text = " → ".join(f"{min(runs[root]):.2f}s" for root in roots)
+            print(f"{label:22} {p:>3} {m:>4}  {text}", flush=True)
 
 
 COSTS = {"equal": (1, 1, 1, 0), "latency 0.5": (1, 1, 1, 0.5), "b = 2": (1, 2, 1, 0)}  # per chunk
@@ -135,7 +148,7 @@ def main() -> None:
         for (p, m, cost_name), (short, equal, longer, gain) in tally.items():
             print(f"| {p} | {m} | {cost_name} | {short} | {equal} | {longer} | {max(0.0, -gain):g} |")
     else:
-        times()
+        times(Path(sys.argv[sys.argv.index("--against") + 1]).resolve() if "--against" in sys.argv else None)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from ..ir import Action, B, F, W
+from . import vtiming
 
 SIZE = 6
 LETTERS = "FfBbWw"
@@ -109,6 +110,11 @@ def _peaks(rows) -> list[int]:
         levels = np.cumsum(_STEP[codes])
         out.append(max(0, int(levels.max())) if len(levels) else 0)
     return out
+
+
+def peak(rows: list[str]) -> int:
+    """The highest activation of letter rows, in half device shares."""
+    return max(_peaks(rows), default=0)
 
 
 def _first_slots(p: int, block: Block) -> list[dict[str, int]]:
@@ -229,106 +235,17 @@ def _squeeze(rows: list[list[str]]) -> list[list[str]] | None:
     """Every op one slot, as early as its row order and its input on the next device allow
     (F, B from the device above, f, b from the one below); None if the rows cannot run.
 
-    Ops are placed in the authors' scan order (slot by slot; F, B, W down the devices, then f, b,
-    w up them), in which every input comes first whenever their rules hold: one pass, with each
-    op's input found beforehand by array operations."""
+    ``vtiming.slots`` finds them, all devices at once."""
     p = len(rows)
     width = len(rows[0])
     codes = np.frombuffer("".join("".join(row) for row in rows).encode("ascii"), dtype=np.uint8).reshape(p, width)
-    dev, slot = np.nonzero(codes != ord(" "))
-    letter = _LETTER_INDEX[codes[dev, slot]]
-    # microbatch of each op: its rank among its device's ops of the same letter (rows run left to right)
-    group = dev * SIZE + letter
-    by_group = np.lexsort((slot, group))
-    starts = np.searchsorted(group[by_group], group[by_group], side="left")
-    mb = np.empty(len(dev), dtype=np.int64)
-    mb[by_group] = np.arange(len(dev)) - starts
-    n_mb = int(mb.max()) + 1 if len(mb) else 1
-    upward = letter % 2 == 1  # f, b, w
-    scan = np.argsort(slot * (2 * p) + np.where(upward, 2 * p - 1 - dev, dev), kind="stable")
-    dev, letter, mb, slot = dev[scan], letter[scan], mb[scan], slot[scan]
-    where = np.full(p * SIZE * n_mb, -1, dtype=np.int64)
-    where[(dev * SIZE + letter) * n_mb + mb] = np.arange(len(dev))
-    src = np.where(letter % 2 == 0, dev - 1, dev + 1)
-    has_src = (letter < 4) & (src >= 0) & (src < p)
-    dep = np.full(len(dev), -1, dtype=np.int64)
-    dep[has_src] = where[(src[has_src] * SIZE + letter[has_src]) * n_mb + mb[has_src]]
-    if np.any(has_src & ((dep < 0) | (dep >= np.arange(len(dev))))):
-        return _squeeze_slow(rows)
-    at = [0] * len(dev)
-    nxt = [0] * p
-    for k, (i, d) in enumerate(zip(dev.tolist(), dep.tolist())):
-        t = nxt[i]
-        if d >= 0 and at[d] >= t:
-            t = at[d] + 1
-        at[k] = t
-        nxt[i] = t + 1
-    if max(nxt) > width:
+    ops = vtiming.Ops(codes)
+    at = vtiming.slots(ops)
+    if at is None or (len(at) and int(at.max()) >= width):
         return None
     out = np.full((p, width), ord(" "), dtype=np.uint8)
-    out[dev, at] = np.frombuffer(LETTERS.encode("ascii"), dtype=np.uint8)[letter]
+    out[ops.dev, at] = codes[ops.dev, ops.slot]
     return [list(row.tobytes().decode("ascii")) for row in out]
-
-
-_LETTER_INDEX = np.zeros(256, dtype=np.int64)
-_LETTER_INDEX[list(LETTERS.encode("ascii"))] = range(SIZE)
-
-
-def _squeeze_slow(rows: list[list[str]]) -> list[list[str]] | None:
-    """``_squeeze`` for rows whose slots are not in input order: devices take turns, each running
-    ahead until it waits for an input."""
-    p = len(rows)
-    width = len(rows[0])
-    seqs = ["".join(row).replace(" ", "") for row in rows]
-    placed = [{x: [] for x in "FfBb"} for _ in range(p)]  # device -> letter -> slot per microbatch
-    sources = [{"F": i - 1, "B": i - 1, "f": i + 1 if i + 1 < p else -1, "b": i + 1 if i + 1 < p else -1,
-                "W": -1, "w": -1} for i in range(p)]  # fmt: skip
-    pos = [0] * p
-    nxt = [0] * p
-    slots: list[list[int]] = [[] for _ in range(p)]
-    left = sum(map(len, seqs))
-    down, up = range(p), range(p - 1, -1, -1)
-    sweeps = 0
-    while left:
-        moved = False
-        sweeps += 1
-        for i in down if sweeps % 2 else up:  # alternate, to follow both the F and the f chains
-            k0 = k = pos[i]
-            seq = seqs[i]
-            if k == len(seq):
-                continue
-            mine, src_of, t, at = placed[i], sources[i], nxt[i], slots[i]
-            n = len(seq)
-            while k < n:
-                c = seq[k]
-                src = src_of[c]
-                if src >= 0:
-                    theirs = placed[src][c]
-                    mb = len(mine[c])
-                    if mb >= len(theirs):
-                        break
-                    if theirs[mb] >= t:
-                        t = theirs[mb] + 1
-                if c in mine:
-                    mine[c].append(t)
-                at.append(t)
-                t += 1
-                k += 1
-            if k != k0:
-                left -= k - k0
-                pos[i], nxt[i] = k, t
-                moved = True
-        if not moved:
-            return None
-    if max(nxt) > width:
-        return None
-    out = []
-    for seq, at in zip(seqs, slots):
-        row = [" "] * width
-        for t, c in zip(at, seq):
-            row[t] = c
-        out.append(row)
-    return out
 
 
 def _cool_down(rows: list[list[str]], m: int) -> list[list[str]] | None:
@@ -613,10 +530,14 @@ def defer_early_w(rows: list[str]) -> list[str] | None:
     """
     out = []
     for row in rows:
-        count = dict.fromkeys(LETTERS, 0)
+        j = _first_early_w(row)
+        if j is None:
+            out.append(row)
+            continue
+        count = {c: row.count(c, 0, j) for c in LETTERS}
         waiting = {"W": 0, "w": 0}
-        fixed = []
-        for c in row:
+        fixed = [row[:j]]
+        for c in row[j:]:
             if c in "Ww" and count["B" if c == "W" else "b"] <= count[c] + waiting[c]:
                 waiting[c] += 1
                 continue
@@ -630,6 +551,22 @@ def defer_early_w(rows: list[str]) -> list[str] | None:
                     waiting[wl] -= 1
         out.append("".join(fixed))
     return out if runs_in_order(out) else None
+
+
+def _first_early_w(row: str) -> int | None:
+    """Where the first W (w) ahead of its own B (b) sits in ``row``; None if there is none."""
+    codes = np.frombuffer(row.encode("ascii"), dtype=np.uint8)
+    early = []
+    for back, weight in (("B", "W"), ("b", "w")):
+        at_w = np.flatnonzero(codes == ord(weight))
+        at_b = np.flatnonzero(codes == ord(back))
+        k = min(len(at_w), len(at_b))
+        bad = np.flatnonzero(at_w[:k] < at_b[:k])
+        if len(bad):
+            early.append(int(at_w[bad[0]]))
+        elif len(at_w) > k:
+            early.append(int(at_w[k]))
+    return min(early, default=None)
 
 
 def pull_late_b(rows: list[str]) -> list[str] | None:
@@ -730,3 +667,10 @@ def to_order(rows: list[str]) -> list[list[Action]]:
 
 
 _KIND = {"F": F, "f": F, "B": B, "b": B, "W": W, "w": W}
+
+
+def to_letters(order: list[list[Action]]) -> list[str]:
+    """A V-placement order as letter strings (``to_order``'s inverse for orders that run each
+    letter's microbatches in turn, as ppviz's own V orders do)."""
+    names = {F: ("F", "f"), B: ("b", "B"), W: ("w", "W")}
+    return ["".join(names[a.kind][a.stage != i] for a in row) for i, row in enumerate(order)]

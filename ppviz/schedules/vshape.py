@@ -15,12 +15,14 @@ rules (``vfamily.py``), ppviz's own blocks below, and greedy re-timings under th
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..costs import Costs
 from ..ir import Action, B, F, Kind, Placement, Schedule, Step, W, make_schedule
 from ..simulator import ScheduleError
-from . import vfamily
+from . import vfamily, vtiming
 from .greedy import order_peak, repairs, score
 from .registry import Param, Spec, register
 
@@ -129,8 +131,9 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
     return order
 
 
-FAMILY_WORK = 44_000  # blocks built per search × p × max(m, 2p): 10 blocks at 32 × 128, 14 at 32 × 96
+FAMILY_WORK = 80_000  # blocks built per search × p × max(m, 2p): 19 blocks at 32 × 128, 26 at 32 × 96
 REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (about 0.4 s each at 32 × 64)
+BELOW_SIZE = 1_024  # p × m up to which the half share below the limit is searched too, with a quarter of the work
 
 
 def controlled(p: int, m: int, references: list[list[list[Action]]], limit: float | None, costs: Costs | None):
@@ -138,37 +141,53 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
 
     Candidates: the authors' family under that limit (``vfamily.search``: their blocks, warm-up
     and cool-down rules, the likely best under these op times built first, orders with a W ahead
-    of its B repaired two ways) and ppviz's own reference orders; the best of each, and for sizes up to
-    ``REPAIR_SIZE`` their greedy re-timings under the real op times (W deferred while anything
-    else is ready). All are simulated exactly; the shortest longest span wins, so the result is
-    never longer than the authors' choice among the blocks built.
+    of its B repaired two ways) and ppviz's own reference orders that fit; the best of each, and
+    for sizes up to ``REPAIR_SIZE`` their greedy re-timings under the real op times (W deferred
+    while anything else is ready). Every candidate is timed exactly (``vtiming``, which times
+    them as the simulator does, at numpy speed) and the best of each kind simulated; the
+    shortest longest span wins, so the result is never longer than the authors' choice among
+    the blocks built.
+
+    Up to ``BELOW_SIZE``, all this is done at the half share below the limit too (memory comes
+    in half shares): a re-timing under a higher limit runs forwards earlier and can end later
+    (V-Half's, re-timed at p = 16, m = 64, b = 2f: 604 at 9 shares, 610 at 9.5), and more
+    memory should never be slower.
     """
     costs = costs or Costs()
     placement = Placement.vshape(p)
-    unit = 0.5
-    own = [order_peak(ref, unit) for ref in references]
+    own = [order_peak(ref, 0.5) for ref in references]
     cap = max(own) if limit is None else limit
-    fits = [(peak, ref) for ref, peak in zip(references, own) if peak <= cap + 1e-9]
-    small = p * m <= REPAIR_SIZE
-    if fits and not small:  # large runs: only the own block nearest the limit
-        top = max(peak for peak, _ in fits)
-        fits = [(peak, ref) for peak, ref in fits if peak == top]
-    found = vfamily.search(p, m, cap, FAMILY_WORK, *_letter_times(p, costs))
-    family = [vfamily.to_order(rows) for rows in found]
-    if not fits and not family:
+    times, lag = _letter_times(p, costs)
+    top = math.floor(2 * cap + 1e-9) / 2
+    if not any(peak <= top + 1e-9 for peak in own) and vfamily.lowest_peak(p) > top:
         need = min([*own, vfamily.lowest_peak(p)])
         raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it to at least {need:g}")
-    scored = [_score(placement, m, order, cap, costs) for order in [ref for _, ref in fits] + family]
-    best = [min((s for s in group if s is not None), default=None, key=lambda s: s[0])
-            for group in (scored[: len(fits)], scored[len(fits) :])]  # fmt: skip
-    best = [s for s in best if s is not None]
-    if not best:
+    small = p * m <= REPAIR_SIZE
+    scored = []
+    for at, work in ((top, FAMILY_WORK), (top - 0.5, FAMILY_WORK // 4))[: 2 if p * m <= BELOW_SIZE else 1]:
+        fits = [vfamily.to_letters(ref) for ref, peak in zip(references, own) if peak <= at + 1e-9]
+        found = vfamily.search(p, m, at, work, times, lag)
+        best = [s for s in (_best(placement, m, group, at, costs, times, lag) for group in (fits, found)) if s]
+        if small:
+            tried = [[list(row) for row in schedule.order] for _, schedule in best]
+            repaired = [r for ref in tried for r in repairs(placement, m, ref, at, costs)]
+            best += [s for s in (score(placement, m, order, at, costs) for order in repaired) if s is not None]
+        scored += best
+    if not scored:
         raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it")
-    if small:
-        tried = [[list(row) for row in schedule.order] for _, schedule in best]
-        repaired = [r for ref in tried for r in repairs(placement, m, ref, cap, costs)]
-        best += [s for s in (score(placement, m, order, cap, costs) for order in repaired) if s is not None]
-    return min(best, key=lambda s: s[0])[1]
+    return min(scored, key=lambda s: s[0])[1]
+
+
+def _best(placement: Placement, m: int, group: list[list[str]], cap: float, costs: Costs, times, lag):
+    """``score`` of the best letter rows of ``group``: all timed by ``vtiming`` (as the
+    simulator times them), then simulated from the shortest on until one runs within ``cap``."""
+    timed = vtiming.spans(group, times, lag)
+    keyed = [(t, vfamily.peak(rows), k) for k, (rows, t) in enumerate(zip(group, timed)) if t is not None]
+    for *_, k in sorted(keyed):
+        scored = _score(placement, m, vfamily.to_order(group[k]), cap, costs)
+        if scored is not None:
+            return scored
+    return None
 
 
 def _letter_times(p: int, costs: Costs):
