@@ -337,14 +337,21 @@ def read_presets(raw: dict, base, notes: list[str]) -> dict:
     """The model and GPU preset names in ``raw`` that exist; an unknown one gets a note and ``base``'s."""
     values = {}
     for key, names, what in (("model", specs.model_names(), "model"), ("gpu", specs.gpu_names(), "GPU")):
-        v = raw.get(key)
-        if v is None:
-            continue
-        if isinstance(v, str) and v in names:
-            values[key] = v
-        else:
-            notes.append(f"unknown {what} preset {limits._show(v)}; using {getattr(base, key)}")
+        note = f"unknown {what} preset {{}}; using {getattr(base, key)}"
+        _take_choice(raw, key, names, values, notes, note)
     return values
+
+
+def _take_choice(raw: dict, key: str, allowed, values: dict, notes: list[str], note: str) -> None:
+    """``raw[key]`` into ``values`` when it is one of ``allowed``; otherwise ``note`` (its ``{}``
+    the value shown) goes to ``notes``. An absent key changes nothing."""
+    chosen = raw.get(key)
+    if chosen is None:
+        return
+    if isinstance(chosen, str) and chosen in allowed:
+        values[key] = chosen
+    else:
+        notes.append(note.format(limits._show(chosen)))
 
 
 def bounded(raw: dict, numbers: dict) -> Parsed:
@@ -404,13 +411,8 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         elif not (isinstance(baseline, str) and (baseline in REGISTRY or baseline == "")):
             notes.append(f"baseline {limits._show(baseline)} is not a compared schedule; using the first")
     for name, allowed in (("compare_show", COMPARE_SHOWS), ("sweep_axis", SWEEP_AXES)):
-        chosen = raw.get(name)
-        if chosen is None:
-            continue
-        if isinstance(chosen, str) and chosen in allowed:
-            values[name] = chosen
-        else:
-            notes.append(f"{name.replace('_', ' ')} {limits._show(chosen)} is not one of {', '.join(allowed)}")
+        note = f"{name.replace('_', ' ')} {{}} is not one of {', '.join(allowed)}"
+        _take_choice(raw, name, allowed, values, notes, note)
     state = replace(base, **values)
     model_over, gpu_over = {}, {}
     for name, value in numbers.items():
