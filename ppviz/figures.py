@@ -1097,43 +1097,6 @@ h1 {{ font-size: 1.3rem; margin: 0 0 .8rem; }}
 BREAKDOWN_COLORS = ("#0072B2", "#56B4E9", "#CC79A7", "#BBBBBB", "#E69F00", "#009E73", "#D55E00", "#F0E442")
 
 
-def breakdown(
-    rows: dict[str, dict[str, float]], *, scale: float = 1.0, unit: str = "", title: str | None = None
-) -> go.Figure:
-    """A small stacked bar per row (e.g. per schedule): the parts of an iteration, in order.
-
-    ``rows`` maps a row label to {part: seconds}; every row has the same parts. ``scale``/``unit``
-    as the time axis's (seconds to ms: 1e3, "ms").
-    """
-    labels = list(rows)
-    parts = list(next(iter(rows.values()))) if rows else []
-    data = []
-    for i, part in enumerate(parts):
-        name = part.removesuffix("_s").replace("_", " ")
-        data.append(
-            dict(
-                type="bar",
-                orientation="h",
-                name=name,
-                y=labels,
-                x=[rows[r][part] * scale for r in labels],
-                marker=dict(color=BREAKDOWN_COLORS[i % len(BREAKDOWN_COLORS)]),
-                hovertemplate=f"%{{y}}<br>{html.escape(name)}: %{{x:.5~g}}{_suffix(unit)}<extra></extra>",
-            )
-        )
-    layout = dict(
-        title=dict(text=title or "iteration breakdown (busiest device)", x=0, xanchor="left", font=dict(size=13)),
-        barmode="stack",
-        height=110 + 28 * max(len(labels), 1),
-        margin=dict(l=130, r=20, b=40),
-        xaxis=dict(title=_time_title(unit), gridcolor=_GRID, rangemode="tozero"),
-        yaxis=dict(autorange="reversed"),
-        plot_bgcolor="white",
-    )
-    _title_band(layout, data)  # the legend ran into the title with 4 rows (its y was in plot fractions)
-    return _figure(data, layout)
-
-
 def tradeoff(
     x: Sequence[float],
     y: Sequence[float],

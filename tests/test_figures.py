@@ -483,9 +483,7 @@ def test_the_compare_and_sweep_legends_start_under_the_modebar_band():
     runs = [ppviz.simulate("dualpipe", 8, 16), ppviz.simulate("interleaved-1f1b", 8, 16, chunks=4)]
     rows = sweep.sweep(["1f1b", "interleaved-1f1b"], "m", [2, 4, 8], devices=4, microbatches=4)
     charts = figures.compare_memory(runs), figures.sweep(rows, "m", [("makespan", "makespan (units)", 1)])
-    parts = {"compute_s": 1.0, "bubble_s": 0.2, "dp_sync_s": 0.1}
-    steps = figures.breakdown({n: parts for n in ("1f1b", "zb-v", "dualpipe", "gpipe")})  # the model view's
-    for fig in (*charts, figures.compare(runs), steps):  # and the former stacked Gantts
+    for fig in (*charts, figures.compare(runs)):  # and the former stacked Gantts
         legend, height = fig.layout.legend, fig.layout.height
         assert legend.yref == "container" and legend.yanchor == "top"
         assert (1 - legend.y) * height == pytest.approx(figures.TITLE_BAND_PX)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ppviz.figures import BREAKDOWN_COLORS as COLORS  # the palette of figures.breakdown
+from ppviz.figures import BREAKDOWN_COLORS as COLORS  # the palette of the real-units charts
 
 
 @dataclass(frozen=True)
