@@ -1,11 +1,12 @@
 """Real-browser latency of the model & cluster view: a change of the global batch until the Gantt (ms)
-and memory (GB) charts are redrawn, at pp 8 and about 64 microbatches (target p50 ≤ 300 ms).
+and memory (GB) chart, one figure, is redrawn, at pp 8 and about 64 microbatches (target p50 ≤ 300 ms).
 
 Serves app.py from a child process and drives Debian's headless Chromium with selenium, as bench_page.py
 does. Each move types a new global batch and presses Enter: the clock starts at that keydown and
-stops at the later of the two charts' ``plotly_afterplot`` events once the Gantt's title shows the
-new count. The batches cycle 72, 64, 56, 64 (multiples of pp, which interleaved 1F1B needs: 65 is
-refused, and a bench waiting for a chart that never comes timed out), and the server's estimate
+stops at the chart's ``plotly_afterplot`` event (the later of both charts', on a page of two) once
+the Gantt's title shows the new count. The batches cycle 72, 64, 56, 64 (multiples of pp, which
+interleaved 1F1B needs: 65 is refused, and a bench waiting for a chart that never comes timed
+out), and the server's estimate
 cache is emptied before each move, so every move estimates anew. A page showing an error instead
 of the charts stops the bench with that error. Also prints the server's share: ``model_views.render``
 alone, cold (a new layout) and warm (cached), and the load average (other work on a shared
@@ -42,11 +43,15 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 from ppviz.web import model_state, model_views  # noqa: E402
 
+# The charts on screen: the Gantt with its memory chart in one figure; a page before that drew the
+# memory chart as a second one (``--ab`` of an older revision), timed until both are drawn.
 HOOK = """
-window.__t0 = null; window.__draws = {'gantt-model': [], 'memory-model': []};
+window.__t0 = null; window.__draws = {};
 document.addEventListener('keydown', function (e) { if (e.key === 'Enter') window.__t0 = performance.now(); }, true);
 for (const id of ['gantt-model', 'memory-model']) {
   const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  if (!gd || gd.offsetParent === null) continue;
+  window.__draws[id] = [];
   gd.on('plotly_afterplot', function () { window.__draws[id].push(performance.now()); });
 }
 """
@@ -64,11 +69,21 @@ DONE = (
     + """})();
 if (title && title.error) return title;
 if (t0 === null || !title || title.indexOf(want) < 0) return null;
-const g = window.__draws['gantt-model'].filter(t => t > t0), m = window.__draws['memory-model'].filter(t => t > t0);
-if (!g.length || !m.length) return null;
-return Math.max(g[g.length - 1], m[m.length - 1]) - t0;
+let last = 0;
+for (const draws of Object.values(window.__draws)) {
+  const after = draws.filter(t => t > t0);
+  if (!after.length) return null;
+  last = Math.max(last, after[after.length - 1]);
+}
+return last - t0;
 """
 )
+MEMORY_DRAWN = """
+const one = document.querySelector('#gantt-model .js-plotly-plot');
+if (one && one.data && one.data.some(t => t.yaxis === 'y2')) return true;
+const gd = document.querySelector('#memory-model .js-plotly-plot');
+return gd && gd.offsetParent !== null && gd.data && gd.data.length > 2;
+"""
 LINK = "/#view=model&model=llama3-70b&gpu=h100-sxm&schedule={schedule}&tp=8&pp=8&dp=1&mbs=1&gbs=64&vpp={vpp}"
 BATCHES = (72, 64, 56, 64)  # global batches (= microbatches at dp 1, mbs 1), all multiples of pp 8
 
@@ -115,8 +130,7 @@ def moves(driver, base: str, schedule: str, count: int) -> tuple[list[float], li
     driver.get(base + LINK.format(schedule=schedule, vpp=vpp_of(schedule)))
     driver.refresh()
     wait(driver, "const t = (function () {" + TITLE + "})(); return t && (t.error ? t : t.indexOf('· 64 micro') >= 0);")
-    wait(driver, "const gd = document.querySelector('#memory-model .js-plotly-plot');"
-                 "return gd && gd.data && gd.data.length > 2;")  # fmt: skip
+    wait(driver, MEMORY_DRAWN)
     time.sleep(1.0)  # both charts settled: the hooks go on the elements that will be redrawn
     driver.execute_script(HOOK)
     out, cpu = [], []

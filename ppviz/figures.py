@@ -945,6 +945,88 @@ def overview(
     return _figure([heat] + ([step] if step else []) + ([ends] if ends else []), layout)
 
 
+# --- one figure of two charts ----------------------------------------------------------------
+
+_LEGEND_ROW_PX = 19  # a row of a horizontal legend (font 12), as _legend_room counts
+_LEGEND_PAD_PX = 10  # a legend's padding above and below its rows
+_TICKS_PX = 22  # an x axis's tick labels without a title
+_BLOCK_TITLE_PX = 22  # a chart's title over its legend, inside a stacked figure
+
+
+def _legend_px(traces: list[dict], width: float = LABEL_PLOT_PX - 40) -> int:
+    """Height of the horizontal legend of ``traces`` wrapped at ``width`` px (0 when none is shown)."""
+    shown = any(t.get("showlegend", True) is not False and t.get("type") != "heatmap" for t in traces)
+    return _LEGEND_ROW_PX + _LEGEND_PAD_PX + _legend_room(traces, width) if shown else 0
+
+
+def _plot_px(fig: dict) -> int:
+    """The plot area of a chart built here: its height less the margins and the legend over the plot."""
+    layout = fig["layout"]
+    margin = layout.get("margin", _MARGIN)
+    return int(layout["height"] - margin["t"] - margin["b"] - _legend_px(fig["data"]))
+
+
+def stacked(top: dict, bottom: dict) -> go.Figure:
+    """Two charts of one run on one time axis, in one figure: ``top`` (a Gantt or its overview) over
+    ``bottom`` (its memory chart), each keeping its plot's height, legend and title.
+
+    One plot instead of two: a redraw in the browser pays plotly's fixed cost of a plot once (the
+    model view's redraw, ``bench/bench_model_page.py``), and a zoom on either chart zooms both
+    (the bottom time axis ``matches`` the top). Takes the plain dicts built under ``plain()``.
+    """
+    top_data, bottom_data = list(top["data"]), [dict(t, xaxis="x2", yaxis="y2") for t in bottom["data"]]
+    for trace in bottom_data:
+        trace["legend"] = "legend2"
+    top_plot, bottom_plot = _plot_px(top), _plot_px(bottom)
+    # wrapped at a narrow plot's width (1280 px screens, an overview's colour bar): on the bottom
+    # chart's top, a row more than estimated would run into its title
+    bottom_legend = _legend_px(bottom_data, width=640)
+    gap = _TICKS_PX + _BLOCK_TITLE_PX + bottom_legend  # the top's tick labels, then the bottom's title and legend
+    top_legend = _legend_px(top_data)
+    # The top legend, placed from the figure's top under the title band (see _title_band), reserves
+    # the band and itself; with a legend placed on the plot area (the bottom's), plotly adds that to
+    # the top margin rather than taking the larger, so the margin is 0 under a top legend.
+    margin = dict(_MARGIN, t=0 if top_legend else TITLE_BAND_PX)
+    plot = top_plot + gap + bottom_plot
+    height = TITLE_BAND_PX + top_legend + plot + margin["b"]
+    split = bottom_plot / plot  # the bottom chart's top, in the plot area's fraction
+    tl, bl = top["layout"], bottom["layout"]
+    for trace in (t for t in top_data if t.get("type") == "heatmap"):  # the overview's colour bar beside its chart
+        trace["colorbar"] = dict(trace.get("colorbar", {}), y=(bottom_plot + gap) / plot, yanchor="bottom")
+        trace["colorbar"]["len"] = top_plot / plot
+    title = dict(tl["title"], yref="container", y=1, yanchor="top", pad=dict(t=8))
+    layout = dict(
+        title=title,
+        height=height,
+        margin=margin,
+        legend=_band_legend(height),
+        legend2=dict(_LEGEND, y=split, yanchor="bottom"),  # over the bottom chart, under its title
+        xaxis=dict(tl["xaxis"], title=None, anchor="y"),
+        yaxis=dict(tl["yaxis"], domain=[(bottom_plot + gap) / plot, 1.0], anchor="x"),
+        xaxis2=dict(bl["xaxis"], anchor="y2", matches="x"),
+        yaxis2=dict(bl["yaxis"], domain=[0.0, split], anchor="x2"),
+        annotations=[
+            dict(
+                text=bl["title"]["text"],
+                xref="paper",
+                yref="paper",
+                x=0,
+                xanchor="left",
+                y=split,
+                yanchor="bottom",
+                yshift=bottom_legend,
+                showarrow=False,
+                font=dict(size=14),
+            )
+        ],
+        plot_bgcolor="white",
+        hovermode="closest",
+    )
+    if "barmode" in tl:
+        layout["barmode"] = tl["barmode"]
+    return _figure(top_data + bottom_data, layout)
+
+
 # --- comparison ------------------------------------------------------------------------------
 
 

@@ -273,6 +273,39 @@ def test_gantt_and_memory_share_the_time_axis():
     assert figures.gantt(run).layout.xaxis.range == figures.memory(run).layout.xaxis.range == (0, run.metrics.makespan)
 
 
+def test_stacked_puts_the_memory_chart_under_the_gantt_on_one_time_axis():
+    """One figure: the Gantt's traces on x/y, the memory chart's on x2/y2 (matching x) with its own
+    legend and title, each plot as tall as it was alone, and the Gantt's title kept."""
+    run = ppviz.simulate("zb-v", 4, 8)
+    with figures.plain():
+        top, bottom = figures.gantt(run), figures.memory(run, capacity=5.0)
+        fig = figures.stacked(top, bottom)
+    layout = fig["layout"]
+    assert fig["data"][: len(top["data"])] == top["data"]
+    rest = fig["data"][len(top["data"]) :]
+    assert [t["name"] for t in rest] == [t["name"] for t in bottom["data"]]
+    assert all(t["xaxis"] == "x2" and t["yaxis"] == "y2" and t["legend"] == "legend2" for t in rest)
+    assert layout["xaxis2"]["matches"] == "x" and layout["xaxis2"]["title"]["text"] == "time (units)"
+    assert layout["xaxis"]["title"] is None and layout["xaxis"]["range"] == [0.0, run.metrics.makespan]
+    assert layout["title"]["text"] == top["layout"]["title"]["text"]
+    assert layout["annotations"][0]["text"] == bottom["layout"]["title"]["text"]
+    (low, split), (start, end) = layout["yaxis2"]["domain"], layout["yaxis"]["domain"]
+    assert low == 0.0 and split < start < end == 1.0
+    plot = layout["height"] - figures.TITLE_BAND_PX - figures._legend_px(top["data"]) - layout["margin"]["b"]
+    assert (end - start) * plot == pytest.approx(figures._plot_px(top))  # each plot keeps its height
+    assert split * plot == pytest.approx(figures._plot_px(bottom))
+
+
+def test_stacked_keeps_an_overviews_colour_bar_beside_the_top_chart():
+    run = ppviz.simulate("1f1b", 4, 64)
+    with figures.plain():
+        fig = figures.stacked(figures.overview(run), figures.memory(run))
+    (heat,) = [t for t in fig["data"] if t["type"] == "heatmap"]
+    start, end = fig["layout"]["yaxis"]["domain"]
+    assert heat["colorbar"]["y"] == pytest.approx(start) and heat["colorbar"]["len"] == pytest.approx(end - start)
+    assert heat["yaxis"] == "y" and fig["layout"]["margin"]["t"] == figures.TITLE_BAND_PX  # no legend over it
+
+
 def test_overview_is_devices_by_bins_and_keeps_busy_time():
     """Each row's busy fraction, summed over bins, is the device's busy time."""
     run = ppviz.simulate("1f1b", 4, 8, f=1.0, b=2.0, w=0.0)

@@ -65,6 +65,11 @@ def assert_breakdown(page: Page, est) -> None:
     assert f"{est.iteration_s * 1e3:,.1f} ms on the busiest device" in page.value(bar_id("bar", 0), "title")
 
 
+def memory_part(figure: dict) -> list[dict]:
+    """The memory chart's traces: under the Gantt, in the same figure, on the second axes."""
+    return [t for t in figure["data"] if t.get("yaxis") == "y2"]
+
+
 def estimate(**layout):
     base = dict(tp=8, pp=8, dp=1, mbs=1, gbs=64, sequence_parallel=True, recompute="selective", zero=1)
     return ppviz.estimate("llama3-70b", "h100-sxm", Layout(**{**base, **layout}))
@@ -84,19 +89,23 @@ def test_opening_the_view_shows_the_estimate_in_ms_and_gb(page):
     assert f"{est.tokens_per_s:,.0f}" in text
     assert f"{est.mfu:.1%}" in text
     assert f"{est.peak_bytes.max() * 1e-9:.1f} / 80 GB" in text and "fits with" in text
-    gantt = out["gantt-model"]["figure"]
-    assert gantt["layout"]["xaxis"]["title"]["text"] == "time (ms)"
-    assert gantt["layout"]["xaxis"]["range"] == pytest.approx([0, est.makespan_s * 1e3])
+    gantt = out["gantt-model"]["figure"]  # the Gantt with the memory chart under it, on one time axis in ms
+    layout = gantt["layout"]
+    assert layout["xaxis2"]["title"]["text"] == "time (ms)" and layout["xaxis2"]["matches"] == "x"
+    assert layout["xaxis"]["range"] == pytest.approx([0, est.makespan_s * 1e3])
+    assert layout["yaxis2"]["domain"][1] < layout["yaxis"]["domain"][0]  # memory under the Gantt
+    assert out["memory-box-model"]["style"] == {"display": "none"}  # no second chart
     bars = [t for t in gantt["data"] if t.get("fill") == "toself"]
     ends = np.concatenate([figures.rects(t)[1] for t in bars])
     assert ends.max() == pytest.approx(est.makespan_s * 1e3, rel=1e-6)  # the last op ends at the makespan, in ms
-    memory = out["memory-model"]["figure"]
-    assert memory["layout"]["yaxis"]["title"]["text"] == "memory (GB)"
-    (peak,) = [t for t in memory["data"] if t["name"] == "peak"]
+    memory = memory_part(gantt)
+    assert layout["yaxis2"]["title"]["text"] == "memory (GB)"
+    assert "static" in layout["annotations"][0]["text"] and "HBM" in layout["annotations"][0]["text"]
+    (peak,) = [t for t in memory if t["name"] == "peak"]
     assert figures.decode_typed_array(peak["y"]) == pytest.approx(est.peak_bytes * 1e-9)  # static + activation
-    (capacity,) = [t for t in memory["data"] if t["name"].startswith("capacity")]
+    (capacity,) = [t for t in memory if t["name"].startswith("capacity")]
     assert capacity["y"] == [80.0, 80.0]
-    first = [t for t in memory["data"] if t["name"] == "device 0"][0]
+    first = [t for t in memory if t["name"] == "device 0"][0]
     static = sum(est.static_bytes[k][0] for k in ("weight", "grad", "optimizer"))
     assert figures.decode_typed_array(first["y"])[0] == pytest.approx(static * 1e-9, rel=1e-6)  # the curve's base
     assert_breakdown(page, est)
@@ -235,7 +244,7 @@ def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
     out = open_hash(page, DEFAULT + "&tp=4&pp=16&gbs=32")
     est = estimate(tp=4, pp=16, gbs=32)
     high, low = int(np.argmax(est.peak_bytes)), int(np.argmin(est.peak_bytes))
-    names = [t.get("name") for t in out["memory-model"]["figure"]["data"]]
+    names = [t.get("name") for t in memory_part(out["gantt-model"]["figure"])]
     assert names[:2] == ["min", "min–max of 16 devices"]
     assert f"device {high} (highest peak)" in names and f"device {low} (lowest peak)" in names
     assert f"automatic: device {high} (highest peak) and device {low} (lowest)" in message(page, "lines")
@@ -245,7 +254,7 @@ def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
 
     out = change(page, "lines", [11, 4])
     assert model_state.parse(out["url"]["hash"]).state.lines == (4, 11) and out["url"]["hash"].endswith("&lines=4,11")
-    lines = [t for t in out["memory-model"]["figure"]["data"] if str(t.get("name")).startswith("device")]
+    lines = [t for t in memory_part(out["gantt-model"]["figure"]) if str(t.get("name")).startswith("device")]
     assert [t["name"].split(" (")[0] for t in lines] == ["device 4", "device 11"]
     static = est.static_bytes["weight"] + est.static_bytes["grad"] + est.static_bytes["optimizer"]
     top = max(figures.decode_typed_array(lines[0]["y"]))
@@ -340,7 +349,7 @@ def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
     est = ppviz.estimate("llama3-8b", "h100-sxm", Layout(tp=1, pp=16, gbs=64, recompute="selective", zero=1,
                                                          schedule="v-auto"))  # fmt: skip
     assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
-    assert page.value("gantt-model", "figure")["layout"]["xaxis"]["title"]["text"] == "time (ms)"
+    assert page.value("gantt-model", "figure")["layout"]["xaxis2"]["title"]["text"] == "time (ms)"
 
 
 def test_compare_deltas_are_against_the_chosen_baseline_in_percent_and_gb(page):
@@ -453,7 +462,7 @@ def test_a_move_sends_only_what_changed(page):
     open_hash(page, DEFAULT)
     out = change(page, "gbs", 72)
     sent = {k for k in out if not k.startswith("{")}
-    assert sent == {"url", "gantt-model", "memory-model", "drawn-model", "sent-model"}
+    assert sent == {"url", "gantt-model", "drawn-model", "sent-model"}  # the memory chart is in the Gantt's figure
     kinds = {json.loads(k)["type"] for k in out if k.startswith("{")}
     assert kinds == {"card-value-model", "card-detail-model", "breakdown-bar-model", "breakdown-text-model"}
     assert all(isinstance(v, str) for k in out if k.startswith('{"key"') for v in out[k].values())

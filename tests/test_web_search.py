@@ -141,8 +141,8 @@ def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
     est = ppviz.estimate(model("llama3-8b", seq=4096), "h100-sxm", lay)
     assert est.iteration_s == pytest.approx(expected.layouts[1]["iteration_s"])
     assert f"{est.iteration_s * 1e3:,.0f} ms" in page.text("cards-model")
-    assert view["gantt-model"]["figure"]["layout"]["xaxis"]["title"]["text"] == "time (ms)"
-    assert view["memory-model"]["figure"]["layout"]["yaxis"]["title"]["text"] == "memory (GB)"
+    layout = view["gantt-model"]["figure"]["layout"]  # the Gantt with its memory chart under it
+    assert layout["xaxis2"]["title"]["text"] == "time (ms)" and layout["yaxis2"]["title"]["text"] == "memory (GB)"
 
 
 @pytest.mark.parametrize("junk", [None, [], [1], ["x"], [{"tp": "a"}], {"rank": 1}, [{}]])
@@ -196,7 +196,7 @@ def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, 
     est = ppviz.estimate(model("llama3-8b", seq=4096), "h100-sxm", lay)
     assert est.iteration_s == want["iteration_s"]
     assert f"{est.iteration_s * 1e3:,.0f} ms" in page.text("cards-model")
-    assert view["gantt-model"]["figure"]["layout"]["xaxis"]["title"]["text"] == "time (ms)"
+    assert view["gantt-model"]["figure"]["layout"]["xaxis2"]["title"]["text"] == "time (ms)"
     state = model_state.parse(hash_).state
     shown = model_state.layout_of(state, row["schedule"])
     assert (shown.tp_mode, shown.tp2d, shown.summa_blocks, shown.nvlink_dp_pp) == (

@@ -54,32 +54,6 @@ clientside_callback(
 )
 
 
-clientside_callback(
-    """function(g, m) {
-        // A zoom on either chart of one schedule moves the other: one time axis in ms.
-        const nu = window.dash_clientside.no_update;
-        const trig = window.dash_clientside.callback_context.triggered || [];
-        const source = trig.length && trig[0].prop_id.indexOf("memory-model") === 0 ? "memory-model" : "gantt-model";
-        const target = source === "memory-model" ? "gantt-model" : "memory-model";
-        const from = document.querySelector("#" + source + " .js-plotly-plot");
-        const to = document.querySelector("#" + target + " .js-plotly-plot");
-        if (!from || !to || !from._fullLayout || !to._fullLayout || to.offsetParent === null) return nu;
-        const axis = gd => (gd.layout.xaxis && gd.layout.xaxis.title && gd.layout.xaxis.title.text) || "";
-        if (axis(from) !== "time (ms)" || axis(to) !== "time (ms)") return nu;  // compare mode: no shared axis
-        const a = from._fullLayout.xaxis.range, b = to._fullLayout.xaxis.range;
-        const tolerance = 1e-9 * (Math.abs(a[1]) + 1);
-        if (Math.abs(a[0] - b[0]) > tolerance || Math.abs(a[1] - b[1]) > tolerance) {
-            window.Plotly.relayout(to, {"xaxis.range": [a[0], a[1]]});
-        }
-        return nu;
-    }""",
-    Output("axes-model", "data"),
-    Input("gantt-model", "relayoutData"),
-    Input("memory-model", "relayoutData"),
-    prevent_initial_call=True,
-)
-
-
 @callback(
     Output("url", "hash", allow_duplicate=True),
     *[Output(cid(name), "value") for name in CONTROLS],

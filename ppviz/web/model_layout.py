@@ -93,7 +93,6 @@ def model_view() -> html.Div:
             dcc.Store(id="drawn-model"),
             dcc.Store(id="sent-model"),  # digests of the small outputs on screen (see model_callbacks)
             dcc.Store(id="job-model"),
-            dcc.Store(id="axes-model"),
             html.Aside(_panel(values), className="panel"),
             html.Section(_charts(), className="views"),
         ],

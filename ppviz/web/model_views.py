@@ -35,8 +35,8 @@ CARD_LABELS = {
 
 @dataclass
 class ModelView:
-    gantt: object
-    memory: object | None  # compare mode: each device's peak per schedule
+    gantt: object  # one schedule: its Gantt with its memory chart under it, in one figure; comparing: each's
+    memory: object | None  # compare mode: each device's peak per schedule; None hides the second chart
     breakdown: bars.Bars | None  # a stacked bar in ms per schedule
     cards: list[tuple[str, str, str, str]]  # (key, label, value, detail); detail kind "error" when over capacity
     ranking: list[dict]
@@ -86,7 +86,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             f"Estimating {' and '.join(names)} at pp {state.pp} × {state.microbatches} microbatches in the background…"
         )
         fig = views.message_figure(text)
-        return ModelView(fig, None if state.mode == "compare" else fig, None, [], [], {}, "queued")
+        return ModelView(fig, None, None, [], [], {}, "queued")
     estimates = []
     for name in names:
         try:
@@ -117,9 +117,10 @@ def render(state: ModelState, background: bool = False) -> ModelView:
         return ModelView(fig, memory, breakdown, [], table, notes, "bars", estimates)
     est = estimates[0]
     gantt, drawn_as = gantt_figure(est)
-    memory = memory_figure(est, views.lines_of(state, est.run))
+    with figures.plain():
+        both = views.ready(figures.stacked(gantt, memory_figure(est, views.lines_of(state, est.run))))
     notes = {**notes, "lines": views.lines_reason(state, est.run, est.peak_bytes)}
-    return ModelView(gantt, memory, breakdown, cards(est), [], notes, drawn_as, estimates)
+    return ModelView(both, None, breakdown, cards(est), [], notes, drawn_as, estimates)
 
 
 def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
@@ -133,7 +134,8 @@ def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
     return {"iterations": ("reason", text)}
 
 
-def gantt_figure(est) -> tuple[object, str]:
+def gantt_figure(est) -> tuple[dict, str]:
+    """The Gantt in ms (its overview past ``views.BARS_MAX_OPS`` ops) as a plain figure, and which it is."""
     run = est.run
     k = est.iterations
     of = f"{k} iterations of {est.microbatches} microbatches" if k > 1 else f"{est.microbatches} microbatches"
@@ -142,8 +144,8 @@ def gantt_figure(est) -> tuple[object, str]:
     height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), views.GANTT_MAX_PX)
     with figures.plain():  # no plotly objects built: a third of the server's time (see figures.plain)
         if len(run.result) <= views.BARS_MAX_OPS:
-            return views.ready(figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height)), "bars"
-        return views.ready(figures.overview(run, time_scale=MS, time_unit="ms", height=height)), "overview"
+            return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
+        return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
 
 
 def memory_kwargs(est) -> dict:
@@ -154,9 +156,10 @@ def memory_kwargs(est) -> dict:
     return dict(stage_sizes=est.plan.activation_bytes, base=base, scale=GB, unit="GB", capacity=est.capacity_bytes)
 
 
-def memory_figure(est, lines: list[int] | None = None) -> object:
+def memory_figure(est, lines: list[int] | None = None) -> dict:
     """Each device's static bytes as the base of its activation curve, in GB, with the HBM capacity;
-    past 8 devices a min–max band with the ``lines`` devices (default: highest and lowest peak) over it."""
+    past 8 devices a min–max band with the ``lines`` devices (default: highest and lowest peak) over it.
+    A plain figure: ``render`` draws it under the Gantt, in the same figure."""
     static = est.static_bytes
     base = static["weight"] + static["grad"] + static["optimizer"]
     with figures.plain():
@@ -176,7 +179,7 @@ def memory_figure(est, lines: list[int] | None = None) -> object:
         )
     top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GB * 1.08]  # the capacity line in view
     fig["layout"]["yaxis"]["range"] = top
-    return views.ready(fig)
+    return fig
 
 
 def cards(est) -> list[tuple[str, str, str, str]]:
@@ -341,7 +344,7 @@ def control_for(message: str, state: ModelState) -> str:
 
 def _failed(state: ModelState, text: str, messages: dict) -> ModelView:
     fig = views.message_figure(f"Nothing to draw. {text}")
-    return ModelView(fig, None if state.mode == "compare" else fig, None, [], [], messages, "none")
+    return ModelView(fig, None, None, [], [], messages, "none")
 
 
 def _title(est) -> str:

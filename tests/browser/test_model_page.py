@@ -23,6 +23,25 @@ def pick(duo, dropdown: str, name: str) -> None:
     next(o for o in options if o.text.split(":")[0] == name).click()
 
 
+def drag_across(driver, element, start: float, end: float) -> None:
+    """A user's mouse drag across ``element``'s middle, from ``start`` to ``end`` of its width (the
+    browser's own input events: plotly ignored selenium's synthesized drag)."""
+    left, top, width, height = driver.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return [r.left, r.top, r.width, r.height];", element
+    )
+    y = top + height / 2
+
+    def mouse(kind: str, fraction: float, **extra) -> None:
+        event = dict(type=kind, x=left + fraction * width, y=y, button="left", **extra)
+        driver.execute_cdp_cmd("Input.dispatchMouseEvent", event)
+
+    mouse("mouseMoved", start)
+    mouse("mousePressed", start, clickCount=1, buttons=1)
+    for i in range(1, 11):
+        mouse("mouseMoved", start + (end - start) * i / 10, buttons=1)
+    mouse("mouseReleased", end, clickCount=1)
+
+
 def card(duo, key: str) -> str:
     return duo.find_element(f"#card-{key}-model").text
 
@@ -48,22 +67,29 @@ def test_presets_give_a_gantt_in_ms_memory_in_gb_and_cards(page):
         assert f"{est.tokens_per_s:,.0f}" in card(page, "tokens")
         assert f"{est.mfu:.1%}" in card(page, "mfu")
         assert f"{est.peak_bytes.max() * 1e-9:.1f} / 141 GB" in card(page, "peak")
-        wait_for(lambda: chart(page, "gantt-model", "return gd && gd.layout.xaxis.title.text;") == "time (ms)",
-                 "the Gantt's time axis in ms")  # fmt: skip
+        # one figure: the Gantt, and the memory chart under it on the same time axis in ms
+        wait_for(lambda: chart(page, "gantt-model", "return gd && gd.layout.xaxis2.title.text;") == "time (ms)",
+                 "the time axis in ms")  # fmt: skip
         end = chart(page, "gantt-model", "return gd._fullLayout.xaxis.range[1];")
         assert end == pytest.approx(est.makespan_s * 1e3, rel=1e-3)
-        assert chart(page, "memory-model", "return gd.layout.yaxis.title.text;") == "memory (GB)"
-        names = chart(page, "memory-model", "return gd.data.map(t => t.name);")
+        assert chart(page, "gantt-model", "return gd.layout.yaxis2.title.text;") == "memory (GB)"
+        names = chart(page, "gantt-model", "return gd.data.filter(t => t.yaxis === 'y2').map(t => t.name);")
         assert "capacity 141 GB" in names
+        assert not page.find_element("#memory-box-model").is_displayed()
         parts = page.find_element("#breakdown-model").text  # a stacked bar in ms, its parts in words
         assert f"= {est.iteration_s * 1e3:,.1f} ms" in parts and "compute" in parts and "tp comm" in parts
         assert page.find_element("#model-view").is_displayed()  # the link reopens this view
         assert page.find_element("#model-model").text.startswith("llama3-8b")
 
-    # A zoom on the Gantt chart moves the memory chart's time axis with it.
+    # A zoom on the Gantt moves the memory chart's time axis with it, and a zoom on the memory chart the Gantt's.
     chart(page, "gantt-model", "Plotly.relayout(gd, {'xaxis.range': [1000, 2000]});")
-    wait_for(lambda: chart(page, "memory-model", "return gd._fullLayout.xaxis.range;") == [1000, 2000],
+    wait_for(lambda: chart(page, "gantt-model", "return gd._fullLayout.xaxis2.range;") == [1000, 2000],
              "the memory chart follows the zoom")  # fmt: skip
+    drag_across(page.driver, page.find_element('#gantt-model .nsewdrag[data-subplot="x2y2"]'), 0.25, 0.75)
+    span = "const a = gd._fullLayout.xaxis.range, b = gd._fullLayout.xaxis2.range; return [a, b];"
+    wait_for(lambda: chart(page, "gantt-model", span)[0][0] > 1100, "the Gantt follows a zoom of the memory chart")
+    gantt_range, memory_range = chart(page, "gantt-model", span)
+    assert gantt_range == pytest.approx(memory_range) and 1200 < gantt_range[0] < gantt_range[1] < 1800
 
     # An estimate error shows beside the control to change, and the chart says why it is empty.
     box = page.find_element("#tp-model")
