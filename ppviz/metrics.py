@@ -24,6 +24,13 @@ class Metrics:
     formula_bubble_fraction: float | None = None
 
 
+def makespan_of(result: Result) -> float:
+    """First start to last end over all devices, without the rest of ``compute`` (its memory curves)."""
+    if len(result.slot_start) == 0:
+        raise ValueError("the schedule has no actions to measure")
+    return float(result.slot_end.max() - result.slot_start.min())
+
+
 def compute(result: Result, formula_makespan: float | None = None) -> Metrics:
     sched = result.schedule
     p = sched.devices

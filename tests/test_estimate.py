@@ -355,6 +355,17 @@ def test_throughput_breakdown_and_flops():
     assert full.hfu > full.mfu
 
 
+@pytest.mark.parametrize("schedule", ["1f1b", "interleaved-1f1b", "zb-v", "dualpipe"])
+def test_the_p2p_share_is_what_p2p_adds_to_the_simulated_makespan(schedule):
+    """The breakdown's p2p wait: the makespan less that of the same schedule simulated with p2p free
+    (measured in full by ``api.evaluate``, which the breakdown skips for speed)."""
+    lay = Layout(tp=8, pp=8, gbs=32, schedule=schedule, vpp=2 if schedule == "interleaved-1f1b" else 1)
+    e = estimate("llama3-70b", "h100-sxm", lay)
+    free = ppviz.evaluate(e.run.schedule, dataclasses.replace(e.costs, p2p=0.0, link_p2p=())).metrics.makespan
+    assert e.p2p_s > 0 and e.breakdown["p2p_s"] == pytest.approx(e.makespan_s - free, rel=1e-12, abs=1e-15)
+    assert 0 < e.breakdown["p2p_s"] < e.makespan_s
+
+
 def test_schedule_speedups_show_in_seconds():
     lay = Layout(tp=8, pp=8, gbs=64, recompute="selective", sequence_parallel=True)
     t = {s: estimate("llama3-70b", "h100-sxm", dataclasses.replace(lay, schedule=s)).makespan_s
