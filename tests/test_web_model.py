@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import numpy as np
@@ -16,7 +15,7 @@ import ppviz
 from ppviz import figures
 from ppviz.estimate import Layout
 from ppviz.web import model_state, model_views
-from ppviz.web.model_layout import CONTROLS, bar_id, cid
+from ppviz.web.model_layout import CONTROLS, bar_id, card_id, cid
 
 SERVER = page_app.server
 VIEW = "drawn-model.data"  # the view's callback (its last output names what it drew)
@@ -452,11 +451,16 @@ def test_a_move_sends_only_what_changed(page):
     pass over every component); an error that clears is sent as cleared."""
     open_hash(page, DEFAULT)
     out = change(page, "gbs", 72)
-    sent = {k for k in out if not k.startswith("{")}
-    assert sent == {"url", "gantt-model", "memory-model", "drawn-model", "sent-model"}
-    kinds = {json.loads(k)["type"] for k in out if k.startswith("{")}
-    assert kinds == {"card-value-model", "card-detail-model", "breakdown-bar-model", "breakdown-text-model"}
-    assert all(isinstance(v, str) for k in out if k.startswith('{"key"') for v in out[k].values())
+    sent = {k: set(props) for k, props in out.items()}
+    texts = {card_id("value", k): {"children"} for k in ("iteration", "tokens", "mfu")}  # peak and GPUs stay
+    texts |= {card_id("detail", k): {"children"} for k in ("iteration", "tokens", "mfu", "layout")}
+    texts |= {bar_id("bar", 0): {"style", "title"}, bar_id("text", 0): {"children"}}
+    assert sent == {k: {"figure"} for k in ("gantt-model", "memory-model")} | texts | {
+        "url": {"hash"},
+        "drawn-model": {"data"},
+        "sent-model": {"data"},
+    }
+    assert all(isinstance(v, str) for k in out if k.startswith("card-") for v in out[k].values())
     assert "· 72 microbatches" in out["gantt-model"]["figure"]["layout"]["title"]["text"]
     assert_breakdown(page, estimate(schedule="1f1b", gbs=72))
     change(page, "tp", 3)

@@ -104,7 +104,7 @@ def update_model_view(hash_, *args):
     values = dict(zip(CONTROLS, args[: len(CONTROLS)]))
     drawn, sent = args[len(CONTROLS) :]
     names = [i.get("name") for i in model_outputs.ids(ctx.outputs_list, "model-msg")]
-    nothing = (no_update,) * (len(CONTROLS) + 2) + model_outputs.unchanged(ctx.outputs_list) + (no_update,)
+    nothing = (no_update,) * (len(CONTROLS) + 2) + model_outputs.unchanged() + (no_update,)
     nothing += ([no_update] * len(names),) + (no_update,) * 5
     trigger = ctx.triggered_id
     if trigger in (None, "url"):
@@ -148,7 +148,7 @@ def update_model_view(hash_, *args):
         new_hash,
         *control_out,
         out["notes"],
-        *model_outputs.values(view, out, ctx.outputs_list),
+        *model_outputs.values(view, out),
         out["memory-box"],
         [out[f"msg {n}"] for n in names],
         out["row-schedule"],
@@ -220,7 +220,7 @@ def list_baselines(compare):
 
 def drawn_outputs(view: model_views.ModelView) -> tuple:
     """Every output of a view (a job's answer: what the page shows before it is not known)."""
-    return model_outputs.values(view, unsent(view_parts(view), None)[0], ctx.outputs_list)
+    return model_outputs.values(view, unsent(view_parts(view), None)[0])
 
 
 def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:

@@ -35,15 +35,16 @@ def cid(name: str) -> str:
     return f"{name}-model"
 
 
-def card_id(part: str, key: str) -> dict:
+def card_id(part: str, key: str) -> str:
     """A card's ``value`` or ``detail`` box: the page keeps the boxes and a move sets their text only
-    (new elements in a callback's answer cost the browser a pass over the page for each)."""
-    return {"type": f"card-{part}-model", "key": key}
+    (new elements in a callback's answer cost the browser a pass over the page for each). A string,
+    not a pattern id: the renderer finds a string id by one lookup, a dict id by a search of the page."""
+    return f"card-{part}-{key}-model"
 
 
-def bar_id(part: str, row: int) -> dict:
+def bar_id(part: str, row: int) -> str:
     """A breakdown row (``row``) or its ``label``, ``bar`` or ``text``, kept on the page like the cards."""
-    return {"type": f"breakdown-{part}-model", "row": row}
+    return f"breakdown-{part}-{row}-model"
 
 
 def msg_id(name: str) -> dict:
