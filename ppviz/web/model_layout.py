@@ -20,6 +20,8 @@ from .views import GRAPH_CONFIG
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split", "lines")
 CONTROLS += ("baseline", "compare_show", "sweep_axis", "tpo")
+# The controls with a row of their own, and so a message box under it (the compare bar's share compare's).
+MESSAGE_NAMES = tuple(n for n in CONTROLS if n not in ("mode", "baseline", "compare_show", "sweep_axis"))
 ZERO_LABELS = {
     0: "0: none",
     1: "1: optimizer state sharded (distributed optimizer)",
@@ -47,8 +49,9 @@ def bar_id(part: str, row: int) -> str:
     return f"breakdown-{part}-{row}-model"
 
 
-def msg_id(name: str) -> dict:
-    return {"type": "model-msg", "name": name}
+def msg_id(name: str) -> str:
+    """A control's message box: a string id like the cards' (see ``card_id``)."""
+    return f"msg-{name}-model"
 
 
 def view_tabs() -> dcc.Tabs:

@@ -102,15 +102,6 @@ def unchanged() -> tuple:
     return (no_update,) * len(VIEW_OUTPUTS)
 
 
-def ids(groups: list, kind: str) -> list[dict]:
-    """The ids of the pattern output of type ``kind`` in ``ctx.outputs_list``, in the order asked."""
-    for group in groups:
-        first = group[0].get("id") if isinstance(group, list) and group and isinstance(group[0], dict) else None
-        if isinstance(first, dict) and first.get("type") == kind:
-            return [item.get("id") if isinstance(item, dict) else {} for item in group]
-    return []
-
-
 def _legend(items: list[tuple[str, str]]) -> list:
     """A square of each part's color, then its name."""
     return [
