@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import numpy as np
@@ -16,7 +15,7 @@ import ppviz
 from ppviz import figures
 from ppviz.estimate import Layout
 from ppviz.web import model_state, model_views
-from ppviz.web.model_layout import CONTROLS, bar_id, cid
+from ppviz.web.model_layout import CONTROLS, MESSAGE_NAMES, bar_id, card_id, cid, msg_id
 
 SERVER = page_app.server
 VIEW = "drawn-model.data"  # the view's callback (its last output names what it drew)
@@ -45,7 +44,7 @@ def unchanged(response) -> bool:
 
 
 def message(page: Page, name: str) -> str:
-    return text_of(page.value({"type": "model-msg", "name": name}, "children"))
+    return text_of(page.value(msg_id(name), "children"))
 
 
 def cards(page: Page) -> str:
@@ -79,6 +78,15 @@ def test_the_view_draws_nothing_until_it_is_on_screen(page):
     """On page load (no hash) the model view costs nothing: its callback answers "no change"."""
     assert unchanged(page.fire(page.callback(VIEW)))
     assert page.value("drawn-model", "data") is None
+
+
+def test_every_control_row_has_its_message_box_set_by_the_view(page):
+    """The view's callback names each message box by its string id: one for every row the panel has."""
+    boxes = {k for k, p in page.props.items() if p.get("className") == "control-msg" and k.startswith("msg-")}
+    assert boxes == {msg_id(n) for n in MESSAGE_NAMES} and len(boxes) == len(MESSAGE_NAMES) > 20
+    assert {f"row-{n}-model" for n in MESSAGE_NAMES} <= set(page.props)  # each under its control's row
+    outputs = page.callback(VIEW)["output"].split("...")
+    assert {o for o in outputs if o.startswith("msg-")} == {f"{b}.children" for b in boxes}
 
 
 def test_opening_the_view_shows_the_estimate_in_ms_and_gb(page):
@@ -461,18 +469,23 @@ def test_a_move_sends_only_what_changed(page):
     pass over every component); an error that clears is sent as cleared."""
     open_hash(page, DEFAULT)
     out = change(page, "gbs", 72)
-    sent = {k for k in out if not k.startswith("{")}
-    assert sent == {"url", "gantt-model", "drawn-model", "sent-model"}  # the memory chart is in the Gantt's figure
-    kinds = {json.loads(k)["type"] for k in out if k.startswith("{")}
-    assert kinds == {"card-value-model", "card-detail-model", "breakdown-bar-model", "breakdown-text-model"}
-    assert all(isinstance(v, str) for k in out if k.startswith('{"key"') for v in out[k].values())
+    sent = {k: set(props) for k, props in out.items()}
+    texts = {card_id("value", k): {"children"} for k in ("iteration", "tokens", "mfu")}  # peak and GPUs stay
+    texts |= {card_id("detail", k): {"children"} for k in ("iteration", "tokens", "mfu", "layout")}
+    texts |= {bar_id("bar", 0): {"style", "title"}, bar_id("text", 0): {"children"}}
+    assert sent == {"gantt-model": {"figure"}} | texts | {  # the memory chart is in the Gantt's figure
+        "url": {"hash"},
+        "drawn-model": {"data"},
+        "sent-model": {"data"},
+    }
+    assert all(isinstance(v, str) for k in out if k.startswith("card-") for v in out[k].values())
     assert "· 72 microbatches" in out["gantt-model"]["figure"]["layout"]["title"]["text"]
     assert_breakdown(page, estimate(schedule="1f1b", gbs=72))
     change(page, "tp", 3)
     assert "tp 3 must divide" in message(page, "tp") and page.text("breakdown-model") == ""
     out = change(page, "tp", 8)
-    assert message(page, "tp") == "" and '{"name":"tp","type":"model-msg"}' in out
-    assert '{"name":"gbs","type":"model-msg"}' not in out
+    assert message(page, "tp") == "" and msg_id("tp") in out
+    assert msg_id("gbs") not in out
     assert_breakdown(page, estimate(schedule="1f1b", gbs=72))
 
 

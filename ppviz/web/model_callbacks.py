@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import time
 
-from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, no_update
+from dash import Input, Output, State, callback, clientside_callback, ctx, no_update
 
 from . import controls, jobs, model_outputs, model_state, model_views, views, widgets
-from .model_layout import CONTROLS, GPU_FIELDS, MODEL_FIELDS, cid, control_values
+from .model_layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, cid, control_values, msg_id
 from .model_outputs import unsent, view_parts
 from .model_state import ModelState
-
-MESSAGES = {"type": "model-msg", "name": ALL}
 
 clientside_callback(
     """function(hash, tab, a, m, s) {
@@ -60,7 +58,7 @@ clientside_callback(
     Output("notes-model", "children"),
     *model_outputs.view_outputs(),
     Output("memory-box-model", "style"),
-    Output(MESSAGES, "children"),
+    *[Output(msg_id(name), "children") for name in MESSAGE_NAMES],
     Output("row-schedule-model", "style"),
     Output("row-compare-model", "style"),
     Output("drawn-model", "data"),
@@ -77,9 +75,8 @@ def update_model_view(hash_, *args):
     controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
     values = dict(zip(CONTROLS, args[: len(CONTROLS)]))
     drawn, sent = args[len(CONTROLS) :]
-    names = [i.get("name") for i in model_outputs.ids(ctx.outputs_list, "model-msg")]
-    nothing = (no_update,) * (len(CONTROLS) + 2) + model_outputs.unchanged(ctx.outputs_list) + (no_update,)
-    nothing += ([no_update] * len(names),) + (no_update,) * 5
+    nothing = (no_update,) * (len(CONTROLS) + 2) + model_outputs.unchanged() + (no_update,)
+    nothing += (no_update,) * (len(MESSAGE_NAMES) + 5)
     trigger = ctx.triggered_id
     if trigger in (None, "url"):
         if model_state.view_of(hash_) != "model":
@@ -114,7 +111,7 @@ def update_model_view(hash_, *args):
         "row-schedule": (compare, _hidden),
         "row-compare": (not compare, _hidden),
     }
-    small |= {f"msg {n}": (view.messages.get(n), widgets.message) for n in names}
+    small |= {f"msg {n}": (view.messages.get(n), widgets.message) for n in MESSAGE_NAMES}
     out, shown = unsent(small, sent)
     if view.drawn_as == "queued":  # a job draws these next: what they show then is not known here
         shown = {k: v for k, v in shown.items() if k not in drawn_parts}
@@ -122,9 +119,9 @@ def update_model_view(hash_, *args):
         new_hash,
         *control_out,
         out["notes"],
-        *model_outputs.values(view, out, ctx.outputs_list),
+        *model_outputs.values(view, out),
         out["memory-box"],
-        [out[f"msg {n}"] for n in names],
+        *[out[f"msg {n}"] for n in MESSAGE_NAMES],
         out["row-schedule"],
         out["row-compare"],
         key,
@@ -194,7 +191,7 @@ def list_baselines(compare):
 
 def drawn_outputs(view: model_views.ModelView) -> tuple:
     """Every output of a view (a job's answer: what the page shows before it is not known)."""
-    return model_outputs.values(view, unsent(view_parts(view), None)[0], ctx.outputs_list)
+    return model_outputs.values(view, unsent(view_parts(view), None)[0])
 
 
 def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:

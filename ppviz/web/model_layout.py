@@ -20,6 +20,8 @@ from .views import GRAPH_CONFIG
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split", "lines")
 CONTROLS += ("baseline", "compare_show", "sweep_axis", "tpo")
+# The controls with a row of their own, and so a message box under it (the compare bar's share compare's).
+MESSAGE_NAMES = tuple(n for n in CONTROLS if n not in ("mode", "baseline", "compare_show", "sweep_axis"))
 ZERO_LABELS = {
     0: "0: none",
     1: "1: optimizer state sharded (distributed optimizer)",
@@ -35,19 +37,21 @@ def cid(name: str) -> str:
     return f"{name}-model"
 
 
-def card_id(part: str, key: str) -> dict:
+def card_id(part: str, key: str) -> str:
     """A card's ``value`` or ``detail`` box: the page keeps the boxes and a move sets their text only
-    (new elements in a callback's answer cost the browser a pass over the page for each)."""
-    return {"type": f"card-{part}-model", "key": key}
+    (new elements in a callback's answer cost the browser a pass over the page for each). A string,
+    not a pattern id: the renderer finds a string id by one lookup, a dict id by a search of the page."""
+    return f"card-{part}-{key}-model"
 
 
-def bar_id(part: str, row: int) -> dict:
+def bar_id(part: str, row: int) -> str:
     """A breakdown row (``row``) or its ``label``, ``bar`` or ``text``, kept on the page like the cards."""
-    return {"type": f"breakdown-{part}-model", "row": row}
+    return f"breakdown-{part}-{row}-model"
 
 
-def msg_id(name: str) -> dict:
-    return {"type": "model-msg", "name": name}
+def msg_id(name: str) -> str:
+    """A control's message box: a string id like the cards' (see ``card_id``)."""
+    return f"msg-{name}-model"
 
 
 def view_tabs() -> dcc.Tabs:

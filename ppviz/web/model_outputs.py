@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-from dash import ALL, Output, html, no_update
+from dash import Output, html, no_update
 
 from .model_layout import RANKING_COLUMNS, bar_id, card_id
 from .model_state import MAX_COMPARE
@@ -20,23 +20,26 @@ from .model_views import CARD_LABELS, ModelView
 HIDDEN = {"display": "none"}
 CARD_KEYS = tuple(CARD_LABELS)
 ROWS = tuple(range(MAX_COMPARE))
-# (component id, property) of every output a view sets, in the order ``values`` returns them.
-VIEW_OUTPUTS = (
-    ("gantt-model", "figure"),
-    ("memory-model", "figure"),
-    ("cards-model", "style"),
-    (card_id("value", ALL), "children"),
-    (card_id("detail", ALL), "children"),
-    (card_id("detail", ALL), "className"),
-    ("ranking-model", "children"),
-    ("breakdown-model", "style"),
-    (bar_id("row", ALL), "style"),
-    (bar_id("label", ALL), "children"),
-    (bar_id("bar", ALL), "style"),
-    (bar_id("bar", ALL), "title"),
-    (bar_id("text", ALL), "children"),
-    ("breakdown-legend-model", "children"),
+# (component id, property, part of ``view_parts``) of every output a view sets, in the order ``values``
+# returns them: one output per card and per breakdown row (string ids; pattern ids cost the renderer a
+# search of the page for each, twice a move).
+OUTPUT_PARTS = (
+    ("gantt-model", "figure", "gantt"),
+    ("memory-model", "figure", "memory"),
+    ("cards-model", "style", "cards"),
+    *[(card_id("value", k), "children", f"value {k}") for k in CARD_KEYS],
+    *[(card_id("detail", k), "children", f"detail {k}") for k in CARD_KEYS],
+    *[(card_id("detail", k), "className", f"class {k}") for k in CARD_KEYS],
+    ("ranking-model", "children", "ranking"),
+    ("breakdown-model", "style", "breakdown"),
+    *[(bar_id("row", i), "style", f"row {i}") for i in ROWS],
+    *[(bar_id("label", i), "children", f"label {i}") for i in ROWS],
+    *[(bar_id("bar", i), "style", f"bar {i}") for i in ROWS],
+    *[(bar_id("bar", i), "title", f"title {i}") for i in ROWS],
+    *[(bar_id("text", i), "children", f"text {i}") for i in ROWS],
+    ("breakdown-legend-model", "children", "legend"),
 )
+VIEW_OUTPUTS = tuple((cid, prop) for cid, prop, _ in OUTPUT_PARTS)
 
 
 def view_outputs(allow_duplicate: bool = False) -> list[Output]:
@@ -88,49 +91,15 @@ def view_parts(view: ModelView) -> dict[str, tuple[object, object]]:
     return parts
 
 
-def values(view: ModelView, out: dict, groups: list | None = None) -> tuple:
-    """The outputs of ``VIEW_OUTPUTS`` from ``out`` (built parts, see ``unsent``); the charts always.
-    ``groups`` is the callback's ``ctx.outputs_list``: the order of the cards and rows it asks for."""
-    keys = [i.get("key") for i in ids(groups, "card-value-model")] if groups else list(CARD_KEYS)
-    rows = [i.get("row") for i in ids(groups, "breakdown-row-model")] if groups else list(ROWS)
-
-    def each(prefix: str, names) -> list:
-        return [out.get(f"{prefix} {k}", no_update) for k in names]
-
-    return (
-        view.gantt,
-        view.memory if view.memory is not None else no_update,
-        out["cards"],
-        each("value", keys),
-        each("detail", keys),
-        each("class", keys),
-        out["ranking"],
-        out["breakdown"],
-        each("row", rows),
-        each("label", rows),
-        each("bar", rows),
-        each("title", rows),
-        each("text", rows),
-        out["legend"],
-    )
+def values(view: ModelView, out: dict) -> tuple:
+    """The outputs of ``VIEW_OUTPUTS`` from ``out`` (built parts, see ``unsent``); the charts always."""
+    charts = {"gantt": view.gantt, "memory": view.memory if view.memory is not None else no_update}
+    return tuple(charts[part] if part in charts else out.get(part, no_update) for _, _, part in OUTPUT_PARTS)
 
 
-def unchanged(groups: list) -> tuple:
-    """``VIEW_OUTPUTS`` all ``no_update`` (a list of them for each pattern of ids)."""
-    keys, rows = ids(groups, "card-value-model"), ids(groups, "breakdown-row-model")
-    return tuple(
-        [no_update] * len(keys if cid["type"].startswith("card") else rows) if isinstance(cid, dict) else no_update
-        for cid, _ in VIEW_OUTPUTS
-    )
-
-
-def ids(groups: list, kind: str) -> list[dict]:
-    """The ids of the pattern output of type ``kind`` in ``ctx.outputs_list``, in the order asked."""
-    for group in groups:
-        first = group[0].get("id") if isinstance(group, list) and group and isinstance(group[0], dict) else None
-        if isinstance(first, dict) and first.get("type") == kind:
-            return [item.get("id") if isinstance(item, dict) else {} for item in group]
-    return []
+def unchanged() -> tuple:
+    """``VIEW_OUTPUTS`` all ``no_update``."""
+    return (no_update,) * len(VIEW_OUTPUTS)
 
 
 def _legend(items: list[tuple[str, str]]) -> list:
