@@ -683,6 +683,7 @@ def memory(
     capacity: float | None = None,
     band_over: int | None = None,
     lines: Sequence[int] | None = None,
+    device_legend: bool = True,
 ) -> go.Figure:
     """Activation per device over time as step lines, each device's peak marked.
 
@@ -695,6 +696,9 @@ def memory(
     device's static memory, drawn under its curve), ``scale`` and ``unit`` (bytes to GB: 1e-9,
     "GB"), ``capacity`` (a line, e.g. the GPU's HBM) and ``time_scale``/``time_unit`` as in gantt.
     ``limit`` and ``capacity`` are in the unscaled unit of the curves.
+    Without ``device_legend`` the lines of up to ``band_over`` devices have no legend entries (their
+    colour goes dark to light with the device; hover names each): eight entries were a tenth of a
+    redraw of the model view (``bench/bench_model_page.py``).
     """
     curves = _memory.activation(run.result, None if stage_sizes is None else np.asarray(stage_sizes, dtype=float))
     p = run.schedule.devices
@@ -719,7 +723,7 @@ def memory(
                 type="scatter",
                 mode="lines",
                 name=f"device {d}" + (_band_role(d, curves.peak + static) if banded else ""),
-                showlegend=p <= 8 or banded,  # past 8 a legend would crowd the title
+                showlegend=banded or (p <= 8 and device_legend),  # past 8 a legend would crowd the title
                 x=(t * time_scale).astype(tdt),
                 y=((v + static[d]) * scale).astype(np.float32),
                 line=dict(shape="hv", width=1.5, color=colors[d]),
@@ -966,6 +970,11 @@ def _plot_px(fig: dict) -> int:
     return int(layout["height"] - margin["t"] - margin["b"] - _legend_px(fig["data"]))
 
 
+def _legend_title(layout: dict) -> dict:
+    title = layout.get("legend", {}).get("title")
+    return {"title": title} if title else {}
+
+
 def stacked(top: dict, bottom: dict) -> go.Figure:
     """Two charts of one run on one time axis, in one figure: ``top`` (a Gantt or its overview) over
     ``bottom`` (its memory chart), each keeping its plot's height, legend and title.
@@ -1000,7 +1009,7 @@ def stacked(top: dict, bottom: dict) -> go.Figure:
         height=height,
         margin=margin,
         legend=_band_legend(height),
-        legend2=dict(_LEGEND, y=split, yanchor="bottom"),  # over the bottom chart, under its title
+        legend2=dict(_LEGEND, y=split, yanchor="bottom", **_legend_title(bl)),  # over the bottom chart, under its title
         xaxis=dict(tl["xaxis"], title=None, anchor="y"),
         yaxis=dict(tl["yaxis"], domain=[(bottom_plot + gap) / plot, 1.0], anchor="x"),
         xaxis2=dict(bl["xaxis"], anchor="y2", matches="x"),

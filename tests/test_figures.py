@@ -261,6 +261,19 @@ def test_memory_has_one_line_per_device_and_marks_each_peak():
     assert not [t for t in fig.data if t.name.startswith("limit")]
 
 
+def test_memory_lines_can_go_without_legend_entries():
+    run = ppviz.simulate("1f1b", 4, 8)
+    with figures.plain():
+        each, none = figures.memory(run), figures.memory(run, device_legend=False)
+    shown = [[t["name"] for t in f["data"] if t.get("showlegend", True)] for f in (each, none)]
+    assert shown == [["device 0", "device 1", "device 2", "device 3", "peak"], ["peak"]]
+    big = ppviz.simulate("1f1b", 16, 32)  # past band_over the band and its lines keep theirs
+    with figures.plain():
+        band = figures.memory(big, band_over=8, device_legend=False)
+    named = [t["name"] for t in band["data"] if t.get("showlegend", True)]
+    assert named == ["min–max of 16 devices", "device 0 (highest peak)", "device 15 (lowest peak)", "peak"]
+
+
 def test_memory_limit_line_is_drawn_when_asked():
     run = ppviz.simulate("1f1b", 4, 8)
     (limit,) = [t for t in figures.memory(run, limit=3).data if t.name.startswith("limit")]

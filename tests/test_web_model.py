@@ -109,6 +109,9 @@ def test_opening_the_view_shows_the_estimate_in_ms_and_gb(page):
     memory = memory_part(gantt)
     assert layout["yaxis2"]["title"]["text"] == "memory (GB)"
     assert "static" in layout["annotations"][0]["text"] and "HBM" in layout["annotations"][0]["text"]
+    # eight lines told apart by colour (its key heads their legend) and hover, not by eight legend entries
+    assert [t["name"] for t in memory if t.get("showlegend") is not False] == ["peak", "capacity 80 GB"]
+    assert layout["legend2"]["title"]["text"] == "line colour: device 0 dark → 7 light"
     (peak,) = [t for t in memory if t["name"] == "peak"]
     assert figures.decode_typed_array(peak["y"]) == pytest.approx(est.peak_bytes * 1e-9)  # static + activation
     (capacity,) = [t for t in memory if t["name"].startswith("capacity")]

@@ -175,11 +175,23 @@ def memory_figure(est, lines: list[int] | None = None) -> dict:
             height=views.MEMORY_PX,
             band_over=views.MEMORY_LINES,
             lines=lines,
+            device_legend=False,
             title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
         )
+    key = _colour_key(est.run.schedule.devices)
+    if key:  # the lines' colours, at the head of their legend
+        fig["layout"]["legend"]["title"] = dict(text=key)
     top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GB * 1.08]  # the capacity line in view
     fig["layout"]["yaxis"]["range"] = top
     return fig
+
+
+def _colour_key(devices: int) -> str:
+    """What the memory lines' colours mean: up to MEMORY_LINES devices they have no legend entries
+    (see ``figures.memory``'s ``device_legend``)."""
+    if devices <= 1 or devices > views.MEMORY_LINES:
+        return ""
+    return f"line colour: device 0 dark → {devices - 1} light"
 
 
 def cards(est) -> list[tuple[str, str, str, str]]:
