@@ -37,6 +37,12 @@ with server.test_request_context():
 protocol.guard(app)
 
 
+if os.environ.get("PPVIZ_PROXY_HOPS"):  # behind the shipped nginx: the client is the address it forwards
+    from werkzeug.middleware.proxy_fix import ProxyFix
+
+    server.wsgi_app = ProxyFix(server.wsgi_app, x_for=int(os.environ["PPVIZ_PROXY_HOPS"]))
+
+
 @server.before_request
 def _record_poll():
     """A page polling for a background job is still open (see ppviz.web.jobs)."""
@@ -44,4 +50,5 @@ def _record_poll():
 
 
 if __name__ == "__main__":
+    jobs.warm()
     app.run(host=os.environ.get("HOST", "127.0.0.1"), port=int(os.environ.get("PORT", "8050")), debug=False)

@@ -2,6 +2,12 @@
 
 import os
 
+from ppviz.web import job_table, jobs
+
+# One private jobs folder for this server (mode 0700, removed at exit), shared by the workers
+# through the environment; $PPVIZ_JOBS_DIR, when set, is checked to be this user's alone.
+job_table.private_dir()
+
 bind = os.environ.get("GUNICORN_BIND", f"0.0.0.0:{os.environ.get('PORT', '7860')}")
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))  # the page keeps no state in workers: any can answer
 threads = 4
@@ -17,3 +23,14 @@ control_socket_disable = True  # gunicorn ≥ 25.1 would open a control socket u
 accesslog = "-"
 errorlog = "-"
 loglevel = "info"
+
+
+def post_worker_init(worker):
+    """Start the worker's job server now: the first background job then starts in milliseconds."""
+    jobs.warm()
+
+
+def on_exit(server):
+    """End every background job of this server, and remove its jobs folder if it made one."""
+    job_table.stop_all()
+    job_table.remove_private_dir()

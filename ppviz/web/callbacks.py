@@ -190,19 +190,19 @@ def draw_in_background(set_progress, request):
 
     A newer view (any new drawing changes ``render-stamp``), the stop button or a closed tab ends it.
     """
-    jobs.watch()
     search = request.get("search") if isinstance(request, dict) else None
     state = sync.read(search).state
     names = " and ".join(state.shown)
-    set_progress((1, f"{names}: {'searching and ' if limits.in_background(state) else ''}simulating…"))
     try:
+        jobs.watch(on_wait=lambda text: set_progress((0, f"{names}: {text}")))
+        set_progress((1, f"{names}: {'searching and ' if limits.in_background(state) else ''}simulating…"))
         for name in state.shown:
             views.cached_run(state, name)  # the slow part; drawing below reuses it
         set_progress((2, f"{names}: drawing…"))
         view = drawn(state, [], background=True)
-    except jobs.JobTimeout:
+    except jobs.STOPPED as e:
         cli = limits.cli_command(state, state.shown[0]) if state.shown else "ppviz simulate"
-        text = f"{names} took longer than {jobs.JOB_MAX_S:g} s: use the CLI: {cli}"
+        text = f"{names}: {jobs.why(e)}; or use the CLI: {cli}"
         return views.message_figure(text), no_update, [], [], "none:0", widgets.message(("error", text))
     except ValueError as e:  # drawn() shows the core's messages; this is a bound refused on the way
         return views.message_figure(str(e)), no_update, [], [], "none:0", widgets.message(("error", str(e)))
@@ -266,13 +266,13 @@ def download_export(*args):
     Named after the schedule and size (``zb-v_p8_m32_ops.csv``); past ``limits.EXPORT_MAX_OPS`` ops
     the message gives the CLI command instead.
     """
-    jobs.watch()
     search = args[-1]
     kind = str(ctx.triggered_id).removeprefix("export-")
     try:
+        jobs.watch()
         return views.export(sync.read(search).state, kind), ""
-    except jobs.JobTimeout:
-        return no_update, widgets.message(("error", f"the export took longer than {jobs.JOB_MAX_S:g} s: use the CLI"))
+    except jobs.STOPPED as e:
+        return no_update, widgets.message(("error", f"the export {jobs.why(e)}; or use the CLI"))
     except ValueError as e:
         return no_update, widgets.message(("error", f"cannot export: {e}"))
     except Exception as e:  # a bug: a message by the buttons, never a 500
@@ -366,7 +366,6 @@ def _size_patch(state, window, drawn_as: str) -> Patch:
 )
 def zoom_in_background(request):
     """A zoom into a run past the synchronous budget: simulated again (the job that drew it is gone)."""
-    jobs.watch()
     request = request if isinstance(request, dict) else {}
     window = request.get("window")
     window = tuple(window) if isinstance(window, list) and len(window) == 2 else window
@@ -375,9 +374,10 @@ def zoom_in_background(request):
     if checked is None or state.mode != "single":
         return no_update, no_update, no_update
     try:
+        jobs.watch()
         figure, drawn_as = views.zoomed(state, checked, background=True)
         size = _size_patch(state, checked, drawn_as)
-    except (ValueError, jobs.JobTimeout):
+    except (ValueError, *jobs.STOPPED):
         return no_update, no_update, no_update
     return figure, "" if checked == "full" else f"{request.get('key')}|{drawn_as}", size
 

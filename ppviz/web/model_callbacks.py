@@ -148,16 +148,16 @@ def _hidden(hide: bool) -> dict:
 )
 def estimate_in_background(set_progress, request):
     """Estimate a view past the synchronous budget (searching schedules at big sizes) in a background job."""
-    jobs.watch()
     hash_ = request.get("hash") if isinstance(request, dict) else None
     state = model_state.parse(hash_).state
     names = " and ".join(state.shown)
-    set_progress((1, f"{names}: building the schedule and simulating…"))
     try:
+        jobs.watch(on_wait=lambda text: set_progress((0, f"{names}: {text}")))
+        set_progress((1, f"{names}: building the schedule and simulating…"))
         view = model_views.render(state, background=True)
-    except jobs.JobTimeout:
+    except jobs.STOPPED as e:
         cli = model_state.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
-        text = f"{names} took longer than {jobs.JOB_MAX_S:g} s: use the CLI: {cli}"
+        text = f"{names}: {jobs.why(e)}; or use the CLI: {cli}"
         view = model_views.ModelView(model_views.views.message_figure(text), None, None, [], [])
         return (*drawn_outputs(view), widgets.message(("error", text)))
     error = next((m for m in view.messages.values() if m[0] == "error"), None)

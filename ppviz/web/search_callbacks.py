@@ -79,20 +79,20 @@ def update_search(hash_, _clicks, *args):
 )
 def search_in_background(set_progress, request):
     """Run ``ppviz.search`` in a background job; progress is the layouts decided out of the space."""
-    jobs.watch()
     key = request.get("search") if isinstance(request, dict) else None
     state, _, given = search_state.parse("#" + key if isinstance(key, str) else "")
     if not given:  # not a request this page made (it always names its inputs): nothing to search
         return no_update, no_update, no_update, no_update
-    set_progress((0, 1, f"{state.model} on {state.gpus:,} × {state.gpu}: listing the layouts…"))
 
     def progress(done: int, total: int) -> None:
         set_progress((done, max(total, 1), f"{done:,} of {total:,} layouts decided…"))
 
     try:
+        jobs.watch(on_wait=lambda text: set_progress((0, 1, f"the search is {text}")))
+        set_progress((0, 1, f"{state.model} on {state.gpus:,} × {state.gpu}: listing the layouts…"))
         result = search_views.run(state, progress=progress, deadline_s=DEADLINE_S)
-    except jobs.JobTimeout:
-        text = f"the search took longer than {jobs.JOB_MAX_S:g} s: restrict it, or use the CLI: {cli(state)}"
+    except jobs.STOPPED as e:
+        text = f"the search {jobs.why(e)}: restrict it, or use the CLI: {cli(state)}"
         return [], views.message_figure(text), "", _error(text)
     except ValueError as e:  # nothing divides, nothing fits: the search says what to change
         return [], views.message_figure(str(e)), "", _error(str(e))

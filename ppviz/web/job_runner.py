@@ -1,0 +1,176 @@
+"""Where background jobs run: processes forked from a clean job server, never from a web worker.
+
+A gunicorn worker has threads; a process forked from it inherits whatever lock another thread held
+at that moment (SQLite's, the allocator's) with nobody left to release it, and can hang before its
+first line (seen: 8 of 80 jobs). So a worker never forks a job itself: the standard library's
+``forkserver`` starts one single-threaded server per worker (with the page's modules imported
+once, ``JOB_MODULES``), and every job is a fork of that clean process. The job then, before
+anything else: leads its own process group, arms its time limits (a timer that raises, and a CPU
+limit the kernel enforces), bounds its memory (``RLIMIT_DATA``), and enters the job table
+(``job_table``: caps per host and per client), then starts a guard thread that ends it when its
+page stops polling. Web workers run a reaper thread that kills any job past its deadline from
+outside, whatever it is doing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import resource
+import signal
+import threading
+import time
+
+from . import job_table
+
+# The modules whose background callbacks jobs run: imported once by the job server.
+JOB_MODULES = ("ppviz.web.callbacks", "ppviz.web.model_callbacks", "ppviz.web.search_callbacks")
+REAP_EVERY_S = 1.0
+ENTER_WAIT_S = 5.0  # a job enters the table within milliseconds of its start
+
+
+class JobStopped(Exception):
+    """A job ended early for a reason its page shows (the message says it and what to do)."""
+
+
+class JobTimeout(JobStopped):
+    """The job ran past its time limit, or waited past its queue limit."""
+
+
+class JobRefused(JobStopped):
+    """The host or this client has as many jobs as allowed."""
+
+
+_context = None
+_reaper: threading.Thread | None = None
+_reaper_lock = threading.Lock()
+_job: Job | None = None  # set in a job process: the running job's own state
+
+
+def context():
+    """The forkserver context, its server importing JOB_MODULES once."""
+    global _context
+    if _context is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(list(JOB_MODULES))
+        _context = ctx
+    return _context
+
+
+def warm() -> None:
+    """Start this worker's job server now, so the first job does not wait for its imports (~0.7 s)."""
+    from multiprocessing import forkserver
+
+    context()
+    threading.Thread(target=forkserver.ensure_running, daemon=True, name="ppviz-job-server").start()
+
+
+def start(target, args: tuple, client: str, limits: job_table.Limits) -> int:
+    """Run ``target(*args)`` as a job for ``client``; its pid."""
+    ensure_reaper()
+    process = context().Process(target=_run, args=(target, args, client, limits), daemon=False)
+    process.start()
+    # Return once the job is in the table, so a stop that follows at once finds it to end.
+    deadline = time.monotonic() + ENTER_WAIT_S
+    while not job_table.entered(process.pid) and process.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    return process.pid
+
+
+def ensure_reaper() -> None:
+    """One reaper thread per web worker (started with its first job, never in gunicorn's master)."""
+    global _reaper
+    with _reaper_lock:
+        if _reaper is None or not _reaper.is_alive() or _reaper.ident is None:
+            _reaper = threading.Thread(target=_reap_forever, daemon=True, name="ppviz-job-reaper")
+            _reaper.start()
+
+
+def _reap_forever() -> None:
+    while True:
+        time.sleep(REAP_EVERY_S)
+        with contextlib.suppress(Exception):  # a bad moment on the disk: try again next round
+            job_table.reap()
+
+
+class Job:
+    """A job process's own state: its table entry, limits and phase."""
+
+    def __init__(self, entry: job_table.Entry, limits: job_table.Limits):
+        self.entry, self.limits = entry, limits
+        self.phase = "queue"
+
+    def timeout_message(self) -> str:
+        if self.phase == "queue":
+            return f"waited {self.limits.queue_s:g} s for a free slot (the server is busy): try again in a minute"
+        return f"took longer than {self.limits.run_s:g} s"
+
+    def wait_turn(self, on_wait=None) -> None:
+        """Wait for a slot, telling the page how many jobs are ahead; then arm the run's time limit."""
+        if self.entry.record.refused:
+            raise JobRefused(self.entry.record.refused)
+        told = None
+        while not self.entry.take_slot(self.limits.running):
+            ahead = self.entry.ahead()
+            if on_wait is not None and ahead != told:
+                on_wait(_queue_text(ahead))
+                told = ahead
+            time.sleep(0.1)
+        self.phase = "run"
+        signal.setitimer(signal.ITIMER_REAL, self.limits.run_s)
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = int(used.ru_utime + used.ru_stime + self.limits.run_s) + 1
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        resource.setrlimit(resource.RLIMIT_CPU, (min(cpu, hard), min(cpu + 5, hard)))  # SIGXCPU, then SIGKILL
+
+
+def _queue_text(ahead: int) -> str:
+    if ahead == 0:
+        return "waiting for a free slot: you are next"
+    return f"waiting for a free slot: {ahead} job{'s' if ahead > 1 else ''} ahead of you"
+
+
+def _run(target, args: tuple, client: str, limits: job_table.Limits) -> None:
+    """A job process's first and last steps around ``target``: limits first, the table second."""
+    global _job
+    os.setpgid(0, 0)
+
+    def too_long(signum, frame):
+        raise JobTimeout(_job.timeout_message() if _job else "stopped by its time limit")
+
+    signal.signal(signal.SIGALRM, too_long)
+    signal.signal(signal.SIGXCPU, too_long)
+    signal.setitimer(signal.ITIMER_REAL, limits.queue_s)
+    cpu = int(limits.queue_s + limits.run_s) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    data = _data_bytes() + limits.memory_bytes
+    resource.setrlimit(resource.RLIMIT_DATA, (data, data))
+    import psutil
+
+    _job = Job(job_table.Entry.enter(client, limits, psutil.Process().create_time()), limits)
+    threading.Thread(target=_guard, args=(_job,), daemon=True, name="ppviz-job-guard").start()
+    target(*args)
+
+
+def _guard(job: Job) -> None:
+    """End this process at once when its page stopped polling, or past its deadline (a stuck job)."""
+    while True:
+        time.sleep(0.25)
+        now = time.time()
+        if now - job.entry.beat() > job.limits.abandoned_s or now > job.entry.record.deadline + 1:
+            os._exit(0)
+
+
+def _data_bytes() -> int:
+    """This process's data segment now (VmData): the memory bound is on top of it."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def current() -> Job | None:
+    """The job this process runs (None outside a job process)."""
+    return _job
