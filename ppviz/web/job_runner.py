@@ -69,7 +69,8 @@ def warm() -> None:
 def start(target, args: tuple, client: str, limits: job_table.Limits) -> int:
     """Run ``target(*args)`` as a job for ``client``; its pid."""
     ensure_reaper()
-    process = context().Process(target=_run, args=(target, args, client, limits), daemon=False)
+    folder = job_table.private_dir()  # passed on: the job server may have started with another environment
+    process = context().Process(target=_run, args=(target, args, client, limits, folder), daemon=False)
     process.start()
     # Return once the job is in the table, so a stop that follows at once finds it to end.
     deadline = time.monotonic() + ENTER_WAIT_S
@@ -131,10 +132,11 @@ def _queue_text(ahead: int) -> str:
     return f"waiting for a free slot: {ahead} job{'s' if ahead > 1 else ''} ahead of you"
 
 
-def _run(target, args: tuple, client: str, limits: job_table.Limits) -> None:
+def _run(target, args: tuple, client: str, limits: job_table.Limits, folder: str) -> None:
     """A job process's first and last steps around ``target``: limits first, the table second."""
     global _job
     os.setpgid(0, 0)
+    os.environ[job_table.ENV_DIR] = folder
 
     def too_long(signum, frame):
         raise JobTimeout(_job.timeout_message() if _job else "stopped by its time limit")

@@ -48,7 +48,8 @@ STOPPED = (JobStopped, MemoryError)  # what a job's callback catches to show why
 def why(error: BaseException) -> str:
     """What to tell the page about a job that stopped early."""
     if isinstance(error, MemoryError):
-        gib = job_table.Limits.from_env().memory_bytes / 2**30
+        job = job_runner.current()
+        gib = (job.limits if job else job_table.Limits.from_env()).memory_bytes / 2**30
         return f"needed more than {gib:g} GiB of memory"
     return str(error)
 
