@@ -20,7 +20,7 @@ from web_dispatch import Page, answer, id_key, text_of
 import app as page_app
 import ppviz
 from ppviz import figures
-from ppviz.web import callbacks, jobs, limits, views
+from ppviz.web import callbacks, limits, views
 from ppviz.web.url_state import parse
 
 SERVER = page_app.server
