@@ -29,14 +29,13 @@ def progress(duo) -> tuple[float, float]:
 
 
 def jobs() -> set[int]:
-    """This process's child Python processes: the background jobs of the server thread."""
-    me = psutil.Process()
+    """The live background jobs of the server thread: children of this process's job server."""
     out = set()
-    for child in me.children(recursive=True):
+    for server in psutil.Process().children(recursive=True):
         try:
-            python = child.exe() == me.exe() or "python" in child.name()
-            if python and child.status() != psutil.STATUS_ZOMBIE:
-                out.add(child.pid)
+            if "forkserver" not in " ".join(server.cmdline()):
+                continue
+            out |= {c.pid for c in server.children() if c.status() != psutil.STATUS_ZOMBIE}
         except psutil.Error:
             continue
     return out
