@@ -191,3 +191,42 @@ def test_without_a_folder_set_each_server_makes_its_own(tmp_path):
     (a, mode_a, shared_a), (b, _, _) = (r.stdout.split() for r in runs)
     assert a != b and mode_a == "0o700" and shared_a == "True"
     assert not os.path.exists(a) and not os.path.exists(b), "the folder outlived its server"
+
+
+def test_the_page_shows_its_place_in_the_queue(tmp_path, monkeypatch):
+    """Through Dash's dispatch: with one slot taken by another client, a heavy view's progress says
+    it is next; when the slot frees, it runs."""
+    from web_dispatch import Page
+
+    import app
+
+    monkeypatch.setenv("PPVIZ_JOBS_RUNNING", "1")
+    heavy = {"search": "?schedule=v-auto&devices=64&microbatches=200", "at": 1}
+    other = Page.open(app.server)
+    other.client.environ_base["REMOTE_ADDR"] = "10.0.0.9"
+    other.set("job-request", "data", heavy)
+    dep = other.callback("job-error.children")
+    busy = other.post(other.body(dep, [("job-request", "data")])).get_json()
+    busy_pid = int(busy["job"].split("~")[0])
+    assert wait_for(lambda: (job_table.record_of(busy_pid) or job_table.Record(0, "", {}, 0, 0)).running_at)
+    page = Page.open(app.server)
+    page.set("job-request", "data", {**heavy, "at": 2})
+    body = page.body(dep, [("job-request", "data")])
+    mine = page.post(body).get_json()
+    seen = []
+    for _ in range(40):
+        answer = page.post(body, cacheKey=mine["cacheKey"], job=mine["job"]).get_json() or {}
+        seen.append(answer.get("progress", {}).get("job-status.children"))
+        if seen[-1]:
+            break
+        time.sleep(0.1)
+    assert seen[-1].endswith("v-auto: waiting for a free slot: you are next")
+    jobs.manager().terminate_job(str(busy_pid))
+    for _ in range(40):
+        answer = page.post(body, cacheKey=mine["cacheKey"], job=mine["job"]).get_json() or {}
+        status = answer.get("progress", {}).get("job-status.children")
+        if status and "simulating" in status:
+            break
+        time.sleep(0.1)
+    assert "searching and simulating" in status
+    jobs.manager().terminate_job(mine["job"].split("~")[0])

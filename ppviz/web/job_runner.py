@@ -15,18 +15,22 @@ outside, whatever it is doing.
 from __future__ import annotations
 
 import contextlib
+import io
 import multiprocessing
 import os
 import resource
 import signal
 import threading
 import time
+from multiprocessing import forkserver, popen_forkserver, reduction, spawn, util
+from multiprocessing.context import ForkServerProcess, set_spawning_popen
 
 from . import job_table
 
 # The modules whose background callbacks jobs run: imported once by the job server.
 JOB_MODULES = ("ppviz.web.callbacks", "ppviz.web.model_callbacks", "ppviz.web.search_callbacks")
 REAP_EVERY_S = 1.0
+JOB_NICENESS = 10  # jobs yield the CPU to the page's own requests
 ENTER_WAIT_S = 5.0  # a job enters the table within milliseconds of its start
 
 
@@ -53,15 +57,39 @@ def context():
     global _context
     if _context is None:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(list(JOB_MODULES))
+        ctx.set_forkserver_preload(["psutil", *JOB_MODULES])
         _context = ctx
     return _context
 
 
+class _Popen(popen_forkserver.Popen):
+    """The standard forkserver launch, less one step: the child does not run the parent's main
+    script again (``__mp_main__``): a server's main is gunicorn's script or app.py, and a job needs
+    neither. It gets only ``sys_path`` and the working directory."""
+
+    def _launch(self, process_obj):
+        prep = {k: v for k, v in spawn.get_preparation_data(process_obj._name).items() if not k.startswith("init_main")}
+        buf = io.BytesIO()
+        set_spawning_popen(self)
+        try:
+            reduction.dump(prep, buf)
+            reduction.dump(process_obj, buf)
+        finally:
+            set_spawning_popen(None)
+        self.sentinel, w = forkserver.connect_to_new_process(self._fds)
+        parent_w = os.dup(w)  # the child's sentinel of this parent, as the standard launch keeps it
+        self.finalizer = util.Finalize(self, util.close_fds, (parent_w, self.sentinel))
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+        self.pid = forkserver.read_signed(self.sentinel)
+
+
+class _JobProcess(ForkServerProcess):
+    _Popen = staticmethod(_Popen)
+
+
 def warm() -> None:
     """Start this worker's job server now, so the first job does not wait for its imports (~0.7 s)."""
-    from multiprocessing import forkserver
-
     context()
     threading.Thread(target=forkserver.ensure_running, daemon=True, name="ppviz-job-server").start()
 
@@ -70,7 +98,8 @@ def start(target, args: tuple, client: str, limits: job_table.Limits) -> int:
     """Run ``target(*args)`` as a job for ``client``; its pid."""
     ensure_reaper()
     folder = job_table.private_dir()  # passed on: the job server may have started with another environment
-    process = context().Process(target=_run, args=(target, args, client, limits, folder), daemon=False)
+    context()
+    process = _JobProcess(target=_run, args=(target, args, client, limits, folder), daemon=False)
     process.start()
     # Return once the job is in the table, so a stop that follows at once finds it to end.
     deadline = time.monotonic() + ENTER_WAIT_S
@@ -136,6 +165,7 @@ def _run(target, args: tuple, client: str, limits: job_table.Limits, folder: str
     """A job process's first and last steps around ``target``: limits first, the table second."""
     global _job
     os.setpgid(0, 0)
+    os.nice(JOB_NICENESS)  # the web workers' requests come first
     os.environ[job_table.ENV_DIR] = folder
 
     def too_long(signum, frame):

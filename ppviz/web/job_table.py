@@ -110,7 +110,10 @@ def _check_private(path: str) -> None:
 
 
 def remove_private_dir() -> None:
-    """Remove the folder this process made (nothing if it came from the environment)."""
+    """End the jobs of the folder this process made, and remove it (nothing if it came from the environment)."""
+    if _made_here and os.environ.get(ENV_DIR) in _made_here:
+        with contextlib.suppress(OSError):
+            stop_all()
     while _made_here:
         shutil.rmtree(_made_here.pop(), ignore_errors=True)
 
