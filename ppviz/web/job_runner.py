@@ -141,8 +141,11 @@ class Job:
         if self.entry.record.refused:
             raise JobRefused(self.entry.record.refused)
         told = None
-        while not self.entry.take_slot(self.limits.running):
+        while True:
             ahead = self.entry.ahead()
+            # First come, first served: a job takes a slot only if those ahead cannot fill the free ones.
+            if ahead < self.entry.free_slots(self.limits.running) and self.entry.take_slot(self.limits.running):
+                break
             if on_wait is not None and ahead != told:
                 on_wait(_queue_text(ahead))
                 told = ahead

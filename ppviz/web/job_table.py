@@ -243,6 +243,10 @@ class Entry:
             if r.running_at is None and not r.refused and (r.queued_at, r.pid) < (me.queued_at, me.pid)
         )
 
+    def free_slots(self, slots: int) -> int:
+        """Slots no job holds now."""
+        return sum(1 for i in range(slots) if not _held(_path("slots", str(i))))
+
     def take_slot(self, slots: int) -> bool:
         """Take a free slot (and mark the record running), or say there is none."""
         for i in range(slots):

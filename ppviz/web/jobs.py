@@ -112,6 +112,9 @@ def _pid(job) -> int:
 
 def _call(fn_key: str, result_key: str, progress_key: str, args, context: dict) -> None:
     """In the job process: run the registered background callback ``fn_key``."""
+    if _store().directory != os.path.join(jobs_dir(), "cache"):  # the job server started under another folder
+        _store.cache_clear()
+        manager.cache_clear()  # a new manager registers every callback again, on this folder's store
     manager().func_registry[fn_key](result_key, progress_key, args, context)
 
 
