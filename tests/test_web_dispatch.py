@@ -560,6 +560,21 @@ def test_the_protocol_check_knows_the_page_s_own_requests(page):
     assert protocol.nesting(b'{"a": "[[[{{", "b": [["\\\\", "\\"]]"]]}') == 3
 
 
+def test_an_upload_of_exactly_256_kib_is_taken_and_one_byte_more_is_refused(page):
+    """The decoded size counts base64's padding out (the estimate from the length alone refused 256 KiB)."""
+    dep = page.callback("upload-store.data")
+    order = ppviz.to_torch_csv(ppviz.build("1f1b", 3, 4))
+    limit = views.UPLOAD_MAX_BYTES
+    assert limit == 256 * 1024
+    exact = order + "\n" * (limit - len(order))  # trailing blank rows are not rows
+    out = answer(page.fire(dep, [("upload-checked", "data")], {("upload-checked", "data"): upload_data(exact)}))
+    assert out["upload-store"]["data"] == exact and "showing o.csv" in text_of(out["upload-error"]["children"])
+    for size in (limit + 1, limit + 2, limit + 3):
+        bigger = exact + "\n" * (size - limit)
+        out = answer(page.fire(dep, [("upload-checked", "data")], {("upload-checked", "data"): upload_data(bigger)}))
+        assert "upload-store" not in out and "larger than 256 KB" in text_of(out["upload-error"]["children"])
+
+
 def test_every_server_callback_of_this_page_is_covered_here(page):
     """A new server callback in ppviz/web/callbacks.py must get its triggers tested above."""
     covered = {"url.search", "row-compare.style", "download.data", "upload-store.data", "job-error"}
