@@ -59,11 +59,15 @@ def randomised(page: Page, dep: dict, data, values, plausible: dict | None = Non
 PROP_IDS = ["", ".", "x", "{", "{x.value", "{}.value", '{"a":1}.b', "[1].value", '"x".value', "url.search.x"]
 
 
-def damaged(page: Page, dep: dict, data, values) -> dict:
+ATTACKS = ["drop", "junk", "deep", "clientside", "outputs", "ids", "changed", "group"]
+
+
+def damaged(page: Page, dep: dict, data, values, attacks: list[str] = ATTACKS) -> dict:
     """A request for ``dep`` with one of its protocol fields missing or junk, nested deep, naming a
-    clientside callback, outputs other than the callback's, junk ids, or junk changedPropIds."""
+    clientside callback, outputs other than the callback's, junk ids, junk changedPropIds, or a
+    pattern-matching group made shorter, longer or of made-up members."""
     body = page.body(dep, [])
-    attack = data.draw(st.sampled_from(["drop", "junk", "deep", "clientside", "outputs", "ids", "changed"]))
+    attack = data.draw(st.sampled_from(attacks))
     if attack == "drop":
         body.pop(data.draw(st.sampled_from(sorted(body))))
     elif attack == "junk":
@@ -85,6 +89,15 @@ def damaged(page: Page, dep: dict, data, values) -> dict:
             st.sampled_from([{"id": cid, "property": prop}, {"id": data.draw(values), "property": prop}, [], "x", None])
         )
         outputs[index] = item
+    elif attack == "group":  # a pattern-matching group made shorter, longer or of made-up members
+        groups = [(g, i) for g in ("inputs", "state") for i, item in enumerate(body[g]) if isinstance(item, list)]
+        if isinstance(body["outputs"], list):
+            groups += [("outputs", i) for i, item in enumerate(body["outputs"]) if isinstance(item, list)]
+        if groups:
+            where, index = data.draw(st.sampled_from(groups))
+            group = body[where][index]
+            made_up = [{**m, "id": {**m["id"], "made": data.draw(values)}} for m in group if isinstance(m["id"], dict)]
+            body[where][index] = data.draw(st.sampled_from([group[:-1], group + made_up, group[::-1], made_up, []]))
     elif attack == "ids":
         _member(body, data)["id"] = data.draw(values)
     else:

@@ -75,9 +75,40 @@ def _wildcard_outputs(page: Page, ids: list) -> dict:
     return body
 
 
+def _param_group(page: Page, change: Callable[[list], list], where: str = "outputs") -> dict:
+    """The page callback's request with its group of schedule parameters (an input and an output) changed."""
+    body = _body(page)
+    group = "param"
+    index = next(i for i, item in enumerate(body[where]) if isinstance(item, list) and item[0]["id"]["type"] == group)
+    body[where][index] = change(body[where][index])
+    return body
+
+
+def _made_up(group: list) -> list:
+    return group + [{**group[0], "id": {**group[0]["id"], "name": "made-up"}}]
+
+
+def _many(group: list) -> list:
+    return [{**group[0], "id": {**group[0]["id"], "name": f"n{i}"}} for i in range(20_000)]
+
+
 def _background(page: Page, **query) -> Request:
     dep = _dep(page, JOB)
     return _post(page, page.body(dep, [("job-request", "data")]), expect=(200, 204, 400), **query)
+
+
+def _foreign_handles(page: Page) -> Request:
+    """A poll for the page's drawing job with the handles of a finished export job (another callback)."""
+    from ppviz.web import jobs
+
+    dep = _dep(page, "download.data")
+    body = page.body(dep, [("export-ops-csv", "n_clicks")], {("export-ops-csv", "n_clicks"): 1})
+    handles = page.post(body).get_json()
+    deadline = time.monotonic() + 30
+    while not jobs.manager().result_ready(handles["cacheKey"].split("~")[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    job = page.body(_dep(page, JOB), [("job-request", "data")])
+    return _post(page, job, cacheKey=handles["cacheKey"], job=handles["job"])
 
 
 def _get(path: str, expect=(404,)) -> Request:
@@ -121,6 +152,10 @@ SHAPES: dict[str, Callable[[Page], Request]] = {
         p, _wildcard_outputs(p, [{"schedule": "1f1b", "type": "param"}])
     ),
     "a wildcard output that is a string": lambda p: _post(p, _wildcard_outputs(p, ["row-schedule"])),
+    "a pattern group emptied in the outputs": lambda p: _post(p, _param_group(p, lambda g: [])),
+    "a pattern group emptied in the inputs": lambda p: _post(p, _param_group(p, lambda g: [], "inputs")),
+    "a made-up member of a pattern group": lambda p: _post(p, _param_group(p, _made_up)),
+    "a pattern group of 20,000 members": lambda p: _post(p, _param_group(p, _many, "inputs")),
     "a single output given as a list": lambda p: _post(
         p, {**_body(p, "lines.options"), "outputs": [{"id": "lines", "property": "options"}]}
     ),
@@ -147,6 +182,7 @@ SHAPES: dict[str, Callable[[Page], Request]] = {
     "a forged job": lambda p: _background(p, cacheKey="abc", job="1~" + "9" * 8000),
     "a forged oldJob": lambda p: _background(p, oldJob="1~junk"),
     "a forged cancelJob": lambda p: _post(p, p.body(_dep(p, "job-cancel.id")), expect=(200, 204), cancelJob="1~x"),
+    "another callback's job handles": _foreign_handles,
     "a forged endId": lambda p: _background(p, endId="junk"),
     "no endId": lambda p: Request("POST", UPDATE, json.dumps(_body(p, "lines.options")).encode(), expect=(200, 204)),
     # other routes

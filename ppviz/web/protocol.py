@@ -19,6 +19,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 2 * 2**20  # the largest real request carries an upload of 256 KiB as base64
 MAX_DEPTH = 32  # the page's own requests nest at most 6 deep
+MAX_GROUP = 512  # components in one pattern-matching group; the page's largest has 29
 _STEP = np.zeros(256, np.int32)  # what each byte does to the nesting depth
 _STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
 
@@ -47,6 +48,9 @@ def problem(body: object, callback_map: dict) -> str | None:
     why = None if spec.get("no_output") else _outputs_problem(output, body.get("outputs"))
     if why is not None:
         return why
+    why = _groups_problem(body, spec, output)
+    if why is not None:
+        return why
     changed = body.get("changedPropIds", [])
     if not isinstance(changed, list) or not all(isinstance(c, str) and _prop_id(c) for c in changed):
         return "changedPropIds must be a list of 'id.property' strings"
@@ -67,6 +71,48 @@ def _outputs_problem(output: str, outputs: object) -> str | None:
         elif not _matches(item, cid, prop):
             return f"outputs must name {cid}.{prop}"
     return None
+
+
+def _groups_problem(body: dict, spec: dict, output: str) -> str | None:
+    """Every group of one pattern names the same components, and at most ``MAX_GROUP`` of them.
+
+    The renderer resolves all of a request's patterns against one layout, so the groups of one
+    pattern (an input's and an output's, say) always agree. A crafted request whose groups differ
+    made a callback that answers per input return a list of another length than its outputs, which
+    Dash answers with a 500; thousands of made-up components cost seconds of work.
+    """
+    places = [
+        (_pattern(dep["id"]), item)
+        for key in ("inputs", "state")
+        for dep, item in zip(spec.get(key, []), body.get(key, []))
+        if isinstance(item, list)
+    ]
+    if not spec.get("no_output"):
+        outputs = body["outputs"] if output.startswith("..") else [body["outputs"]]
+        declared = _declared(output)
+        places += [
+            (json.dumps(cid, sort_keys=True), item)
+            for (cid, _), item in zip(declared, outputs)
+            if isinstance(cid, dict)
+        ]
+    seen: dict[str, list] = {}
+    for pattern, group in places:
+        if len(group) > MAX_GROUP:
+            return f"a pattern-matching group names at most {MAX_GROUP} components"
+        ids = [member["id"] for member in group]
+        first = seen.setdefault(pattern, ids)
+        if first != ids and sorted(map(_canonical, first)) != sorted(map(_canonical, ids)):
+            return "the pattern-matching groups of one pattern must name the same components"
+    return None
+
+
+@lru_cache(maxsize=256)
+def _pattern(cid: str) -> str:
+    return json.dumps(json.loads(cid), sort_keys=True)
+
+
+def _canonical(cid: object) -> str:
+    return json.dumps(cid, sort_keys=True)
 
 
 @lru_cache(maxsize=256)
@@ -124,6 +170,7 @@ def nesting(raw: bytes) -> int:
 
 def guard(app) -> None:
     """Wrap Dash's routes that raise on crafted requests: 400 or 404 and one log line instead."""
+    from dash.exceptions import InvalidCallbackReturnValue
     from flask import Response, request
 
     server = app.server
@@ -150,7 +197,12 @@ def guard(app) -> None:
             why = problem(body, app.callback_map)
         if why is not None:
             return refuse(400, why)
-        return dispatch(*args, **kwargs)
+        if "cacheKey" not in request.args:
+            return dispatch(*args, **kwargs)
+        try:  # a poll for a background job: Dash does not check the job is this callback's
+            return dispatch(*args, **kwargs)
+        except InvalidCallbackReturnValue:
+            return refuse(400, "the job's result does not fit this callback's outputs (another callback's job?)")
 
     server.view_functions[prefix + "_dash-update-component"] = checked
     _guard_component_suites(app, refuse)
