@@ -2,6 +2,7 @@
 
     python bench/bench_malformed.py               # every shape of tests/malformed.py, 3 rounds
     python bench/bench_malformed.py --rounds 20
+    python bench/bench_malformed.py --cost        # CPU of the check itself, per request (no server)
 
 Sends each shape (built from the app's own callback map) over a raw HTTP connection, so bodies that
 no client library would send (not UTF-8, nested 100,000 deep, no Content-Type) travel as written.
@@ -95,10 +96,53 @@ def poll(port: int, request, answer: dict | None) -> None:
         _, answer = send(port, replace(request, path=f"{request.path}{sep}{query}"))
 
 
+def cost() -> None:
+    """CPU time of ppviz.web.protocol's checks (problem and nesting) per request: the page's own
+    requests, and the costliest 2 MB bodies an attacker can send."""
+    import malformed
+    from web_dispatch import Page
+
+    import app
+    from ppviz.web import protocol
+
+    page = Page.open(app.server)
+    page.load()
+
+    def per_call(body: dict, raw: bytes, n: int) -> float:
+        started = time.process_time()
+        for _ in range(n):
+            protocol.problem(body, app.app.callback_map)
+            protocol.nesting(raw)
+        return (time.process_time() - started) / n
+
+    own = [page.body(d, []) for d in page.server_callbacks()]
+    times = sorted(per_call(b, json.dumps(b).encode(), 200) for b in own)
+    median, top = times[len(times) // 2] * 1e6, times[-1] * 1e6
+    print(f"the page's {len(own)} server callbacks' requests: median {median:.0f} µs, max {top:.0f} µs")
+    page_body = page.body(page.callback(malformed.PAGE), [])
+    worst = {
+        "lists of one number": {"output": "x", "inputs": [[[0]] * 250_000]},
+        "lists 31 deep": {"output": "x", "inputs": [[json.loads("[" * 29 + "]" * 29)] * 30_000]},
+        "short strings with escapes": {"output": "x", "inputs": [['a\\"'] * 200_000]},
+        "the page callback with pattern ids in changedPropIds": {
+            **page_body,
+            "changedPropIds": ['{"a":1}.x'] * 120_000,
+        },
+    }
+    for name, body in worst.items():
+        raw = json.dumps(body).encode()
+        print(f"{len(raw) / 2**20:.1f} MiB of {name}: {per_call(body, raw, 5) * 1e3:.1f} ms")
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3, help="times each shape is sent (bounded: at most 100)")
+    ap.add_argument("--cost", action="store_true", help="CPU of the protocol check per request, in process")
     args = ap.parse_args()
+    if args.cost:
+        cost()
+        return
     rounds = max(1, min(args.rounds, 100))
 
     import malformed

@@ -176,6 +176,9 @@ SHAPES: dict[str, Callable[[Page], Request]] = {
         p, {**_body(p), "changedPropIds": ["devices"]}, expect=(200, 204, 400)
     ),
     "changedPropIds as a string": lambda p: _post(p, {**_body(p), "changedPropIds": "url.search"}),
+    "changedPropIds of 100,000 pattern ids": lambda p: _post(
+        p, {**_body(p), "changedPropIds": ['{"a":1}.x'] * 100_000}
+    ),
     "changedPropIds of numbers": lambda p: _post(p, {**_body(p), "changedPropIds": [1, 2]}),
     # background callbacks with forged handles
     "a forged cacheKey": lambda p: _background(p, cacheKey="x" * 100, job="1~x"),

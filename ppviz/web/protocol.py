@@ -19,7 +19,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 2 * 2**20  # the largest real request carries an upload of 256 KiB as base64
 MAX_DEPTH = 32  # the page's own requests nest at most 6 deep
-MAX_GROUP = 512  # components in one pattern-matching group; the page's largest has 29
+MAX_GROUP = 512  # components in one pattern-matching group (the page's largest has 29), changed props
 _STEP = np.zeros(256, np.int32)  # what each byte does to the nesting depth
 _STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
 
@@ -52,7 +52,9 @@ def problem(body: object, callback_map: dict) -> str | None:
     if why is not None:
         return why
     changed = body.get("changedPropIds", [])
-    if not isinstance(changed, list) or not all(isinstance(c, str) and _prop_id(c) for c in changed):
+    if not isinstance(changed, list) or len(changed) > MAX_GROUP:
+        return f"changedPropIds must be a list of at most {MAX_GROUP} 'id.property' strings"
+    if not all(isinstance(c, str) and _prop_id(c) for c in changed):
         return "changedPropIds must be a list of 'id.property' strings"
     return None
 
