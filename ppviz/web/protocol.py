@@ -194,7 +194,7 @@ def guard(app) -> None:
             return refuse(400, f"the body nests deeper than {MAX_DEPTH} levels")
         raw = request.get_data()
         if body is None or b"\0" in raw:  # UTF-8 JSON has no NUL byte: UTF-16 and -32 have many
-            why = "the body is not UTF-8 JSON"
+            why = "the body is not a UTF-8 JSON object"
         elif nesting(raw) > MAX_DEPTH:
             why = f"the body nests deeper than {MAX_DEPTH} levels"
         else:
