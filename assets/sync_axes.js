@@ -62,9 +62,11 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
         return [noUpdate, noUpdate];
       }
       var comma = contents.indexOf(",");
-      var bytes = Math.floor(((contents.length - comma - 1) * 3) / 4);
+      var data = contents.slice(comma + 1);
+      var padding = data.length - data.replace(/=+$/, "").length; /* base64 padding decodes to nothing */
+      var bytes = Math.floor((data.length * 3) / 4) - padding;
       if (bytes > limit) {
-        var text = (filename || "the file") + " is " + Math.round(bytes / 1024) + " KB, larger than " +
+        var text = (filename || "the file") + " is " + bytes.toLocaleString("en-US") + " bytes, larger than " +
           limit / 1024 + " KB: upload a smaller order (or use the CLI: ppviz simulate --order FILE)";
         return [noUpdate, { type: "Span", namespace: "dash_html_components",
           props: { children: text, className: "msg-error", role: "alert" } }];

@@ -25,6 +25,7 @@ def junk(*typical: object):
         st.sampled_from([0, 1, 3, 8, 64, 65, 512, 513, 8192, 10**6, -1, 0.5]),
         st.floats(allow_nan=True, allow_infinity=True),
         st.text(max_size=30),
+        st.text(st.characters(categories=["Cs", "Lu", "Po"]), max_size=4),  # lone surrogates: valid JSON, not UTF-8
         st.sampled_from(list(typical) or ["nan"]),
     )
     return st.recursive(
@@ -54,15 +55,60 @@ def randomised(page: Page, dep: dict, data, values, plausible: dict | None = Non
     return body
 
 
-def damaged(page: Page, dep: dict, data, values) -> dict:
-    """A request for ``dep`` with one of its protocol fields missing or junk."""
+# changedPropIds an attacker would try: no property, a pattern id that is not JSON, a list id, empty parts
+PROP_IDS = ["", ".", "x", "{", "{x.value", "{}.value", '{"a":1}.b', "[1].value", '"x".value', "url.search.x"]
+
+
+ATTACKS = ["drop", "junk", "deep", "clientside", "outputs", "ids", "changed", "group"]
+
+
+def damaged(page: Page, dep: dict, data, values, attacks: list[str] = ATTACKS) -> dict:
+    """A request for ``dep`` with one of its protocol fields missing or junk, nested deep, naming a
+    clientside callback, outputs other than the callback's, junk ids, junk changedPropIds, or a
+    pattern-matching group made shorter, longer or of made-up members."""
     body = page.body(dep, [])
-    key = data.draw(st.sampled_from(["output", "outputs", "inputs", "state", "changedPropIds"]))
-    if data.draw(st.booleans()):
-        body.pop(key)
+    attack = data.draw(st.sampled_from(attacks))
+    if attack == "drop":
+        body.pop(data.draw(st.sampled_from(sorted(body))))
+    elif attack == "junk":
+        body[data.draw(st.sampled_from(sorted(body)))] = data.draw(values)
+    elif attack == "deep":  # past the guard's bound (32) or not; json.dumps itself stops near 1,000
+        value = data.draw(values)
+        for _ in range(data.draw(st.sampled_from([1, 5, 30, 31, 32, 33, 100, 500]))):
+            value = [value] if data.draw(st.booleans()) else {"k": value}
+        _member(body, data)["value"] = value
+    elif attack == "clientside":
+        clientside = [d for d in page.deps if d.get("clientside_function")]
+        body = page.body(data.draw(st.sampled_from(clientside)), [])
+    elif attack == "outputs":
+        outputs = body["outputs"] if isinstance(body["outputs"], list) else [body["outputs"]]
+        index = data.draw(st.integers(0, len(outputs) - 1))
+        other = data.draw(st.sampled_from(page.deps))["output"].strip(".").split("...")[0]
+        cid, _, prop = other.rpartition(".")
+        item = data.draw(
+            st.sampled_from([{"id": cid, "property": prop}, {"id": data.draw(values), "property": prop}, [], "x", None])
+        )
+        outputs[index] = item
+    elif attack == "group":  # a pattern-matching group made shorter, longer or of made-up members
+        groups = [(g, i) for g in ("inputs", "state") for i, item in enumerate(body[g]) if isinstance(item, list)]
+        if isinstance(body["outputs"], list):
+            groups += [("outputs", i) for i, item in enumerate(body["outputs"]) if isinstance(item, list)]
+        if groups:
+            where, index = data.draw(st.sampled_from(groups))
+            group = body[where][index]
+            made_up = [{**m, "id": {**m["id"], "made": data.draw(values)}} for m in group if isinstance(m["id"], dict)]
+            body[where][index] = data.draw(st.sampled_from([group[:-1], group + made_up, group[::-1], made_up, []]))
+    elif attack == "ids":
+        _member(body, data)["id"] = data.draw(values)
     else:
-        body[key] = data.draw(values)
+        body["changedPropIds"] = data.draw(st.lists(st.one_of(st.sampled_from(PROP_IDS), st.text(max_size=12))))
     return body
+
+
+def _member(body: dict, data) -> dict:
+    """One input or state item of ``body`` (a member of a wildcard group included)."""
+    items = [m for group in ("inputs", "state") for i in body[group] for m in (i if isinstance(i, list) else [i])]
+    return data.draw(st.sampled_from(items)) if items else {}
 
 
 def check_answer(page: Page, dep: dict, body: dict) -> None:

@@ -13,6 +13,7 @@ import logging
 import time
 from dataclasses import replace
 
+import malformed
 import psutil
 import pytest
 from web_dispatch import Page, answer, id_key, text_of
@@ -20,7 +21,7 @@ from web_dispatch import Page, answer, id_key, text_of
 import app as page_app
 import ppviz
 from ppviz import figures
-from ppviz.web import callbacks, limits, views
+from ppviz.web import callbacks, limits, protocol, views
 from ppviz.web.url_state import parse
 
 SERVER = page_app.server
@@ -521,20 +522,57 @@ def test_zooming_into_a_run_drawn_in_the_background_is_a_background_job_too(page
     assert "in view, drawn as bars" in text_of(page.value("cards", "children")[4])
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        b"not json",
-        b"[]",
-        b'{"output": "nope"}',
-        b'{"output": "download.data...export-error.children"}',
-    ],
-)
-def test_malformed_protocol_requests_get_400_without_a_traceback(page, body, caplog):
-    with caplog.at_level(logging.WARNING):
-        response = page.client.post("/_dash-update-component", data=body, content_type="application/json")
-    assert response.status_code == 400 and "error" in response.get_json()
-    assert not any(r.exc_info for r in caplog.records)
+@pytest.fixture(scope="module")
+def opened() -> Page:
+    """The page as first served (no callback fired yet): enough to build crafted requests from."""
+    return Page.open(SERVER)
+
+
+@pytest.mark.parametrize("shape", list(malformed.SHAPES))
+def test_a_crafted_request_gets_a_4xx_and_one_log_line_never_a_500(opened, shape, caplog):
+    """Each shape an attacker would try (tests/malformed.py): the status it may get, and in the log at
+    most one warning from the guard, nothing at ERROR level and no traceback."""
+    request = malformed.SHAPES[shape](opened)
+    with caplog.at_level(logging.INFO):
+        response = malformed.send(opened.client, request)
+    assert response.status_code in request.expect, response.get_data(as_text=True)[:500]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info], caplog.text[-3000:]
+    assert len([r for r in caplog.records if r.name == protocol.__name__]) <= 1
+    if response.status_code == 400 and request.path.startswith(malformed.UPDATE):
+        assert response.get_json()["error"]  # says what is wrong
+
+
+def test_the_hot_reload_hash_is_served_only_with_dash_s_hot_reload(opened, monkeypatch):
+    """It lists the installed packages: not served by the shipped app (gunicorn or ``python app.py``)."""
+    assert opened.client.get("/_reload-hash").status_code == 404
+    monkeypatch.setitem(page_app.app._dev_tools, "hot_reload", True)  # as `app.run(debug=True)` sets it
+    assert "packages" in opened.client.get("/_reload-hash").get_json()
+
+
+def test_the_protocol_check_knows_the_page_s_own_requests(page):
+    """Every request the page itself sends passes the check (no false 400), and a clientside callback's
+    request is refused; ``nesting`` counts the body's depth without its strings."""
+    for dep in page.deps:
+        body = page.body(dep, [])
+        why = protocol.problem(body, page_app.app.callback_map)
+        assert (why is None) == (not dep.get("clientside_function")), (dep["output"], why)
+        assert protocol.nesting(json.dumps(body).encode()) <= 6
+    assert protocol.nesting(b'{"a": "[[[{{", "b": [["\\\\", "\\"]]"]]}') == 3
+
+
+def test_an_upload_of_exactly_256_kib_is_taken_and_one_byte_more_is_refused(page):
+    """The decoded size counts base64's padding out (the estimate from the length alone refused 256 KiB)."""
+    dep = page.callback("upload-store.data")
+    order = ppviz.to_torch_csv(ppviz.build("1f1b", 3, 4))
+    limit = views.UPLOAD_MAX_BYTES
+    assert limit == 256 * 1024
+    exact = order + "\n" * (limit - len(order))  # trailing blank rows are not rows
+    out = answer(page.fire(dep, [("upload-checked", "data")], {("upload-checked", "data"): upload_data(exact)}))
+    assert out["upload-store"]["data"] == exact and "showing o.csv" in text_of(out["upload-error"]["children"])
+    for size in (limit + 1, limit + 2, limit + 3):
+        bigger = exact + "\n" * (size - limit)
+        out = answer(page.fire(dep, [("upload-checked", "data")], {("upload-checked", "data"): upload_data(bigger)}))
+        assert "upload-store" not in out and "larger than 256 KB" in text_of(out["upload-error"]["children"])
 
 
 def test_every_server_callback_of_this_page_is_covered_here(page):

@@ -564,7 +564,8 @@ def read_upload(contents: str, filename: str | None) -> str:
     header, _, data = (contents if isinstance(contents, str) else "").partition(",")
     if not data or ";base64" not in header:
         raise ValueError("the upload is empty: choose a PyTorch-format order CSV")
-    if len(data) * 3 // 4 > UPLOAD_MAX_BYTES:
+    padding = len(data) - len(data.rstrip("="))  # base64 pads to 4 characters: 1 or 2 of them decode to nothing
+    if len(data) * 3 // 4 - padding > UPLOAD_MAX_BYTES:
         raise ValueError(f"{name} is larger than {UPLOAD_MAX_BYTES // 1024} KB: upload a smaller order")
     try:
         text = base64.b64decode(data, validate=True).decode("utf-8-sig")

@@ -122,6 +122,17 @@ def test_an_export_downloads(page):
     big.write_text("0F0," * 80_000)
     page.driver.find_element("css selector", "#upload input[type=file]").send_keys(str(big))
     page.wait_for_contains_text("#upload-error", "larger than 256 KB", timeout=10)
+    # The limit is the decoded size (base64's padding counted out): exactly 256 KiB is taken, a byte more is not.
+    order = ppviz.to_torch_csv(ppviz.build("1f1b", 3, 4))
+    exact = Path(page.download_path) / "exact.csv"
+    exact.write_text(order + "\n" * (256 * 1024 - len(order)))  # trailing blank rows are not rows
+    page.driver.find_element("css selector", "#upload input[type=file]").send_keys(str(exact))
+    page.wait_for_contains_text("#upload-error", "showing exact.csv", timeout=20)
+    wait_title(page, "3 devices")
+    over = Path(page.download_path) / "over.csv"
+    over.write_text(order + "\n" * (256 * 1024 + 1 - len(order)))
+    page.driver.find_element("css selector", "#upload input[type=file]").send_keys(str(over))
+    page.wait_for_contains_text("#upload-error", "over.csv is 262,145 bytes, larger than 256 KB", timeout=10)
     assert page.get_logs() == []
 
 
