@@ -5,6 +5,8 @@
     python bench/bench_load.py --cpu              # one user, back to back: server CPU per 8×32 release
     python bench/bench_load.py --rss 5000         # RSS of the workers over 5,000 mixed renders
     python bench/bench_load.py --factors          # CPU per action of the searching schedules (limits.py)
+    python bench/bench_load.py --slow 8           # a cheap GET's latency while 8 clients trickle a body,
+                                                  # gunicorn alone and behind nginx (deploy/serve.py)
 
 Each simulated user sends what a browser sends on a slider release at 8 devices × 32 microbatches:
 the page callback's real request (built from the app's callback map), gzip accepted, with the
@@ -265,23 +267,57 @@ def factors() -> None:
             print(f"{name:>10} {f'{p}×{m}':>8} {n:>8} {dt * 1e3:>7.0f} ms {dt / n * 1e6:>10.1f}", flush=True)
 
 
+def slow(n: int, seconds: float, every: float, setups: list[str]) -> None:
+    """A cheap GET (/_dash-layout) every 0.5 s while ``n`` connections trickle a POST body a byte at a time."""
+    from slow_clients import Tricklers, get, serve
+
+    print(
+        f"{n} clients trickling a POST body, a byte every {every:g} s; GET /_dash-layout every 0.5 s for {seconds:g} s"
+    )
+    print(f"{'served by':>18} {'GETs':>5} {'p50':>8} {'max':>8} {'> 1 s':>6} {'failed':>7} {'trickling at end':>17}")
+    for setup in setups:
+        served = serve(proxy=setup == "nginx+gunicorn")
+        try:
+            tricklers = Tricklers(served.port, n, "body", every)
+            times, failed, stop_at = [], 0, time.monotonic() + seconds
+            time.sleep(1)
+            while time.monotonic() < stop_at:
+                status, elapsed = get(served.port, timeout=max(stop_at - time.monotonic(), 1))
+                times.append(elapsed)
+                failed += status != 200
+                time.sleep(0.5)
+            waiting = tricklers.waiting()
+            tricklers.close()
+        finally:
+            served.stop()
+        p50, worst, slow_n = statistics.median(times), max(times), sum(t > 1 for t in times)
+        print(f"{setup:>18} {len(times):>5} {p50 * 1e3:>6.0f} ms {worst:>6.2f} s {slow_n:>6} {failed:>7} {waiting:>17}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--users", type=int, default=50)
-    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--seconds", type=float, help="how long the load (60 s) or --slow (30 s) runs")
     ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0))
     ap.add_argument("--cpu", action="store_true", help="server CPU per 8×32 slider release, one user")
     ap.add_argument("--rss", type=int, metavar="RENDERS", help="worker RSS over this many mixed renders")
     ap.add_argument("--factors", action="store_true", help="CPU per action of the searching schedules")
+    ap.add_argument("--slow", type=int, metavar="N", help="a cheap GET's latency while N clients trickle a body")
+    ap.add_argument("--every", type=float, default=1.0, help="with --slow: seconds between a trickler's bytes")
+    ap.add_argument(
+        "--setups", nargs="+", default=["gunicorn", "nginx+gunicorn"], choices=["gunicorn", "nginx+gunicorn"]
+    )
     args = ap.parse_args()
-    if args.factors:
+    if args.slow:
+        slow(args.slow, args.seconds or 30, args.every, args.setups)
+    elif args.factors:
         factors()
     elif args.cpu:
         cpu_per_release(300)
     elif args.rss:
         rss(args.rss)
     else:
-        load(args.users, args.seconds, tuple(args.think))
+        load(args.users, args.seconds or 60, tuple(args.think))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,86 @@
+"""The container's entrypoint: nginx on $PORT (7860) in front of gunicorn on a private unix socket.
+
+nginx reads each request whole before gunicorn sees it (deploy/nginx.conf.template), so slow
+clients cost nginx a connection each instead of holding gunicorn's threads. This renders the
+template into a fresh private folder, starts gunicorn (gunicorn.conf.py) and nginx, passes SIGTERM
+and SIGINT on to both, and exits when either exits, with its status. As the container's PID 1 it
+also reaps any orphaned process.
+
+    python deploy/serve.py        # listens on $HOST:$PORT, 0.0.0.0:7860 unless set
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import string
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from ppviz.web.protocol import MAX_BODY_BYTES  # noqa: E402
+
+STOP_SECONDS = 25  # gunicorn's graceful_timeout (20 s) and a margin; then both are killed
+
+
+def render(run_dir: Path, listen: str) -> Path:
+    """deploy/nginx.conf.template with the run folder, the address and the body limit filled in."""
+    template = string.Template((ROOT / "deploy" / "nginx.conf.template").read_text())
+    conf = run_dir / "nginx.conf"
+    conf.write_text(template.safe_substitute(RUN_DIR=run_dir, LISTEN=listen, MAX_BODY_BYTES=MAX_BODY_BYTES))
+    return conf
+
+
+def commands(run_dir: Path, conf: Path) -> tuple[list[str], list[str]]:
+    """gunicorn's and nginx's command lines."""
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    nginx = os.environ.get("NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
+    nginx_cmd = [nginx, "-p", str(run_dir), "-c", str(conf), "-e", "stderr"]
+    if os.geteuid() == 0:
+        # nginx started by root hands its workers to "nobody", who cannot enter the private run
+        # folder; the container runs as uid 1000, where nginx keeps its own user.
+        nginx_cmd += ["-g", "user root;"]
+    return [str(gunicorn) if gunicorn.exists() else "gunicorn", "app:server", "-c", "gunicorn.conf.py"], nginx_cmd
+
+
+def main() -> int:
+    listen = f"{os.environ.get('HOST', '0.0.0.0')}:{int(os.environ.get('PORT', '7860'))}"
+    run_dir = Path(tempfile.mkdtemp(prefix="ppviz-serve-"))  # mode 0700, new on every start
+    try:
+        gunicorn_cmd, nginx_cmd = commands(run_dir, render(run_dir, listen))
+        env = {**os.environ, "GUNICORN_BIND": f"unix:{run_dir}/gunicorn.sock"}
+        gunicorn = subprocess.Popen(gunicorn_cmd, cwd=ROOT, env=env)
+        nginx = subprocess.Popen(nginx_cmd, cwd=run_dir)
+        stops = {gunicorn.pid: signal.SIGTERM, nginx.pid: signal.SIGQUIT}  # each one's graceful stop
+        ours = {gunicorn.pid: gunicorn, nginx.pid: nginx}
+
+        def stop_both(signum=None, frame=None):
+            for pid, sig in stops.items():
+                if ours[pid].returncode is None:
+                    ours[pid].send_signal(sig)
+
+        signal.signal(signal.SIGTERM, stop_both)
+        signal.signal(signal.SIGINT, stop_both)
+        while True:  # the first of ours to exit; anything else is an orphan reaped on the way
+            pid, status = os.wait()
+            if pid in ours:
+                ours[pid].returncode = code = os.waitstatus_to_exitcode(status)
+                break
+        stop_both()
+        for proc in ours.values():
+            try:
+                proc.wait(timeout=STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return 0 if code in (0, -signal.SIGTERM, -signal.SIGQUIT) else (code if code > 0 else 128 - code)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

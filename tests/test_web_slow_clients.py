@@ -1,0 +1,114 @@
+"""Slow clients cannot stall the page, in the shipped deployment and in gunicorn alone.
+
+Before: eight connections trickling a POST body a byte every 5 s held all 8 of gunicorn's threads
+(2 gthread workers × 4), and a cheap GET waited until they closed. Now the container's command
+(deploy/serve.py) puts nginx in front, which reads requests whole before gunicorn sees them, and
+gunicorn itself answers 408 to a request not sent in time (ppviz.web.serving).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from slow_clients import NGINX, ROOT, Tricklers, dockerfile_command, get, serve
+
+from ppviz.web import serving
+from ppviz.web.protocol import MAX_BODY_BYTES
+
+needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (scripts/test.sh installs Debian's)")
+
+
+@needs_nginx
+def test_sixteen_slow_bodies_and_four_slow_headers_do_not_delay_a_cheap_request_behind_nginx():
+    served = serve(proxy=True)  # the Dockerfile's CMD, as the container runs it
+    try:
+        health = subprocess.run(dockerfile_command("HEALTHCHECK"), env={"PORT": str(served.port)}, timeout=30)
+        assert health.returncode == 0
+        bodies = Tricklers(served.port, 16, "body")
+        headers = Tricklers(served.port, 4, "headers")
+        try:
+            time.sleep(1)
+            answers = []
+            for _ in range(8):
+                answers.append(get(served.port, timeout=10))
+                time.sleep(0.5)
+            assert bodies.waiting() == 16 and headers.waiting() == 4  # all still sending meanwhile
+        finally:
+            bodies.close()
+            headers.close()
+        assert [status for status, _ in answers] == [200] * 8
+        assert max(seconds for _, seconds in answers) < 1.0, answers
+    finally:
+        status = served.stop(signal.SIGTERM)
+    assert status == 0  # serve.py passed SIGTERM on to nginx and gunicorn, and both ended cleanly
+    assert not served.group_alive()
+
+
+def test_gunicorn_alone_answers_408_to_requests_not_sent_in_time():
+    served = serve(proxy=False)
+    try:
+        # 4 at most: each worker has 4 threads, and a 5th connection would wait for one first
+        bodies = Tricklers(served.port, 3, "body")
+        headers = Tricklers(served.port, 1, "headers")
+        deadline = time.monotonic() + serving.HEADER_SECONDS + serving.BODY_SECONDS + 5
+        while (bodies.waiting() or headers.waiting()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        bodies.close()
+        headers.close()
+        status, seconds = get(served.port, timeout=10)
+    finally:
+        served.stop(signal.SIGQUIT)
+    for answers, limit in ((headers.answers, serving.HEADER_SECONDS), (bodies.answers, serving.BODY_SECONDS)):
+        for after, first in answers.values():
+            assert first.startswith(b"HTTP/1.1 408 "), first
+            assert limit - 0.5 < after < limit + 3, (after, limit)  # the header phase takes ~0 s for bodies
+    assert len(bodies.answers) == 3 and len(headers.answers) == 1
+    assert status == 200 and seconds < 5
+
+
+def test_read_deadline_ends_a_blocked_read_and_says_it_was_late():
+    deadlines = serving.Deadlines()
+    (a, b), (c, d) = socket.socketpair(), socket.socketpair()
+    with a, b, c, d:
+        deadlines.arm(a, 0.2)
+        deadlines.arm(c, 60)
+        started = time.monotonic()
+        assert a.recv(10) == b""  # the read side was shut at the deadline
+        assert 0.15 < time.monotonic() - started < 5
+        assert deadlines.disarm(a) is False and deadlines.disarm(a) is True
+        assert deadlines.disarm(c) is True  # disarmed in time: c is still readable
+        d.sendall(b"ok")
+        assert c.recv(10) == b"ok"
+
+
+@needs_nginx
+def test_the_shipped_nginx_config_is_valid_and_matches_the_app():
+    sys.path.insert(0, str(ROOT / "deploy"))
+    import serve as entrypoint
+
+    with tempfile.TemporaryDirectory() as run:
+        conf = entrypoint.render(Path(run), "127.0.0.1:7860")
+        text = conf.read_text()
+        assert "${" not in text
+        assert re.search(rf"client_max_body_size {MAX_BODY_BYTES};", text)
+        assert f"server unix:{run}/gunicorn.sock;" in text
+        _, nginx_cmd = entrypoint.commands(Path(run), conf)
+        check = subprocess.run([*nginx_cmd, "-t", "-q"], capture_output=True, text=True, timeout=30)
+        assert check.returncode == 0, check.stderr
+
+
+def test_the_dockerfile_pins_its_base_checks_health_and_runs_the_deployment():
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim@sha256:[0-9a-f]{64}$", text, re.M)
+    assert "HEALTHCHECK" in text and "USER 1000" in text
+    assert dockerfile_command("CMD")[1:] == ["deploy/serve.py"]
+    assert re.search(r"^COPY .* deploy \./deploy$", text, re.M)
+    assert "apt-get install -y --no-install-recommends nginx" in text
