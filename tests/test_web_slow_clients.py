@@ -112,3 +112,14 @@ def test_the_dockerfile_pins_its_base_checks_health_and_runs_the_deployment():
     assert dockerfile_command("CMD")[1:] == ["deploy/serve.py"]
     assert re.search(r"^COPY .* deploy \./deploy$", text, re.M)
     assert "apt-get install -y --no-install-recommends nginx" in text
+
+
+def test_gunicorn_reads_the_read_deadlines_and_worker_recycling_from_the_shipped_config():
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    if not gunicorn.exists():
+        pytest.skip("gunicorn is not installed in this environment")
+    cmd = [str(gunicorn), "--print-config", "-c", "gunicorn.conf.py", "app:server"]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    settings = dict(re.findall(r"^(\w+)\s+= (.*)$", out, re.M))
+    assert settings["worker_class"] == "ppviz.web.serving.Worker"  # gunicorn ignores a misspelt name
+    assert int(settings["max_requests"]) > 0 and int(settings["max_requests_jitter"]) > 0
