@@ -2,6 +2,7 @@
 
     python bench/bench_load.py                    # 50 users for 60 s, 1–3 s think time
     python bench/bench_load.py --users 100 --seconds 30
+    python bench/bench_load.py --proxy            # the same through nginx, as the container serves
     python bench/bench_load.py --cpu              # one user, back to back: server CPU per 8×32 release
     python bench/bench_load.py --rss 5000         # RSS of the workers over 5,000 mixed renders
     python bench/bench_load.py --factors          # CPU per action of the searching schedules (limits.py)
@@ -44,13 +45,17 @@ def free_port() -> int:
 
 
 class Server:
-    """gunicorn app:server -c gunicorn.conf.py on a free loopback port; stopped by its PID."""
+    """gunicorn app:server -c gunicorn.conf.py on a free loopback port, or with ``proxy`` the
+    container's command (nginx in front of gunicorn, deploy/serve.py); stopped by its PID."""
 
-    def __init__(self):
+    def __init__(self, proxy: bool = False):
         self.port = free_port()
         gunicorn = Path(sys.executable).with_name("gunicorn")
         cmd = [str(gunicorn), "app:server", "-c", "gunicorn.conf.py", "-b", f"127.0.0.1:{self.port}"]
         env = {**os.environ, "WEB_CONCURRENCY": os.environ.get("WEB_CONCURRENCY", "2")}
+        if proxy:
+            cmd = [sys.executable, "deploy/serve.py"]
+            env.update(HOST="127.0.0.1", PORT=str(self.port))
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -164,9 +169,9 @@ class User:
         return self.release(name, value)
 
 
-def load(users: int, seconds: float, think: tuple[float, float]) -> None:
+def load(users: int, seconds: float, think: tuple[float, float], proxy: bool = False) -> None:
     page, dep = page_template()
-    server = Server()
+    server = Server(proxy)
     try:
         warm = User(server.port, page, dep, -1)
         for _ in range(20):
@@ -194,7 +199,8 @@ def load(users: int, seconds: float, think: tuple[float, float]) -> None:
             t.join(seconds + 60)
         wall, cpu = time.monotonic() - t0, server.cpu_s() - cpu0
         q = statistics.quantiles(latencies, n=100)
-        print(f"{users} users × {seconds:g} s, think {think[0]:g}–{think[1]:g} s, 8 × 32 slider releases")
+        via = " through nginx" if proxy else ""
+        print(f"{users} users × {seconds:g} s{via}, think {think[0]:g}–{think[1]:g} s, 8 × 32 slider releases")
         print(f"requests {len(latencies)}, errors {errors[0]}, {len(latencies) / wall:.1f} requests/s")
         print(f"latency p50 {q[49] * 1e3:.0f} ms, p95 {q[94] * 1e3:.0f} ms, p99 {q[98] * 1e3:.0f} ms")
         print(f"server CPU {cpu * 1e3 / max(len(latencies), 1):.1f} ms per request (over {wall:.0f} s)")
@@ -302,6 +308,7 @@ def main() -> None:
     ap.add_argument("--cpu", action="store_true", help="server CPU per 8×32 slider release, one user")
     ap.add_argument("--rss", type=int, metavar="RENDERS", help="worker RSS over this many mixed renders")
     ap.add_argument("--factors", action="store_true", help="CPU per action of the searching schedules")
+    ap.add_argument("--proxy", action="store_true", help="load the container's command: nginx in front of gunicorn")
     ap.add_argument("--slow", type=int, metavar="N", help="a cheap GET's latency while N clients trickle a body")
     ap.add_argument("--every", type=float, default=1.0, help="with --slow: seconds between a trickler's bytes")
     ap.add_argument(
@@ -317,7 +324,7 @@ def main() -> None:
     elif args.rss:
         rss(args.rss)
     else:
-        load(args.users, args.seconds or 60, tuple(args.think))
+        load(args.users, args.seconds or 60, tuple(args.think), args.proxy)
 
 
 if __name__ == "__main__":

@@ -83,8 +83,8 @@ def test_read_deadline_ends_a_blocked_read_and_says_it_was_late():
         started = time.monotonic()
         assert a.recv(10) == b""  # the read side was shut at the deadline
         assert 0.15 < time.monotonic() - started < 5
-        assert deadlines.disarm(a) is False and deadlines.disarm(a) is True
-        assert deadlines.disarm(c) is True  # disarmed in time: c is still readable
+        assert deadlines.disarm(a.fileno()) is False and deadlines.disarm(a.fileno()) is True
+        assert deadlines.disarm(c.fileno()) is True  # disarmed in time: c is still readable
         d.sendall(b"ok")
         assert c.recv(10) == b"ok"
 

@@ -22,6 +22,7 @@ from gunicorn.workers.gthread import ThreadWorker
 
 from ppviz.web.protocol import MAX_BODY_BYTES
 
+TICK_SECONDS = 0.25  # how often the deadlines are checked: cheaper than waking on every request
 HEADER_SECONDS = 10.0  # from the moment a thread takes the connection (gunicorn waits 5 s for a first byte)
 BODY_SECONDS = 15.0  # the largest real body (~350 kB) needs 23 kB/s; behind nginx it arrives at once
 TIMEOUT_TEXT = b"the request did not arrive in time; send it again\n"
@@ -32,28 +33,28 @@ TIMEOUT_RESPONSE = (
 
 
 class Deadlines:
-    """Sockets being read, each with a deadline; one thread per worker shuts the late ones' reads."""
+    """Sockets being read, each with a deadline; one thread per worker, looking every
+    ``TICK_SECONDS``, shuts the late ones' reads."""
 
     def __init__(self):
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._due: dict[int, tuple[float, socket.socket]] = {}  # by file descriptor
         self._late: set[int] = set()
         self._thread: threading.Thread | None = None
 
     def arm(self, sock: socket.socket, seconds: float) -> None:
         """Watch this socket until ``disarm``: its read side is shut ``seconds`` from now."""
-        with self._cond:
+        with self._lock:
             self._late.discard(sock.fileno())
             self._due[sock.fileno()] = (time.monotonic() + seconds, sock)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._watch, name="read-deadlines", daemon=True)
                 self._thread.start()
-            self._cond.notify()
 
-    def disarm(self, sock: socket.socket) -> bool:
-        """Stop watching; False if the deadline passed (once: the next call says True)."""
-        with self._cond:
-            fd = sock.fileno()
+    def disarm(self, fd: int) -> bool:
+        """Stop watching the socket of this file descriptor (taken while it was open); False if
+        its deadline passed (once: the next call says True)."""
+        with self._lock:
             self._due.pop(fd, None)
             if fd in self._late:
                 self._late.discard(fd)
@@ -61,8 +62,9 @@ class Deadlines:
             return True
 
     def _watch(self) -> None:
-        with self._cond:
-            while True:
+        while True:
+            time.sleep(TICK_SECONDS)
+            with self._lock:
                 now = time.monotonic()
                 for fd, (due, sock) in list(self._due.items()):
                     if due <= now:
@@ -70,8 +72,6 @@ class Deadlines:
                         self._late.add(fd)
                         with contextlib.suppress(OSError):  # the blocked recv() returns b"" at once
                             sock.shutdown(socket.SHUT_RD)
-                soonest = min((due for due, _ in self._due.values()), default=None)
-                self._cond.wait(None if soonest is None else max(soonest - now, 0.0))
 
 
 class Worker(ThreadWorker):
@@ -86,12 +86,12 @@ class Worker(ThreadWorker):
         self.wsgi = BodyDeadline(self.wsgi, self.deadlines)
 
     def handle(self, conn):
-        sock = conn.sock
+        sock, fd = conn.sock, conn.sock.fileno()
         self.deadlines.arm(sock, HEADER_SECONDS)  # BodyDeadline disarms it once the headers are in
         try:
             keepalive = super().handle(conn)
         finally:
-            on_time = self.deadlines.disarm(sock)
+            on_time = self.deadlines.disarm(fd)
         if on_time:
             return keepalive
         self.log.info("408: a request's headers did not arrive within %g s", HEADER_SECONDS)
@@ -110,7 +110,8 @@ class BodyDeadline:
         sock = environ.get("gunicorn.socket")
         if sock is None:
             return self.app(environ, start_response)
-        if not self.deadlines.disarm(sock):  # the headers came in just as their time ran out
+        fd = sock.fileno()
+        if not self.deadlines.disarm(fd):  # the headers came in just as their time ran out
             return _timed_out(start_response)
         chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
         length = environ.get("CONTENT_LENGTH") or "0"
@@ -120,7 +121,7 @@ class BodyDeadline:
         try:
             body = environ["wsgi.input"].read(MAX_BODY_BYTES + 1)
         finally:
-            on_time = self.deadlines.disarm(sock)
+            on_time = self.deadlines.disarm(fd)
         if not on_time or (not chunked and len(body) < int(length)):
             return _timed_out(start_response)
         environ["wsgi.input"] = io.BytesIO(body)
