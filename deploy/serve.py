@@ -3,8 +3,9 @@
 nginx reads each request whole before gunicorn sees it (deploy/nginx.conf.template), so slow
 clients cost nginx a connection each instead of holding gunicorn's threads. This renders the
 template into a fresh private folder, starts gunicorn (gunicorn.conf.py) and nginx, passes SIGTERM
-and SIGINT on to both, and exits when either exits, with its status. As the container's PID 1 it
-also reaps any orphaned process.
+and SIGINT on to both, and exits when either exits: with 0 after a SIGTERM or SIGINT, else with
+the status of the one that stopped (1 if that was 0), so that the container ends and is restarted.
+As the container's PID 1 it also reaps any orphaned process.
 
     python deploy/serve.py        # listens on $HOST:$PORT, 0.0.0.0:7860 unless set
 """
@@ -50,34 +51,42 @@ def commands(run_dir: Path, conf: Path) -> tuple[list[str], list[str]]:
 def main() -> int:
     listen = f"{os.environ.get('HOST', '0.0.0.0')}:{int(os.environ.get('PORT', '7860'))}"
     run_dir = Path(tempfile.mkdtemp(prefix="ppviz-serve-"))  # mode 0700, new on every start
+    ours: dict[int, tuple[subprocess.Popen, int]] = {}  # pid -> (process, its graceful stop signal)
+    asked = []
+
+    def stop_both(signum=None, frame=None):
+        if signum is not None:
+            asked.append(signum)
+        for proc, sig in ours.values():
+            if proc.returncode is None:
+                proc.send_signal(sig)
+
+    signal.signal(signal.SIGTERM, stop_both)
+    signal.signal(signal.SIGINT, stop_both)
     try:
         gunicorn_cmd, nginx_cmd = commands(run_dir, render(run_dir, listen))
         env = {**os.environ, "GUNICORN_BIND": f"unix:{run_dir}/gunicorn.sock"}
-        gunicorn = subprocess.Popen(gunicorn_cmd, cwd=ROOT, env=env)
-        nginx = subprocess.Popen(nginx_cmd, cwd=run_dir)
-        stops = {gunicorn.pid: signal.SIGTERM, nginx.pid: signal.SIGQUIT}  # each one's graceful stop
-        ours = {gunicorn.pid: gunicorn, nginx.pid: nginx}
-
-        def stop_both(signum=None, frame=None):
-            for pid, sig in stops.items():
-                if ours[pid].returncode is None:
-                    ours[pid].send_signal(sig)
-
-        signal.signal(signal.SIGTERM, stop_both)
-        signal.signal(signal.SIGINT, stop_both)
+        for cmd, cwd, sig in ((gunicorn_cmd, ROOT, signal.SIGTERM), (nginx_cmd, run_dir, signal.SIGQUIT)):
+            if not asked:
+                proc = subprocess.Popen(cmd, cwd=cwd, env=env)
+                ours[proc.pid] = (proc, sig)
+        if not ours:  # asked to stop before anything started
+            return 0
         while True:  # the first of ours to exit; anything else is an orphan reaped on the way
             pid, status = os.wait()
             if pid in ours:
-                ours[pid].returncode = code = os.waitstatus_to_exitcode(status)
+                ours[pid][0].returncode = code = os.waitstatus_to_exitcode(status)
                 break
         stop_both()
-        for proc in ours.values():
+        for proc, _ in ours.values():
             try:
                 proc.wait(timeout=STOP_SECONDS)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        return 0 if code in (0, -signal.SIGTERM, -signal.SIGQUIT) else (code if code > 0 else 128 - code)
+        if asked:
+            return 0
+        return 1 if code == 0 else code if code > 0 else 128 - code
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 

@@ -58,7 +58,8 @@ class Served:
             time.sleep(0.2)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int | None:
-        """Its exit status after ``sig``, or None if it had to be killed (with its whole group)."""
+        """Its exit status after ``sig`` (None if it had to be killed). ``left_behind`` then says
+        whether any process of its session outlived it; all are killed."""
         with contextlib.suppress(ProcessLookupError):
             self.proc.send_signal(sig)
         try:
@@ -66,8 +67,9 @@ class Served:
         except subprocess.TimeoutExpired:
             return None
         finally:
+            self.left_behind = self.group_alive()
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)  # anything left in its session
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
     def group_alive(self) -> bool:

@@ -8,6 +8,7 @@ gunicorn itself answers 408 to a request not sent in time (ppviz.web.serving).
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -49,7 +50,22 @@ def test_sixteen_slow_bodies_and_four_slow_headers_do_not_delay_a_cheap_request_
     finally:
         status = served.stop(signal.SIGTERM)
     assert status == 0  # serve.py passed SIGTERM on to nginx and gunicorn, and both ended cleanly
-    assert not served.group_alive()
+    assert not served.left_behind
+
+
+@needs_nginx
+def test_the_container_command_ends_when_nginx_ends():
+    served = serve(proxy=True)
+    try:
+        children = Path(f"/proc/{served.proc.pid}/task/{served.proc.pid}/children").read_text().split()
+        nginx = [int(c) for c in children if b"nginx" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        assert len(nginx) == 1
+        os.kill(nginx[0], signal.SIGTERM)  # nginx stops on its own: the container must not live on half
+        status = served.proc.wait(timeout=40)
+    finally:
+        served.stop()
+    assert status == 1  # nginx's own status was 0; the container's says it did not stop as asked
+    assert not served.left_behind
 
 
 def test_gunicorn_alone_answers_408_to_requests_not_sent_in_time():
