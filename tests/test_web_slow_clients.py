@@ -8,6 +8,7 @@ gunicorn itself answers 408 to a request not sent in time (ppviz.web.serving).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -139,3 +140,31 @@ def test_gunicorn_reads_the_read_deadlines_and_worker_recycling_from_the_shipped
     settings = dict(re.findall(r"^(\w+)\s+= (.*)$", out, re.M))
     assert settings["worker_class"] == "ppviz.web.serving.Worker"  # gunicorn ignores a misspelt name
     assert int(settings["max_requests"]) > 0 and int(settings["max_requests_jitter"]) > 0
+
+
+def _call(environ: dict) -> tuple[str, bytes, bytes | None]:
+    """BodyDeadline around an app that reads the body: (status, answer, what the app read)."""
+    seen, status = [], []
+
+    def app(environ, start_response):
+        seen.append(environ["wsgi.input"].read())
+        start_response("200 OK", [])
+        return [b"ok"]
+
+    a, b = socket.socketpair()
+    with a, b:
+        answer = serving.BodyDeadline(app, serving.Deadlines())(
+            {"gunicorn.socket": a, **environ}, lambda s, headers: status.append(s)
+        )
+    return status[0], b"".join(answer), seen[0] if seen else None
+
+
+def test_the_body_is_read_for_the_app_and_a_short_or_oversized_one_answered_at_once():
+    body = b'{"output": "x"}' * 1000
+    assert _call({"CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}) == ("200 OK", b"ok", body)
+    chunked = {"HTTP_TRANSFER_ENCODING": "chunked", "wsgi.input": io.BytesIO(body)}
+    assert _call(chunked) == ("200 OK", b"ok", body)
+    short = _call({"CONTENT_LENGTH": str(len(body) + 1), "wsgi.input": io.BytesIO(body)})  # the client gave up
+    assert short[0].startswith("408") and short[2] is None
+    big = io.BytesIO(b"x" * (MAX_BODY_BYTES + 10))
+    assert _call({"HTTP_TRANSFER_ENCODING": "chunked", "wsgi.input": big})[0].startswith("413")

@@ -124,6 +124,12 @@ class BodyDeadline:
             on_time = self.deadlines.disarm(fd)
         if not on_time or (not chunked and len(body) < int(length)):
             return _timed_out(start_response)
+        if len(body) > MAX_BODY_BYTES:  # a chunked body, whose length was not announced
+            text = b"the request body is larger than %d bytes\n" % MAX_BODY_BYTES
+            start_response(
+                "413 Content Too Large", [("Content-Type", "text/plain"), ("Content-Length", str(len(text)))]
+            )
+            return [text]
         environ["wsgi.input"] = io.BytesIO(body)
         return self.app(environ, start_response)
 
