@@ -2,10 +2,11 @@
 
 nginx reads each request whole before gunicorn sees it (deploy/nginx.conf.template), so slow
 clients cost nginx a connection each instead of holding gunicorn's threads. This renders the
-template into a fresh private folder, starts gunicorn (gunicorn.conf.py) and nginx, passes SIGTERM
-and SIGINT on to both, and exits when either exits: with 0 after a SIGTERM or SIGINT, else with
-the status of the one that stopped (1 if that was 0), so that the container ends and is restarted.
-As the container's PID 1 it also reaps any orphaned process.
+template into a fresh private folder, starts gunicorn (gunicorn.conf.py), then nginx once gunicorn
+listens (so the port opens when the page can be served), passes SIGTERM and SIGINT on to both,
+and exits when either exits: with 0 after a SIGTERM or SIGINT, else with the status of the one
+that stopped (1 if that was 0), so that the container ends and is restarted. As the container's
+PID 1 it also reaps any orphaned process.
 
     python deploy/serve.py        # listens on $HOST:$PORT, 0.0.0.0:7860 unless set
 """
@@ -19,6 +20,7 @@ import string
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +50,24 @@ def commands(run_dir: Path, conf: Path) -> tuple[list[str], list[str]]:
     return [str(gunicorn) if gunicorn.exists() else "gunicorn", "app:server", "-c", "gunicorn.conf.py"], nginx_cmd
 
 
+def start(cmd: list[str], cwd: Path, env: dict, stop_signal: int, ours: dict) -> subprocess.Popen:
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env)
+    ours[proc.pid] = (proc, stop_signal)
+    return proc
+
+
+def first_exit(ours: dict) -> int:
+    """The exit status of the first of ``ours`` to end; any other child (an orphan) is reaped."""
+    for proc, _ in ours.values():
+        if proc.returncode is not None:
+            return proc.returncode
+    while True:
+        pid, status = os.wait()
+        if pid in ours:
+            ours[pid][0].returncode = code = os.waitstatus_to_exitcode(status)
+            return code
+
+
 def main() -> int:
     listen = f"{os.environ.get('HOST', '0.0.0.0')}:{int(os.environ.get('PORT', '7860'))}"
     run_dir = Path(tempfile.mkdtemp(prefix="ppviz-serve-"))  # mode 0700, new on every start
@@ -65,18 +85,14 @@ def main() -> int:
     signal.signal(signal.SIGINT, stop_both)
     try:
         gunicorn_cmd, nginx_cmd = commands(run_dir, render(run_dir, listen))
-        env = {**os.environ, "GUNICORN_BIND": f"unix:{run_dir}/gunicorn.sock"}
-        for cmd, cwd, sig in ((gunicorn_cmd, ROOT, signal.SIGTERM), (nginx_cmd, run_dir, signal.SIGQUIT)):
-            if not asked:
-                proc = subprocess.Popen(cmd, cwd=cwd, env=env)
-                ours[proc.pid] = (proc, sig)
-        if not ours:  # asked to stop before anything started
-            return 0
-        while True:  # the first of ours to exit; anything else is an orphan reaped on the way
-            pid, status = os.wait()
-            if pid in ours:
-                ours[pid][0].returncode = code = os.waitstatus_to_exitcode(status)
-                break
+        sock = run_dir / "gunicorn.sock"  # there once the app is imported (preload_app): then nginx
+        env = {**os.environ, "GUNICORN_BIND": f"unix:{sock}"}
+        gunicorn = start(gunicorn_cmd, ROOT, env, signal.SIGTERM, ours)
+        while not sock.exists() and gunicorn.poll() is None and not asked:
+            time.sleep(0.1)
+        if gunicorn.returncode is None and not asked:
+            start(nginx_cmd, run_dir, env, signal.SIGQUIT, ours)
+        code = first_exit(ours)
         stop_both()
         for proc, _ in ours.values():
             try:
