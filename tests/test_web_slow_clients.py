@@ -29,11 +29,12 @@ needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (
 
 
 @needs_nginx
-def test_sixteen_slow_bodies_and_four_slow_headers_do_not_delay_a_cheap_request_behind_nginx():
+def test_sixteen_slow_bodies_and_four_slow_headers_delay_a_cheap_request_by_under_a_second_behind_nginx():
     served = serve(proxy=True)  # the Dockerfile's CMD, as the container runs it
     try:
         health = subprocess.run(dockerfile_command("HEALTHCHECK"), env={"PORT": str(served.port)}, timeout=30)
         assert health.returncode == 0
+        alone = [get(served.port, timeout=10) for _ in range(4)]  # the same GET before any slow client
         bodies = Tricklers(served.port, 16, "body")
         headers = Tricklers(served.port, 4, "headers")
         try:
@@ -46,8 +47,9 @@ def test_sixteen_slow_bodies_and_four_slow_headers_do_not_delay_a_cheap_request_
         finally:
             bodies.close()
             headers.close()
-        assert [status for status, _ in answers] == [200] * 8
-        assert max(seconds for _, seconds in answers) < 1.0, answers
+        assert [status for status, _ in alone + answers] == [200] * 12
+        # The issue's bound: delayed by no more than 1 s (gunicorn alone: 14 s and more, bench --slow)
+        assert max(seconds for _, seconds in answers) < max(seconds for _, seconds in alone) + 1.0, (alone, answers)
     finally:
         status = served.stop(signal.SIGTERM)
     assert status == 0  # serve.py passed SIGTERM on to nginx and gunicorn, and both ended cleanly
