@@ -10,7 +10,8 @@ bind = os.environ.get("GUNICORN_BIND", f"0.0.0.0:{os.environ.get('PORT', '7860')
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))  # the page keeps no state in workers: any can answer
 threads = 4
 # gunicorn's gthread worker, plus a deadline on reading each request: headers within 10 s, the body
-# within 15 s more, else 408 (ppviz.web.serving; gunicorn 27 has no read timeout of its own).
+# within 15 s more, else 408 (ppviz.web.serving; gunicorn 27 has no read timeout of its own); on the
+# container's unix socket the client's address is the one nginx passes in X-Real-IP.
 worker_class = "ppviz.web.serving.Worker"
 # Import the app once in the master, set up before any worker serves (the cold-start race of
 # plotly/dash#3971 needs app.py's eager setup; preloading also shares that work between workers).

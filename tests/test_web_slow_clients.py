@@ -170,3 +170,11 @@ def test_the_body_is_read_for_the_app_and_a_short_or_oversized_one_answered_at_o
     assert short[0].startswith("408") and short[2] is None
     big = io.BytesIO(b"x" * (MAX_BODY_BYTES + 10))
     assert _call({"HTTP_TRANSFER_ENCODING": "chunked", "wsgi.input": big})[0].startswith("413")
+
+
+def test_behind_nginx_on_the_unix_socket_the_client_is_the_real_ip_and_never_over_tcp():
+    seen = []
+    app = serving.client_behind_proxy(lambda environ, start_response: seen.append(environ["REMOTE_ADDR"]))
+    app({"REMOTE_ADDR": "", "HTTP_X_REAL_IP": "203.0.113.7"}, None)  # gunicorn's environ on a unix socket
+    app({"REMOTE_ADDR": "198.51.100.2", "HTTP_X_REAL_IP": "203.0.113.7"}, None)  # a TCP client's own header
+    assert seen == ["203.0.113.7", "198.51.100.2"]

@@ -83,7 +83,7 @@ class Worker(ThreadWorker):
 
     def load_wsgi(self):
         super().load_wsgi()
-        self.wsgi = BodyDeadline(self.wsgi, self.deadlines)
+        self.wsgi = BodyDeadline(client_behind_proxy(self.wsgi), self.deadlines)
 
     def handle(self, conn):
         sock, fd = conn.sock, conn.sock.fileno()
@@ -132,6 +132,22 @@ class BodyDeadline:
             return [text]
         environ["wsgi.input"] = io.BytesIO(body)
         return self.app(environ, start_response)
+
+
+def client_behind_proxy(app):
+    """WSGI middleware: on a unix socket (no peer address), the client is nginx's X-Real-IP.
+
+    In the container that socket sits in a private folder only nginx reaches (deploy/serve.py), and
+    nginx sets the header itself, so per-client limits and the access log see the real client
+    instead of one empty address for everyone. A TCP peer's address is never replaced.
+    """
+
+    def with_client(environ, start_response):
+        if not environ.get("REMOTE_ADDR") and environ.get("HTTP_X_REAL_IP"):
+            environ["REMOTE_ADDR"] = environ["HTTP_X_REAL_IP"]
+        return app(environ, start_response)
+
+    return with_client
 
 
 def _timed_out(start_response):
