@@ -1,13 +1,25 @@
-# ppviz web page on gunicorn, as a Docker demo space expects it: uid 1000, port 7860.
-FROM python:3.11-slim
+# ppviz web page, as a Docker demo space runs it: one container, port 7860, uid 1000.
+# nginx on 7860 reads each request whole, then hands it to gunicorn on a private unix socket;
+# deploy/serve.py starts both, passes SIGTERM on, and exits when either exits.
+#
+# python:3.11-slim (Python 3.11.15 on Debian trixie) pinned by the digest of the image index
+# published for that tag in docker-library/repo-info, repos/python/remote/3.11-slim.md
+# (commit 2477d553d2fdfa57b4ec11f63c8376eca8b7a253, built 5 Aug 2026).
+FROM python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# Debian's nginx, at the version of the pinned base's release.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends nginx \
+    && rm -rf /var/lib/apt/lists/*
+
 RUN useradd -m -u 1000 user
-USER user
+USER 1000
 ENV HOME=/home/user \
     PATH=/home/user/.local/bin:$PATH
 WORKDIR $HOME/app
@@ -16,8 +28,12 @@ COPY --chown=user requirements.txt ./
 RUN pip install --user -r requirements.txt
 
 COPY --chown=user app.py gunicorn.conf.py ./
+COPY --chown=user deploy ./deploy
 COPY --chown=user ppviz ./ppviz
 COPY --chown=user assets ./assets
 
 EXPOSE 7860
-CMD ["gunicorn", "app:server", "-b", "0.0.0.0:7860", "-c", "gunicorn.conf.py"]
+# Through nginx to a gunicorn worker: the page's layout, a cheap request.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/_dash-layout' % os.environ.get('PORT', '7860'), timeout=4)"]
+CMD ["python", "deploy/serve.py"]

@@ -2,9 +2,12 @@
 
     python bench/bench_load.py                    # 50 users for 60 s, 1–3 s think time
     python bench/bench_load.py --users 100 --seconds 30
+    python bench/bench_load.py --proxy            # the same through nginx, as the container serves
     python bench/bench_load.py --cpu              # one user, back to back: server CPU per 8×32 release
     python bench/bench_load.py --rss 5000         # RSS of the workers over 5,000 mixed renders
     python bench/bench_load.py --factors          # CPU per action of the searching schedules (limits.py)
+    python bench/bench_load.py --slow 8           # a cheap GET's latency while 8 clients trickle a body,
+                                                  # gunicorn alone and behind nginx (deploy/serve.py)
 
 Each simulated user sends what a browser sends on a slider release at 8 devices × 32 microbatches:
 the page callback's real request (built from the app's callback map), gzip accepted, with the
@@ -42,13 +45,17 @@ def free_port() -> int:
 
 
 class Server:
-    """gunicorn app:server -c gunicorn.conf.py on a free loopback port; stopped by its PID."""
+    """gunicorn app:server -c gunicorn.conf.py on a free loopback port, or with ``proxy`` the
+    container's command (nginx in front of gunicorn, deploy/serve.py); stopped by its PID."""
 
-    def __init__(self):
+    def __init__(self, proxy: bool = False):
         self.port = free_port()
         gunicorn = Path(sys.executable).with_name("gunicorn")
         cmd = [str(gunicorn), "app:server", "-c", "gunicorn.conf.py", "-b", f"127.0.0.1:{self.port}"]
         env = {**os.environ, "WEB_CONCURRENCY": os.environ.get("WEB_CONCURRENCY", "2")}
+        if proxy:
+            cmd = [sys.executable, "deploy/serve.py"]
+            env.update(HOST="127.0.0.1", PORT=str(self.port))
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -162,9 +169,9 @@ class User:
         return self.release(name, value)
 
 
-def load(users: int, seconds: float, think: tuple[float, float]) -> None:
+def load(users: int, seconds: float, think: tuple[float, float], proxy: bool = False) -> None:
     page, dep = page_template()
-    server = Server()
+    server = Server(proxy)
     try:
         warm = User(server.port, page, dep, -1)
         for _ in range(20):
@@ -192,7 +199,8 @@ def load(users: int, seconds: float, think: tuple[float, float]) -> None:
             t.join(seconds + 60)
         wall, cpu = time.monotonic() - t0, server.cpu_s() - cpu0
         q = statistics.quantiles(latencies, n=100)
-        print(f"{users} users × {seconds:g} s, think {think[0]:g}–{think[1]:g} s, 8 × 32 slider releases")
+        via = " through nginx" if proxy else ""
+        print(f"{users} users × {seconds:g} s{via}, think {think[0]:g}–{think[1]:g} s, 8 × 32 slider releases")
         print(f"requests {len(latencies)}, errors {errors[0]}, {len(latencies) / wall:.1f} requests/s")
         print(f"latency p50 {q[49] * 1e3:.0f} ms, p95 {q[94] * 1e3:.0f} ms, p99 {q[98] * 1e3:.0f} ms")
         print(f"server CPU {cpu * 1e3 / max(len(latencies), 1):.1f} ms per request (over {wall:.0f} s)")
@@ -265,23 +273,58 @@ def factors() -> None:
             print(f"{name:>10} {f'{p}×{m}':>8} {n:>8} {dt * 1e3:>7.0f} ms {dt / n * 1e6:>10.1f}", flush=True)
 
 
+def slow(n: int, seconds: float, every: float, setups: list[str]) -> None:
+    """A cheap GET (/_dash-layout) every 0.5 s while ``n`` connections trickle a POST body a byte at a time."""
+    from slow_clients import Tricklers, get, serve
+
+    print(
+        f"{n} clients trickling a POST body, a byte every {every:g} s; GET /_dash-layout every 0.5 s for {seconds:g} s"
+    )
+    print(f"{'served by':>18} {'GETs':>5} {'p50':>8} {'max':>8} {'> 1 s':>6} {'failed':>7} {'trickling at end':>17}")
+    for setup in setups:
+        served = serve(proxy=setup == "nginx+gunicorn")
+        try:
+            tricklers = Tricklers(served.port, n, "body", every)
+            times, failed, stop_at = [], 0, time.monotonic() + seconds
+            time.sleep(1)
+            while time.monotonic() < stop_at:
+                status, elapsed = get(served.port, timeout=max(stop_at - time.monotonic(), 1))
+                times.append(elapsed)
+                failed += status != 200
+                time.sleep(0.5)
+            waiting = tricklers.waiting()
+            tricklers.close()
+        finally:
+            served.stop()
+        p50, worst, slow_n = statistics.median(times), max(times), sum(t > 1 for t in times)
+        print(f"{setup:>18} {len(times):>5} {p50 * 1e3:>6.0f} ms {worst:>6.2f} s {slow_n:>6} {failed:>7} {waiting:>17}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--users", type=int, default=50)
-    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--seconds", type=float, help="how long the load (60 s) or --slow (30 s) runs")
     ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0))
     ap.add_argument("--cpu", action="store_true", help="server CPU per 8×32 slider release, one user")
     ap.add_argument("--rss", type=int, metavar="RENDERS", help="worker RSS over this many mixed renders")
     ap.add_argument("--factors", action="store_true", help="CPU per action of the searching schedules")
+    ap.add_argument("--proxy", action="store_true", help="load the container's command: nginx in front of gunicorn")
+    ap.add_argument("--slow", type=int, metavar="N", help="a cheap GET's latency while N clients trickle a body")
+    ap.add_argument("--every", type=float, default=1.0, help="with --slow: seconds between a trickler's bytes")
+    ap.add_argument(
+        "--setups", nargs="+", default=["gunicorn", "nginx+gunicorn"], choices=["gunicorn", "nginx+gunicorn"]
+    )
     args = ap.parse_args()
-    if args.factors:
+    if args.slow:
+        slow(args.slow, args.seconds or 30, args.every, args.setups)
+    elif args.factors:
         factors()
     elif args.cpu:
         cpu_per_release(300)
     elif args.rss:
         rss(args.rss)
     else:
-        load(args.users, args.seconds, tuple(args.think))
+        load(args.users, args.seconds or 60, tuple(args.think), args.proxy)
 
 
 if __name__ == "__main__":

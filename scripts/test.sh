@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything the tests need (venv, pinned packages, Debian's chromium and chromium-driver
-# when missing, and redis-server for the Celery test) and run lint plus the whole test suite, browser tests included.
+# when missing, redis-server for the Celery test, and nginx for the deployment's slow-client test) and run
+# lint plus the whole test suite, browser tests included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -19,6 +20,13 @@ if ! command -v redis-server >/dev/null; then
   echo "installing Debian's redis-server for the Celery test (background jobs on REDIS_URL)"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+fi
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "installing Debian's nginx for the deployment test (nginx in front of gunicorn, as the Dockerfile runs it)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nginx >/dev/null
 fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

@@ -1,4 +1,4 @@
-"""The page served the way the Dockerfile serves it: gunicorn with gunicorn.conf.py."""
+"""The page served by gunicorn with gunicorn.conf.py, as the Dockerfile runs it (behind nginx, deploy/serve.py)."""
 
 from __future__ import annotations
 
