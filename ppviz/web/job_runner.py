@@ -89,8 +89,9 @@ class _JobProcess(ForkServerProcess):
 
 
 def warm() -> None:
-    """Start this worker's job server now, so the first job does not wait for its imports (~0.7 s)."""
+    """Start this worker's reaper and job server now, so the first job does not wait for its imports (~0.7 s)."""
     context()
+    ensure_reaper()
     threading.Thread(target=forkserver.ensure_running, daemon=True, name="ppviz-job-server").start()
 
 
@@ -101,6 +102,9 @@ def start(target, args: tuple, client: str, limits: job_table.Limits) -> int:
     context()
     process = _JobProcess(target=_run, args=(target, args, client, limits, folder), daemon=False)
     process.start()
+    # A job outlives a worker that gunicorn recycles (max_requests): the worker's exit must neither
+    # wait for it (multiprocessing joins its children at exit) nor end it. The table knows it.
+    multiprocessing.process._children.discard(process)
     # Return once the job is in the table, so a stop that follows at once finds it to end.
     deadline = time.monotonic() + ENTER_WAIT_S
     while not job_table.entered(process.pid) and process.is_alive() and time.monotonic() < deadline:
