@@ -11,6 +11,9 @@ import re
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+# what the parsers read as a negative value rather than an option: exponents too, and -inf / -nan so
+# that the number types say what to write instead
+NEGATIVE_NUMBER = re.compile(r"^-([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
 def ascii_int(text: str) -> int:

@@ -14,12 +14,13 @@ import json
 import sys
 import time
 
+from ..cli_limits import OVERSUBSCRIBE, SEARCH_ACTIONS, cores
 from ..cli_types import ascii_float, ascii_int, ascii_ints
 from ..estimate.cli import _grid, add_spec_overrides, specs_from_args
 from .engine import search
 from .parallel import search_parallel
 from .result import SearchResult
-from .space import Options
+from .space import Options, order_actions
 
 CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
               "mbs", "schedule", "recompute", "sequence_parallel", "zero", "tp_mode", "tp2d", "summa_blocks",
@@ -78,7 +79,12 @@ def add_parser(sub) -> None:
                    help="the front covers layouts up to this fraction slower than the best (default 0.1)")  # fmt: skip
     p.add_argument("--complete-front", action="store_true",
                    help="the exact front over every layout that fits (slower: see README, Layout search)")  # fmt: skip
-    p.add_argument("--jobs", type=ascii_int, default=1, help="local processes to spread the work over (default 1)")
+    p.add_argument("--jobs", type=ascii_int, default=1,
+                   help=f"local processes to spread the work over (default 1; at most the {cores()} cores this "
+                   "process may use)")  # fmt: skip
+    p.add_argument("--oversubscribe", action="store_true",
+                   help=f"allow --jobs past the cores, up to {OVERSUBSCRIBE}× them (each holds its own search's "
+                   "memory)")  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
     out.add_argument("--csv", action="store_true", help="print the ranked layouts as CSV")
@@ -94,6 +100,16 @@ def options(args: argparse.Namespace) -> Options:
         summa_blocks=args.summa_blocks, nvlink_placements=not args.megatron_order,
         tp_comm_overlap=args.tp_comm_overlap,
     )  # fmt: skip
+
+
+def check_size(model, gpus: int, gbs: int, opt: Options) -> None:
+    """Refuse, before any work, a search whose schedule orders could take more memory than SEARCH_ACTIONS."""
+    n = order_actions(model, gpus, gbs, opt)
+    if n > SEARCH_ACTIONS:
+        raise ValueError(
+            f"this search may build schedules of {n:,} actions in all; the bound is {SEARCH_ACTIONS:,} "
+            "(about 4 GB of memory): narrow it with --pp, --mbs, --vpp or --schedules, or lower --gbs"
+        )
 
 
 class _Bar:
@@ -121,8 +137,7 @@ class _Bar:
 
 def main(args: argparse.Namespace) -> int:
     model, gpu = specs_from_args(args)
-    if args.jobs < 1:
-        raise ValueError(f"--jobs must be ≥ 1 (got {args.jobs})")
+    check_size(model, args.gpus, args.gbs, options(args))
     bar = _Bar() if sys.stderr.isatty() else None
     kw = dict(top=args.top, options=options(args), budget_s=args.budget, pareto=not args.no_pareto, progress=bar,
               pareto_within=float("inf") if args.complete_front else args.pareto_within)  # fmt: skip
