@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .costs import MAX_TIME
@@ -36,11 +38,13 @@ HEADS, EXPERTS = 2**16, 2**16
 TFLOPS, GBPS = 1e6, 1e6
 # HBM per GPU: 288 GB on B300: 100 TB is 350× that
 HBM_GB = 1e5
-# the schedule orders a search may build, in actions (``search.space.order_actions``, an upper bound):
-# memory grows up to ~80 bytes per counted action (llama3-8b with 1,024 layers on 64 GPUs, gbs 512:
-# 48M counted, 3.7 GB peak; bench/bench_cli_bounds.py --rss), so this keeps a search within about 4 GB.
-# Llama 3 405B on 16,384 GPUs at gbs 2,048 counts 2.5M; DeepSeek-V3 on 16,384 at gbs 16,384 counts 40M
-SEARCH_ACTIONS = 50_000_000
+# the schedule orders a search may build, in actions (``search.space.order_actions``, an upper bound
+# that leaves out the pruning): refused past this before any work. A search that builds all it counts
+# takes about 80 bytes per action (llama3-8b with 1,024 layers on 64 GPUs, gbs 512: 48M counted,
+# 3.7 GB peak, bench/bench_cli_bounds.py --rss); larger models prune most (DeepSeek-V3 on 16,384 GPUs
+# at gbs 16,384: 40M counted, 0.2 GB). The README's GPT 1T example counts 168M: this keeps it, and
+# the memory bound below ends whatever passes and still grows
+SEARCH_ACTIONS = 500_000_000
 # latencies and launch overheads in µs: a second (they are µs in practice)
 MICROSECONDS = 1e6
 
@@ -139,6 +143,7 @@ BOUNDS: dict[str, Bound] = {
     "--budget": Bound(0, 86_400, "seconds, a day"),
     "--pareto-within": Bound(0, 100, "a fraction of the best time"),
     "--jobs": _sizes(1, "replaced by the cores at check time"),
+    "--max-memory-gb": Bound(0, 1e6, "GB the search may take; 0.1 is the least", low_open=True),
 }
 # schedule parameters: the registry's own range, and where it has none, what a page of this size means
 _OPEN_HIGH = {"group_size": (GBS, "at most the microbatches"), "max_memory": (1e6, "microbatch activations")}
@@ -147,6 +152,38 @@ for _spec in REGISTRY.values():
         _high, _why = (_p.high, "the schedule's range") if _p.high is not None else _OPEN_HIGH[_p.name]
         for _name in (_p.name, *_p.aliases):
             BOUNDS.setdefault(f"--{_name.replace('_', '-')}", Bound(_p.low, _high, _why))
+
+
+# `ppviz search --max-memory-gb`: by default half of this machine's memory (a search never takes it all)
+def default_memory_gb() -> float:
+    try:
+        return round(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2e9, 1)
+    except (ValueError, OSError, AttributeError):
+        return 8.0
+
+
+@contextmanager
+def memory_cap(gb: float) -> Iterator[None]:
+    """Let the process's data (heap and private mappings) grow by at most ``gb`` GB beyond what it holds
+    now (RLIMIT_DATA; a fork inherits it): past it an allocation raises MemoryError. Linux only."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as fh:
+            held = int(fh.read().split()[5]) * os.sysconf("SC_PAGE_SIZE")
+        before = resource.getrlimit(resource.RLIMIT_DATA)
+    except (ImportError, OSError, AttributeError, ValueError, IndexError):
+        yield
+        return
+    cap = held + int(gb * 1e9)
+    if before[1] != resource.RLIM_INFINITY:
+        cap = min(cap, before[1])
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, before[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, before)
+
 
 # `--jobs` over the cores only with --oversubscribe, and then at most this many per core
 OVERSUBSCRIBE = 4
@@ -198,4 +235,4 @@ def _numbers(value: object) -> list[float]:
     return []
 
 
-__all__ = ["BOUNDS", "SEARCH_ACTIONS", "Bound", "check", "cores", "jobs_bound"]
+__all__ = ["BOUNDS", "SEARCH_ACTIONS", "default_memory_gb", "memory_cap", "Bound", "check", "cores", "jobs_bound"]

@@ -36,7 +36,10 @@ PROBES = [
     (["search", *M, "--gpus", 1_099_511_627_776, "--gbs", 64], ["--gpus", "1 to 1,048,576"]),
     (["search", *M, "--gpus", 64, "--gbs", 512, "--layers", 1_000_000_000], ["--layers", "1 to 65,536"]),
     (["search", *M, "--gpus", 16384, "--gbs", 1048576, "--seq", 100_000_000], ["--seq", "1 to 16,777,216"]),
-    (["search", *M, "--gpus", 16384, "--gbs", 1048576], [f"the bound is {cli_limits.SEARCH_ACTIONS:,}", "--pp"]),
+    (
+        ["search", *M, "--gpus", 16384, "--gbs", 2**20, "--layers", 1024],
+        [f"the bound is {cli_limits.SEARCH_ACTIONS:,}", "--pp"],
+    ),
     (["search", *M, "--gpus", 64, "--gbs", 64, "--jobs", 100_000], ["--jobs", "cores", "--oversubscribe"]),
     (["search", *M, "--gpus", 0, "--gbs", 64], ["--gpus 0", "1 to 1,048,576"]),
     (["estimate", *M, "--kernel-overhead-us", "-1e308"], ["--kernel-overhead-us -1e+308", "0 to 1,000,000"]),
@@ -165,3 +168,25 @@ def test_the_search_size_bounds_every_order_the_search_may_build(model, gpus, gb
                 g.microbatches * v.stages * (3 if v.split_backward else 2)
             )
     assert built and space.order_actions(model, gpus, gbs, opt) >= sum(built.values())
+
+
+def test_a_search_past_its_memory_bound_stops_with_a_message(capsys):
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    args = ["search", "--model", "llama3-70b", "--gpu", "h100-sxm", "--gpus", 64, "--gbs", 512, "--max-memory-gb", 0.1]
+    refused(capsys, args, ["memory bound of 0.1 GB (--max-memory-gb)", "narrow it"])
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before  # the process gets its own limit back
+
+
+def test_the_memory_bound_is_shared_by_the_jobs(monkeypatch):
+    from ppviz.search import cli as search_cli
+
+    shares = []
+    monkeypatch.setattr(
+        search_cli, "memory_cap", lambda gb: shares.append(gb) or __import__("contextlib").nullcontext()
+    )
+    monkeypatch.setattr(search_cli, "search_parallel", lambda *a, **k: (_ for _ in ()).throw(MemoryError()))
+    monkeypatch.setattr(cli_limits, "cores", lambda: 4)
+    args = ["search", *M, "--gpus", 8, "--gbs", 8, "--jobs", 4, "--max-memory-gb", 2]
+    assert main([str(a) for a in args]) == 2 and shares == [0.5]

@@ -14,7 +14,7 @@ import json
 import sys
 import time
 
-from ..cli_limits import OVERSUBSCRIBE, SEARCH_ACTIONS, cores
+from ..cli_limits import OVERSUBSCRIBE, SEARCH_ACTIONS, cores, default_memory_gb, memory_cap
 from ..cli_types import ascii_float, ascii_int, ascii_ints
 from ..estimate.cli import _grid, add_spec_overrides, specs_from_args
 from .engine import search
@@ -85,6 +85,9 @@ def add_parser(sub) -> None:
     p.add_argument("--oversubscribe", action="store_true",
                    help=f"allow --jobs past the cores, up to {OVERSUBSCRIBE}× them (each holds its own search's "
                    "memory)")  # fmt: skip
+    p.add_argument("--max-memory-gb", type=ascii_float, default=default_memory_gb(),
+                   help="memory the search may take, all its processes together; past it, it stops with a "
+                   "message (default: half this machine's, %(default)g GB)")  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
     out.add_argument("--csv", action="store_true", help="print the ranked layouts as CSV")
@@ -142,10 +145,16 @@ def main(args: argparse.Namespace) -> int:
     kw = dict(top=args.top, options=options(args), budget_s=args.budget, pareto=not args.no_pareto, progress=bar,
               pareto_within=float("inf") if args.complete_front else args.pareto_within)  # fmt: skip
     try:
-        if args.jobs > 1:
-            result = search_parallel(model, gpu, args.gpus, args.gbs, jobs=args.jobs, **kw)
-        else:
-            result = search(model, gpu, args.gpus, args.gbs, **kw)
+        with memory_cap(args.max_memory_gb / args.jobs):  # each process its share
+            if args.jobs > 1:
+                result = search_parallel(model, gpu, args.gpus, args.gbs, jobs=args.jobs, **kw)
+            else:
+                result = search(model, gpu, args.gpus, args.gbs, **kw)
+    except MemoryError:
+        raise ValueError(
+            f"the search passed its memory bound of {args.max_memory_gb:g} GB (--max-memory-gb): narrow it with "
+            "--pp, --mbs, --vpp or --schedules, or raise the bound"
+        ) from None
     finally:
         if bar is not None:
             bar.close()
