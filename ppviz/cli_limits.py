@@ -26,8 +26,10 @@ LAYERS = 2**16
 GBS = 2**20
 # the micro-batch size: at most the global batch of one pipeline; as the web's micro-batch box (65,536)
 MBS = 2**16
-# pipeline devices: the most published is 64 stages; the simulator's own limit (MAX_ACTIONS) bounds p × m
-DEVICES = 2**16
+# pipeline devices (and pp): the most published is 64 stages, 16× that; an estimate's work grows with pp²
+# (its p2p links, 1,024: 0.6 s, 4,096: 5.6 s) and a rendered page's memory with p (65,536: 9 GB);
+# the simulator's own limit (MAX_ACTIONS) bounds p × m
+DEVICES = 2**10
 # the longest published training context is about 10M tokens: 16,777,216
 SEQ = 2**24
 # widths: the widest published model has h 25,600 (Megatron 1T), FFN 102,400, vocabulary 256,000
@@ -81,7 +83,7 @@ def _sizes(high: int, why: str, low: int = 1) -> Bound:
 
 BOUNDS: dict[str, Bound] = {
     # simulate / render in abstract units
-    "--devices": _sizes(DEVICES, "pipelines of more than 64 devices are unpublished"),
+    "--devices": _sizes(DEVICES, "published pipelines have at most 64 devices"),
     "--microbatches": _sizes(GBS, "a global batch of at most 2^20 sequences"),
     "--gbs": _sizes(GBS, "the largest published global batch is about 16,000 sequences"),
     "--mbs": _sizes(MBS, "a micro-batch holds at most 65,536 sequences"),
@@ -95,7 +97,7 @@ BOUNDS: dict[str, Bound] = {
     "--limit": Bound(0, 1e6, "a memory line (GB with --model)"),
     # layout (estimate, render --model, search's restrictions)
     "--tp": _sizes(GPUS, "a share of at most 2^20 GPUs"),
-    "--pp": _sizes(LAYERS, "at most one stage per layer"),
+    "--pp": _sizes(DEVICES, "published pipelines have at most 64 stages"),
     "--dp": _sizes(GPUS, "a share of at most 2^20 GPUs"),
     "--cp": _sizes(GPUS, "a share of at most 2^20 GPUs"),
     "--ep": _sizes(EXPERTS, "at most one expert per rank"),

@@ -91,7 +91,8 @@ def _check(*args):
         (["estimate", *M], "--layers", 2**16),
         (["estimate", *M], "--seq", 2**24),
         (["estimate", *M], "--mbs", 2**16),
-        (["simulate", "1f1b", "-m", 1], "--devices", 2**16),
+        (["simulate", "1f1b", "-m", 1], "--devices", 2**10),
+        (["estimate", *M], "--pp", 2**10),
         (["simulate", "1f1b", "-p", 1], "--microbatches", 2**20),
         (["search", *M, "--gbs", 8], "--gpus", 2**20),
         (["search", *M, "--gpus", 8], "--gbs", 2**20),
@@ -108,8 +109,17 @@ def test_the_largest_value_passes_and_one_past_it_is_refused(command, flag, high
 def test_the_largest_layers_and_devices_run(capsys):
     code, out, err = run_cli(capsys, "estimate", *M, "--layers", 2**16)
     assert code == 0 and "on 1 × h100-sxm" in out, err
-    code, out, err = run_cli(capsys, "simulate", "1f1b", "-p", 2**16, "-m", 1, "--json")
-    assert code == 0 and '"devices": 65536' in out, err
+    code, out, err = run_cli(capsys, "simulate", "1f1b", "-p", 2**10, "-m", 1, "--json")
+    assert code == 0 and '"devices": 1024' in out, err
+    code, out, err = run_cli(capsys, "estimate", *M, "--layers", 2**10, "--pp", 2**10)
+    assert code == 0 and "pp 1024" in out, err
+
+
+def test_a_search_whose_pp_could_pass_the_bound_is_refused_unless_pp_is_restricted(capsys):
+    args = ["search", *M, "--gpus", 4096, "--gbs", 64, "--layers", 4096]
+    refused(capsys, args, ["pp up to 4,096", "the bound is 1,024", "--pp"])
+    code, out, err = run_cli(capsys, *args, "--pp", 8, "--schedules", "1f1b", "--tp", 8, "--no-pareto")
+    assert code == 0 and "on 4096 × h100-sxm" in out, err
 
 
 def test_jobs_are_at_most_the_cores_unless_oversubscribed(monkeypatch):

@@ -14,13 +14,13 @@ import json
 import sys
 import time
 
-from ..cli_limits import OVERSUBSCRIBE, SEARCH_ACTIONS, cores, default_memory_gb, memory_cap
+from ..cli_limits import DEVICES, OVERSUBSCRIBE, SEARCH_ACTIONS, cores, default_memory_gb, memory_cap
 from ..cli_types import ascii_float, ascii_int, ascii_ints
 from ..estimate.cli import _grid, add_spec_overrides, specs_from_args
 from .engine import search
 from .parallel import search_parallel
 from .result import SearchResult
-from .space import Options, order_actions
+from .space import Options, divisors, order_actions
 
 CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
               "mbs", "schedule", "recompute", "sequence_parallel", "zero", "tp_mode", "tp2d", "summa_blocks",
@@ -106,12 +106,19 @@ def options(args: argparse.Namespace) -> Options:
 
 
 def check_size(model, gpus: int, gbs: int, opt: Options) -> None:
-    """Refuse, before any work, a search whose schedule orders could take more memory than SEARCH_ACTIONS."""
+    """Refuse, before any work, a search whose pp could pass DEVICES (an estimate's work grows with pp²) or
+    whose schedule orders could take more memory than SEARCH_ACTIONS."""
+    most_pp = max((p for p in opt.pp or divisors(gpus) if gpus % p == 0 and p <= model.layers), default=1)
+    if most_pp > DEVICES:
+        raise ValueError(
+            f"this search would try pp up to {most_pp:,} ({gpus:,} GPUs, {model.layers:,} layers); the bound is "
+            f"{DEVICES:,} (an estimate's work grows with pp²): restrict it, e.g. --pp 8,16,32,64"
+        )
     n = order_actions(model, gpus, gbs, opt)
     if n > SEARCH_ACTIONS:
         raise ValueError(
             f"this search may build schedules of {n:,} actions in all; the bound is {SEARCH_ACTIONS:,} "
-            "(about 4 GB of memory): narrow it with --pp, --mbs, --vpp or --schedules, or lower --gbs"
+            "(several GB of memory): narrow it with --pp, --mbs, --vpp or --schedules, or lower --gbs"
         )
 
 
