@@ -1,6 +1,7 @@
 """The command line: ``ppviz list``, ``ppviz simulate``, ``ppviz render``.
 
-Bad input prints one line to stderr and exits 2; nothing here prints a traceback for it.
+Bad input prints one line to stderr and exits 2; nothing here prints a traceback for it. Every
+number is checked against its bound (``cli_limits``) right after parsing, before any work.
 """
 
 from __future__ import annotations

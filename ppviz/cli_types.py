@@ -19,6 +19,8 @@ NEGATIVE_NUMBER = re.compile(r"^-([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^
 def ascii_int(text: str) -> int:
     if not _INT.fullmatch(text.strip()):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number written in ASCII digits, such as 8")
+    if len(text.strip()) > 30:  # Python refuses past 4,300 digits, with a message about its own limit
+        raise argparse.ArgumentTypeError(f"{text.strip()[:12]}… has {len(text.strip()):,} digits: far past every bound")
     return int(text)
 
 

@@ -74,6 +74,11 @@ def test_negative_numbers_are_values_refused_by_their_range(capsys, args, words)
     assert "expected one argument" not in err
 
 
+def test_a_number_of_thousands_of_digits_is_refused_in_one_short_line(capsys):
+    err = refused(capsys, ["estimate", *M, "--layers", "9" * 5000], ["has 5,000 digits: far past every bound"])
+    assert len(err) < 200
+
+
 def test_a_negative_zero_is_a_value_within_range(capsys):
     code, out, err = run_cli(capsys, "simulate", "1f1b", "-p", 2, "-m", 2, "--p2p", "-0e0")
     assert code == 0 and "makespan" in out, err

@@ -1,7 +1,8 @@
 """``ppviz search``: every layout of a model on N GPUs, ranked by its simulated iteration time.
 
 ``add_parser`` registers the command; ``main`` runs it. Bad input raises ValueError, which the main
-CLI prints as one line on stderr with exit status 2. The progress bar (tqdm) goes to stderr, only
+CLI prints as one line on stderr with exit status 2. Before any work the search's size is bounded
+(``check_size``); while it runs, its memory (``--max-memory-gb``). The progress bar (tqdm) goes to stderr, only
 when stderr is a terminal and the search takes over a second.
 """
 
