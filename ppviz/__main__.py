@@ -1,6 +1,7 @@
 """The command line: ``ppviz list``, ``ppviz simulate``, ``ppviz render``.
 
-Bad input prints one line to stderr and exits 2; nothing here prints a traceback for it.
+Bad input prints one line to stderr and exits 2; nothing here prints a traceback for it. Every
+number is checked against its bound (``cli_limits``) right after parsing, before any work.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import REGISTRY, __version__, api
-from .cli_types import NUMBER_TYPES, ascii_float, ascii_int
+from . import REGISTRY, __version__, api, cli_limits
+from .cli_types import NEGATIVE_NUMBER, NUMBER_TYPES, ascii_float, ascii_int
 from .estimate import cli as estimate_cli
 from .ir import KIND_INDEX, Kind, from_torch_csv, to_torch_csv
 from .search import cli as search_cli
@@ -25,6 +26,11 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse's own matcher knows no exponent: '-1e308' would be taken for an option, not a value
+        self._negative_number_matcher = NEGATIVE_NUMBER
+
     def error(self, message: str):  # one line, not usage + error
         raise UsageError(message)
 
@@ -247,13 +253,20 @@ def _list(as_json: bool) -> None:
         print(f"{s.name:<{width}}  {s.description}" + (f" [params: {extra}]" if extra else ""))
 
 
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[name]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
         _parser().print_help()
         return 0
     try:
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        args = parser.parse_args(argv)
+        cli_limits.check(_subparser(parser, args.command), args)
         if args.command == "list":
             _list(args.json)
             return 0

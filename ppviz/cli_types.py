@@ -11,11 +11,16 @@ import re
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+# what the parsers read as a negative value rather than an option: exponents too, and -inf / -nan so
+# that the number types say what to write instead
+NEGATIVE_NUMBER = re.compile(r"^-([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
 def ascii_int(text: str) -> int:
     if not _INT.fullmatch(text.strip()):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number written in ASCII digits, such as 8")
+    if len(text.strip()) > 30:  # Python refuses past 4,300 digits, with a message about its own limit
+        raise argparse.ArgumentTypeError(f"{text.strip()[:12]}… has {len(text.strip()):,} digits: far past every bound")
     return int(text)
 
 

@@ -74,7 +74,7 @@ def test_render_writes_a_standalone_page(capsys, tmp_path):
         (["simulate", "no-such", "--devices", 4, "--microbatches", 4], "unknown schedule"),
         (["simulate", "1f1b", "--devices", 4, "--microbatches", "x"], "microbatches"),
         (["simulate", "interleaved-1f1b", "-p", 4, "-m", 6, "-v", 2], "multiple of devices"),
-        (["simulate", "1f1b", "-p", 4, "-m", 4, "--f", -1], "f must be"),
+        (["simulate", "1f1b", "-p", 4, "-m", 4, "--f", -1], "--f -1 is out of range: it takes 0 to"),
         (["simulate", "zb-h1", "-p", 4, "-m", 4, "--group-size", 2], "does not take"),
         (["simulate", "1f1b", "-p", 4], "--microbatches"),
         (["simulate", "--order", "/no/such/file.csv"], "cannot read"),

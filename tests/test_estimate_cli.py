@@ -131,7 +131,7 @@ def test_presets(capsys):
         (["--recompute", "most"], "invalid choice"),
         (["--layers", "30"], "30 layers do not split evenly into 4 stages"),
         (["--layer-split", "8,8,x"], "--layer-split wants layers per stage"),
-        (["--hbm-gb", "-1"], "hbm_bytes must be > 0"),
+        (["--hbm-gb", "-1"], "--hbm-gb -1 is out of range: it takes > 0"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, change, words):

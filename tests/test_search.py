@@ -229,7 +229,7 @@ def _cli(*args):
         (["--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--tp", "3"], "no layout of 16 GPUs divides"),
         (["--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--schedules", "nope"], "unknown schedule"),
         (["--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--headroom", "1.5"], "headroom"),
-        (["--model", "llama3-8b", "--gpus", "0", "--gbs", "64"], "gpus must be"),
+        (["--model", "llama3-8b", "--gpus", "0", "--gbs", "64"], "--gpus 0 is out of range: it takes 1 to"),
         (["--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--tp-mode", "3d"], "--tp-mode takes 1d, 2d"),
         (["--model", "llama3-8b", "--gpus", "16", "--gbs", "64", "--tp-mode", "1d", "--tp2d", "2,4"], "--tp-mode 2d"),
         (["--model", "mixtral-8x7b", "--gpus", "16", "--gbs", "64", "--tp-mode", "2d"], "no layout of 16 GPUs divides"),

@@ -1,7 +1,8 @@
 """``ppviz search``: every layout of a model on N GPUs, ranked by its simulated iteration time.
 
 ``add_parser`` registers the command; ``main`` runs it. Bad input raises ValueError, which the main
-CLI prints as one line on stderr with exit status 2. The progress bar (tqdm) goes to stderr, only
+CLI prints as one line on stderr with exit status 2. Before any work the search's size is bounded
+(``check_size``); while it runs, its memory (``--max-memory-gb``). The progress bar (tqdm) goes to stderr, only
 when stderr is a terminal and the search takes over a second.
 """
 
@@ -14,12 +15,13 @@ import json
 import sys
 import time
 
+from ..cli_limits import DEVICES, OVERSUBSCRIBE, SEARCH_ACTIONS, cores, default_memory_gb, memory_cap
 from ..cli_types import ascii_float, ascii_int, ascii_ints
 from ..estimate.cli import _grid, add_spec_overrides, specs_from_args
 from .engine import search
 from .parallel import search_parallel
 from .result import SearchResult
-from .space import Options
+from .space import Options, divisors, order_actions
 
 CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
               "mbs", "schedule", "recompute", "sequence_parallel", "zero", "tp_mode", "tp2d", "summa_blocks",
@@ -78,7 +80,15 @@ def add_parser(sub) -> None:
                    help="the front covers layouts up to this fraction slower than the best (default 0.1)")  # fmt: skip
     p.add_argument("--complete-front", action="store_true",
                    help="the exact front over every layout that fits (slower: see README, Layout search)")  # fmt: skip
-    p.add_argument("--jobs", type=ascii_int, default=1, help="local processes to spread the work over (default 1)")
+    p.add_argument("--jobs", type=ascii_int, default=1,
+                   help=f"local processes to spread the work over (default 1; at most the {cores()} cores this "
+                   "process may use)")  # fmt: skip
+    p.add_argument("--oversubscribe", action="store_true",
+                   help=f"allow --jobs past the cores, up to {OVERSUBSCRIBE}× them (each holds its own search's "
+                   "memory)")  # fmt: skip
+    p.add_argument("--max-memory-gb", type=ascii_float, default=default_memory_gb(),
+                   help="memory the search may take, all its processes together; past it, it stops with a "
+                   "message (default: half this machine's, %(default)g GB)")  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
     out.add_argument("--csv", action="store_true", help="print the ranked layouts as CSV")
@@ -94,6 +104,23 @@ def options(args: argparse.Namespace) -> Options:
         summa_blocks=args.summa_blocks, nvlink_placements=not args.megatron_order,
         tp_comm_overlap=args.tp_comm_overlap,
     )  # fmt: skip
+
+
+def check_size(model, gpus: int, gbs: int, opt: Options) -> None:
+    """Refuse, before any work, a search whose pp could pass DEVICES (an estimate's work grows with pp²) or
+    whose schedule orders could take more memory than SEARCH_ACTIONS."""
+    most_pp = max((p for p in opt.pp or divisors(gpus) if gpus % p == 0 and p <= model.layers), default=1)
+    if most_pp > DEVICES:
+        raise ValueError(
+            f"this search would try pp up to {most_pp:,} ({gpus:,} GPUs, {model.layers:,} layers); the bound is "
+            f"{DEVICES:,} (an estimate's work grows with pp²): restrict it, e.g. --pp 8,16,32,64"
+        )
+    n = order_actions(model, gpus, gbs, opt)
+    if n > SEARCH_ACTIONS:
+        raise ValueError(
+            f"this search may build schedules of {n:,} actions in all; the bound is {SEARCH_ACTIONS:,} "
+            "(several GB of memory): narrow it with --pp, --mbs, --vpp or --schedules, or lower --gbs"
+        )
 
 
 class _Bar:
@@ -121,16 +148,21 @@ class _Bar:
 
 def main(args: argparse.Namespace) -> int:
     model, gpu = specs_from_args(args)
-    if args.jobs < 1:
-        raise ValueError(f"--jobs must be ≥ 1 (got {args.jobs})")
+    check_size(model, args.gpus, args.gbs, options(args))
     bar = _Bar() if sys.stderr.isatty() else None
     kw = dict(top=args.top, options=options(args), budget_s=args.budget, pareto=not args.no_pareto, progress=bar,
               pareto_within=float("inf") if args.complete_front else args.pareto_within)  # fmt: skip
     try:
-        if args.jobs > 1:
-            result = search_parallel(model, gpu, args.gpus, args.gbs, jobs=args.jobs, **kw)
-        else:
-            result = search(model, gpu, args.gpus, args.gbs, **kw)
+        with memory_cap(args.max_memory_gb / args.jobs):  # each process its share
+            if args.jobs > 1:
+                result = search_parallel(model, gpu, args.gpus, args.gbs, jobs=args.jobs, **kw)
+            else:
+                result = search(model, gpu, args.gpus, args.gbs, **kw)
+    except MemoryError:
+        raise ValueError(
+            f"the search passed its memory bound of {args.max_memory_gb:g} GB (--max-memory-gb): narrow it with "
+            "--pp, --mbs, --vpp or --schedules, or raise the bound"
+        ) from None
     finally:
         if bar is not None:
             bar.close()

@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
-from math import lcm
+from math import gcd, lcm
+
+import numpy as np
 
 from .. import schedules
 from ..estimate import layer
@@ -358,3 +360,41 @@ def _variants(layers: int, pp: int, m: int, names, vpps, uneven: bool) -> tuple[
                 continue
             out.append(Variant(name, v, stages, split, spec.uses_costs, spec.split_backward))
     return tuple(out)
+
+
+def order_actions(model: Model, gpus: int, gbs: int, opt: Options) -> int:
+    """An upper bound on the actions of all the schedule orders the search may build (each distinct
+    schedule, pp, microbatch count and chunks once), what its memory grows with. Counted in closed
+    form over the divisors, without enumerating layouts: every pp that divides the GPUs (≤ layers)
+    against every microbatch count m that divides the batch and is at most gbs / dp for the least
+    dp the model's tp and cp leave, every schedule and chunk count whose stages fit the layers and
+    whose size the registry accepts (its other checks are left out, so this over-counts)."""
+    pps = [p for p in (opt.pp or divisors(gpus)) if gpus % p == 0 and p <= model.layers]
+    tp_cp = _most_tp(model, opt) * (max(opt.cp) if opt.cp else max(1, model.seq // 2048))
+    least_dp = [min((d for d in (opt.dp or divisors(gpus // p)) if (gpus // p) % d == 0 and (gpus // p) // d <= tp_cp
+                     and gbs % d == 0), default=0) for p in pps]  # fmt: skip
+    # m = gbs / (dp · mbs): a divisor of gbs / mbs
+    ms = np.array(sorted({m for b in (opt.mbs or (1,)) if gbs % b == 0 for m in divisors(gbs // b)}), dtype=float)
+    most_m = np.array([gbs // d if d else 0 for d in least_dp], dtype=float)
+    pps = np.array(pps, dtype=float)
+    names = opt.schedules or tuple(schedules.REGISTRY)
+    total = 0.0
+    for name in names:
+        spec = schedules.get(name)
+        chunked = spec.param("chunks") is not None
+        kinds = 3 if spec.split_backward else 2
+        for v in [x for x in (opt.vpp or range(2, 9)) if x >= 1] if chunked else [stages_per_device(name)]:
+            rows = (pps * v <= model.layers) & ((pps > 1) | (name == names[0]))  # one schedule on one device
+            size = np.outer(pps[rows] * v, ms) * kinds
+            keep = (size <= schedules.MAX_ACTIONS) & (ms[None, :] <= most_m[rows, None])
+            total += float(size[keep].sum())
+    return int(total)
+
+
+def _most_tp(model: Model, opt: Options) -> int:
+    """The largest tp the model's shape allows: 1D divides the heads, KV heads, FFN and vocabulary;
+    2D's hidden side does, and its sequence side is at most the SUMMA blocks, which divide the hidden."""
+    if opt.tp:
+        return max(opt.tp)
+    most = gcd(model.heads, model.kv_heads, model.ffn, model.vocab)
+    return most * model.hidden if "2d" in opt.modes else most
