@@ -41,6 +41,11 @@ def post_worker_init(worker):
     jobs.warm()
 
 
+def worker_exit(server, worker):
+    """Stop the worker's job server with it (its jobs live on, known to the table)."""
+    jobs.stop_server()
+
+
 def on_exit(server):
     """End every background job of this server, and remove its jobs folder if it made one."""
     job_table.stop_all()

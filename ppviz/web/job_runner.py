@@ -95,6 +95,17 @@ def warm() -> None:
     threading.Thread(target=forkserver.ensure_running, daemon=True, name="ppviz-job-server").start()
 
 
+def stop_server() -> None:
+    """Stop this worker's job server and resource tracker and wait for them (gunicorn's
+    ``worker_exit``), so a stopped server leaves no process behind. Running jobs are not theirs
+    to end: the table's owner does that (``job_table.stop_all``)."""
+    from multiprocessing import resource_tracker
+
+    for helper in (forkserver._forkserver, resource_tracker._resource_tracker):  # the stdlib's own stop
+        with contextlib.suppress(Exception):
+            helper._stop()
+
+
 def start(target, args: tuple, client: str, limits: job_table.Limits) -> int:
     """Run ``target(*args)`` as a job for ``client``; its pid."""
     ensure_reaper()

@@ -199,3 +199,9 @@ def warm() -> None:
     """Start this worker's job server ahead of the first job (gunicorn's ``post_worker_init``)."""
     if not os.environ.get("REDIS_URL"):
         job_runner.warm()
+
+
+def stop_server() -> None:
+    """Stop this worker's job server (gunicorn's ``worker_exit``)."""
+    if not os.environ.get("REDIS_URL"):
+        job_runner.stop_server()
