@@ -5,10 +5,15 @@ each change) and ``check`` (sizes and work past the page's bounds refused with a
 what to change), whether it came from a link, a control, an upload or a crafted request.
 
 Work is priced in plain-action units (one unit ≈ 2.5 µs of CPU here, a plain schedule's generate +
-simulate + draw per action): a schedule's estimated actions times its search factor, plus, for
-v-auto, a term in devices² (it tries many memory budgets: 64 × 1 alone takes 1.2 s). Factors are
-the worst CPU per action measured by ``python bench/bench_load.py --factors`` (2026-11-23, from
-64 × 1 to 32 × 128, over 2.5 µs), rounded up.
+simulate + draw per action) by ``price``, the one price of every view (abstract and model & cluster):
+a schedule's estimated actions times its search factor, plus, for the schedules that search their
+order, terms for the search's own size: v-auto pays units × devices² (it tries many memory
+budgets), V-Half and V-ZB units × devices × min(microbatches, devices) (their search of the
+authors' family costs up to a second whatever the actions: V-Half at 16 × 16 took 0.7 s).
+Factors and terms are fitted to the CPU seconds of views drawn from cold caches (each in a fresh
+process) by ``python bench/bench_load.py --factors`` (2026-11-25, load average 1-4 on 2 cores):
+every shape that took over 0.4 s is priced past SYNC_WORK, and a factor is never below the
+CPU per action of the schedule's largest shapes.
 """
 
 from __future__ import annotations
@@ -35,10 +40,11 @@ MAX_PARAM = {int: MAX_MICROBATCHES, float: 1e6}  # for parameters the registry l
 MAX_MICRO_BATCH = 65_536  # the micro-batch size box; a global batch is at most MAX_MICROBATCHES of them
 MAX_SEARCH_CHARS = 16_384  # a query string arriving in a callback (a link carries at most ~6,000)
 
-# CPU per action in units (worst measured: v-auto 310 µs/action, v-zb 158, v-min / v-half 102,
-# zb-auto 99; plain 1.4-4 µs), and v-auto's devices² term (64 × 1: 1.2 s = 117 units × 64²).
-SEARCH_FACTOR = {"v-min": 40, "v-half": 40, "v-zb": 60, "zb-auto": 40, "v-auto": 120}
-SEARCH_PER_DEVICE2 = {"v-auto": 120}
+# Units per action of the schedules that search their order (plain ones: 1), and the terms of their
+# search's size (fitted on cold caches, see the module docstring; provisional until re-measured).
+SEARCH_FACTOR = {"v-min": 41, "v-half": 41, "v-zb": 71, "zb-auto": 40, "v-auto": 124}
+SEARCH_PER_DEVICE2 = {"v-auto": 750}  # × devices²
+SEARCH_PER_FAMILY = {"v-half": 550, "v-zb": 575}  # × devices × min(microbatches, devices)
 DEFAULT_SEARCH_FACTOR = max(SEARCH_FACTOR.values())  # a searching schedule not measured yet
 # A synchronous request does at most this much work (about 0.5 s of CPU here); more runs in the background.
 SYNC_WORK = 200_000
@@ -73,8 +79,16 @@ def actions(state: ViewState, name: str) -> int:
 
 def cost(state: ViewState, name: str) -> int:
     """The price of one schedule of the view, in units (see the module docstring)."""
-    n = actions(state, name)
-    return n * factor(name) + (SEARCH_PER_DEVICE2.get(name, 0) * state.devices**2 if n else 0)
+    return price(name, state.devices, state.microbatches, actions(state, name))
+
+
+def price(name: str, devices: int, microbatches: int, n_actions: int) -> int:
+    """The units of drawing ``name`` with ``n_actions`` actions on ``devices`` devices and
+    ``microbatches`` microbatches (per iteration): the one price of every view (0 for no actions)."""
+    if not n_actions:
+        return 0
+    units = n_actions * factor(name) + SEARCH_PER_DEVICE2.get(name, 0) * devices**2
+    return units + SEARCH_PER_FAMILY.get(name, 0) * devices * min(microbatches, devices)
 
 
 def work(state: ViewState) -> int:
