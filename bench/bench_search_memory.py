@@ -27,8 +27,10 @@ LINKS = [
     # the default search; the (refused); the largest spaces the page accepts (search_state.MAX_GROUPS)
     "#view=search&s.gpus=512&s.gbs=512",
     f"#view=search&s.gpus=16384&s.gbs=1048576&s.seq=1048576&s.model=deepseek-v3&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
-    f"#view=search&s.gpus=4096&s.gbs=4096&s.model=deepseek-v3&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
-    f"#view=search&s.gpus=4096&s.gbs=4096&s.model=llama3-405b&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
+    f"#view=search&s.gpus=2048&s.gbs=2048&s.model=deepseek-v3&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
+    f"#view=search&s.gpus=4096&s.gbs=4096&s.seq=4096&s.model=deepseek-v3&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
+    f"#view=search&s.gpus=16384&s.gbs=16384&s.seq=131072&s.model=llama3-405b&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
+    f"#view=search&s.gpus=8192&s.gbs=65536&s.model=llama3-405b&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
 ]
 
 

@@ -65,6 +65,40 @@ def largest_sync(name: str, devices: list[int] | None = None) -> tuple[str, int]
     return best
 
 
+def model_link(name: str, pp: int, microbatches: int) -> str:
+    """A model & cluster view of ``name``: Llama 3 8B with 2·pp layers on pp devices, tp = dp = mbs = 1."""
+    return (
+        f"#view=model&schedule={name}&model=llama3-8b&layers={2 * pp}&tp=1&pp={pp}&dp=1&mbs=1&gbs={microbatches}&sp=0"
+    )
+
+
+def largest_sync_model(name: str, devices: list[int] | None = None) -> tuple[str, int] | None:
+    """``largest_sync`` of the model & cluster view (``model_link``): at each pp the most microbatches."""
+    from functools import partial
+
+    from ppviz.web import limits
+
+    best = None
+    for pp in devices or range(1, limits.MAX_DEVICES + 1):
+        m = _last(partial(_model_units, name, pp), 1, limits.MAX_MICROBATCHES)
+        if m is not None and (best is None or _model_units(name, pp, m) > best[1]):
+            best = (model_link(name, pp, m), _model_units(name, pp, m))
+    return best
+
+
+def _model_units(name: str, pp: int, microbatches: int) -> int:
+    """The view's price, 0 when the schedule refuses these sizes (as some refuse an odd pp)."""
+    from ppviz import REGISTRY
+    from ppviz.schedules.registry import resolve
+    from ppviz.web import model_state
+
+    try:
+        resolve(REGISTRY[name], pp, microbatches, {})
+    except ValueError:
+        return 0
+    return model_state.work(model_state.parse(model_link(name, pp, microbatches)).state)
+
+
 def _units(name: str, devices: int, microbatches: int, param: str | None = None, value: int | None = None) -> int:
     from ppviz.web import limits
     from ppviz.web.url_state import ViewState

@@ -423,13 +423,15 @@ def test_the_model_view_prices_a_schedule_as_the_abstract_view_does_devices_squa
     link = "#view=model&schedule=v-auto&pp=56&layers=112&gbs=4&mbs=1&dp=1"
     state = model_state.parse(link).state
     abstract = ViewState(schedule="v-auto", devices=56, microbatches=4)
-    assert model_state.work(state) == limits.cost(abstract, "v-auto") > limits.SYNC_WORK
-    assert limits.cost(abstract, "v-auto") > limits.actions(abstract, "v-auto") * limits.factor("v-auto")
+    n = limits.actions(abstract, "v-auto")
+    assert model_state.work(state) == limits.cost(abstract, "v-auto") + n * limits.ESTIMATE_PER_ACTION
+    assert limits.cost(abstract, "v-auto") > n * limits.factor("v-auto") and model_state.work(state) > limits.SYNC_WORK
     out = open_hash(page, link)
     assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
     for name in ("v-half", "v-zb", "zb-auto", "1f1b"):  # every term, every schedule: the same price
         other = model_state.parse(link.replace("v-auto", name)).state
-        assert model_state.work(other) == limits.cost(replace(abstract, schedule=name), name)
+        n = limits.actions(replace(abstract, schedule=name), name)
+        assert model_state.work(other) == limits.cost(replace(abstract, schedule=name), name) + 2 * n
 
 
 def test_a_sweep_of_a_searching_schedule_is_priced_and_estimated_by_a_background_job(page):

@@ -6,7 +6,8 @@ what to change), whether it came from a link, a control, an upload or a crafted 
 
 Work is priced in plain-action units (one unit ≈ 2.5 µs of CPU here, a plain schedule's generate +
 simulate + draw per action) by ``price``, the one price of every view (abstract and model & cluster):
-a schedule's estimated actions times its search factor, plus, for the schedules that search their
+a schedule's estimated actions times its search factor (plus ESTIMATE_PER_ACTION in the model &
+cluster view, whose estimate does more per action), plus, for the schedules that search their
 order, terms for the search's own size: v-auto pays units × devices² (it tries many memory
 budgets), V-Half and V-ZB units × devices × min(microbatches, devices) (their search of the
 authors' family costs up to a second whatever the actions: V-Half at 16 × 16 took 0.7 s).
@@ -42,9 +43,12 @@ MAX_SEARCH_CHARS = 16_384  # a query string arriving in a callback (a link carri
 
 # Units per action of the schedules that search their order (plain ones: 1), and the terms of their
 # search's size (fitted on cold caches, see the module docstring; provisional until re-measured).
-SEARCH_FACTOR = {"v-min": 41, "v-half": 41, "v-zb": 71, "zb-auto": 40, "v-auto": 124}
-SEARCH_PER_DEVICE2 = {"v-auto": 750}  # × devices²
+SEARCH_FACTOR = {"v-min": 41, "v-half": 41, "v-zb": 71, "zb-auto": 20, "v-auto": 124}
+SEARCH_PER_DEVICE2 = {"v-auto": 1200}  # × devices²
 SEARCH_PER_FAMILY = {"v-half": 550, "v-zb": 575}  # × devices × min(microbatches, devices)
+# The model & cluster view's estimate simulates twice (with and without p2p) and draws memory in bytes:
+# units per action on top (zb-v at 64 × 512 took 1.0 s there, 0.4 s in the abstract view).
+ESTIMATE_PER_ACTION = 2
 DEFAULT_SEARCH_FACTOR = max(SEARCH_FACTOR.values())  # a searching schedule not measured yet
 # A synchronous request does at most this much work (about 0.5 s of CPU here); more runs in the background.
 SYNC_WORK = 200_000
@@ -82,12 +86,14 @@ def cost(state: ViewState, name: str) -> int:
     return price(name, state.devices, state.microbatches, actions(state, name))
 
 
-def price(name: str, devices: int, microbatches: int, n_actions: int) -> int:
-    """The units of drawing ``name`` with ``n_actions`` actions on ``devices`` devices and
-    ``microbatches`` microbatches (per iteration): the one price of every view (0 for no actions)."""
+def price(name: str, devices: int, microbatches: int, n_actions: int, estimated: bool = False) -> int:
+    """The units of drawing ``name`` with ``n_actions`` actions on ``devices`` devices and ``microbatches``
+    microbatches (per iteration), ``estimated`` in the model & cluster view: the one price of every view
+    (0 for no actions)."""
     if not n_actions:
         return 0
-    units = n_actions * factor(name) + SEARCH_PER_DEVICE2.get(name, 0) * devices**2
+    units = n_actions * (factor(name) + (ESTIMATE_PER_ACTION if estimated else 0))
+    units += SEARCH_PER_DEVICE2.get(name, 0) * devices**2
     return units + SEARCH_PER_FAMILY.get(name, 0) * devices * min(microbatches, devices)
 
 

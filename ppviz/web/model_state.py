@@ -522,8 +522,8 @@ def actions(state: ModelState, name: str) -> int:
 
 
 def cost(state: ModelState, name: str) -> int:
-    """The price of one schedule of the view: ``limits.price``, as the abstract view's."""
-    return limits.price(name, state.pp, state.microbatches or 0, actions(state, name))
+    """The price of one schedule of the view: ``limits.price``, as the abstract view's, estimated."""
+    return limits.price(name, state.pp, state.microbatches or 0, actions(state, name), estimated=True)
 
 
 def work(state: ModelState) -> int:
