@@ -265,16 +265,17 @@ def test_a_search_of_too_many_layout_groups_is_refused_with_their_count():
 
 
 def test_the_page_searches_only_layouts_the_model_view_can_draw(page):
-    """At most 512 microbatches per layout and 64 pipeline devices: each simulation's size is bounded."""
+    """At most 256 microbatches per layout and 64 pipeline devices: each simulation's size is bounded."""
     inputs = {**SMALL, "gbs": 4096, "schedules": ["1f1b"]}
     state = search_state.bounded(inputs)[0]
     unbounded = ppviz.search(model("llama3-8b", seq=4096), "h100-sxm", 16, 4096, top=20, schedules=["1f1b"],
                              headroom=0.1, mbs=[1])  # fmt: skip
-    assert any(r["gbs"] // (r["dp"] * r["mbs"]) > 512 for r in unbounded.layouts)  # the bound changes something
+    top = search_state.MAX_MICROBATCHES
+    assert any(r["gbs"] // (r["dp"] * r["mbs"]) > top for r in unbounded.layouts)  # the bound changes something
     press_search(page, inputs)
     run_job(page)
     rows = page.value("grid-search", "rowData")
-    assert rows and all(r["gbs"] // (r["dp"] * r["mbs"]) <= 512 and r["pp"] <= 64 for r in rows)
+    assert rows and all(r["gbs"] // (r["dp"] * r["mbs"]) <= top and r["pp"] <= 64 for r in rows)
     assert search_views.groups(state) <= search_state.MAX_GROUPS
 
 

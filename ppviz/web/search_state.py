@@ -25,10 +25,15 @@ FIELDS: dict[str, Field] = {
     "headroom": Field("HBM kept free (%)", 0, 90, False),
     "top": Field("layouts to rank", 1, 100),
 }
-# Layout groups (layouts sharing their per-layer costs) the page searches: a search's time and memory
-# grow with them (bench/bench_search_memory.py: 22,078 groups of DeepSeek-V3, every schedule, took 23 s of
-# CPU and 312 MB); and the shapes listed to find them (each checked against the model, ~40 µs): past
-# either, the search is refused with what to change.
+# The page's search ranks layouts of at most this many microbatches (pp ≤ 64 and mbs ≤ 1024 as the model
+# view draws them): a search's memory grows with its layouts' size, as it keeps the runs of its best
+# (bench/bench_search_memory.py, Llama 3 405B on 8,192 GPUs, gbs 65,536, every schedule, top 100:
+# 912 MB of RSS up to 512 microbatches, 545 MB up to 256). The CLI searches every layout.
+MAX_MICROBATCHES = 256
+# Layout groups (layouts sharing their per-layer costs) the page searches: a search's time grows with
+# them (DeepSeek-V3 on 2,048 GPUs, 18,208 groups, every schedule: 22 s of CPU, 307 MB); and the shapes
+# listed to find them (each checked against the model, ~20-40 µs): past either, the search is refused
+# with what to change.
 MAX_GROUPS = 20_000
 MAX_SHAPES = 60_000
 

@@ -20,14 +20,14 @@ GB = 1e-9
 
 
 def options(state: SearchState) -> dict:
-    """The search's restrictions: the view's, and only layouts the model & cluster view can draw (at
-    most ``limits.MAX_MICROBATCHES`` microbatches, ``limits.MAX_DEVICES`` pipeline devices and its
-    largest micro-batch size: each simulation's size, and the space, are bounded)."""
+    """The search's restrictions: the view's, and layouts the model & cluster view can draw, of at most
+    ``search_state.MAX_MICROBATCHES`` microbatches (``limits.MAX_DEVICES`` pipeline devices, its largest
+    micro-batch size): each simulation's size, the runs it keeps, and the space are bounded."""
     return {
         "schedules": list(state.schedules),
         "tp_mode": list(state.tp_modes),
         "headroom": state.headroom / 100,
-        "max_microbatches": limits.MAX_MICROBATCHES,
+        "max_microbatches": search_state.MAX_MICROBATCHES,
         "max_pp": limits.MAX_DEVICES,
         "max_mbs": int(model_state.LAYOUT_FIELDS["mbs"].high),
     }
