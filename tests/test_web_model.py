@@ -435,8 +435,8 @@ def test_the_model_view_prices_a_schedule_as_the_abstract_view_does_devices_squa
 
 
 def test_a_sweep_of_a_searching_schedule_is_priced_and_estimated_by_a_background_job(page):
-    """zb-auto searches: its sweep along m = 4 … 256 at pp 4 is past a request's budget, the charts alone are not."""
-    link = DEFAULT + "&mode=compare&compare=zb-auto,1f1b&tp=8&pp=4&gbs=32&show=sweep"
+    """zb-auto searches: its sweep along m = 4 … 256 at pp 8 is past a request's budget, the charts alone are not."""
+    link = DEFAULT + "&mode=compare&compare=zb-auto,1f1b&tp=8&pp=8&gbs=32&show=sweep"
     state = model_state.parse(link).state
     assert not model_state.in_background(replace(state, compare_show="charts")) and model_state.in_background(state)
     out = open_hash(page, link)
@@ -445,7 +445,7 @@ def test_a_sweep_of_a_searching_schedule_is_priced_and_estimated_by_a_background
     fig = page.value("gantt-model", "figure")
     (zb,) = [t for t in fig["data"] if t["name"] == "zb-auto" and t["yaxis"] == "y"]
     assert zb["x"] == [4, 8, 16, 32, 64, 128, 256]
-    assert zb["y"][3] == pytest.approx(estimate(schedule="zb-auto", pp=4, gbs=32).iteration_s * 1e3)
+    assert zb["y"][3] == pytest.approx(estimate(schedule="zb-auto", pp=8, gbs=32).iteration_s * 1e3)
 
 
 def test_iterations_put_each_optimizer_step_between_them_in_ms(page):
