@@ -11,10 +11,13 @@ cluster view, whose estimate does more per action), plus, for the schedules that
 order, terms for the search's own size: v-auto pays units × devices² (it tries many memory
 budgets), V-Half and V-ZB units × devices × min(microbatches, devices) (their search of the
 authors' family costs up to a second whatever the actions: V-Half at 16 × 16 took 0.7 s).
-Factors and terms are fitted to the CPU seconds of views drawn from cold caches (each in a fresh
-process) by ``python bench/bench_load.py --factors`` (2026-11-25, load average 1-4 on 2 cores):
-every shape that took over 0.4 s is priced past SYNC_WORK, and a factor is never below the
-CPU per action of the schedule's largest shapes.
+Factors and terms are fitted to the CPU seconds (``time.process_time``) of views drawn from cold caches,
+each in a fresh process (the least of 2 runs), by ``python bench/bench_load.py --factors``
+(2026-11-25, load average 3-7 on this shared 2-core machine): a grid of p × m up to 20,000 actions
+for the searching schedules, and every schedule's largest synchronous views. Every view measured
+that took over 0.4 s is priced past SYNC_WORK, and a factor is never below the CPU per action of the
+schedule's largest views. Plain schedules took 1.3-2.1 µs per action at their largest synchronous
+views (0.26-0.42 s), so their factor 1 holds; ``tests/test_web_cold_budget.py`` keeps it so.
 """
 
 from __future__ import annotations
@@ -42,17 +45,18 @@ MAX_MICRO_BATCH = 65_536  # the micro-batch size box; a global batch is at most 
 MAX_SEARCH_CHARS = 16_384  # a query string arriving in a callback (a link carries at most ~6,000)
 
 # Units per action of the schedules that search their order (plain ones: 1), and the terms of their
-# search's size (fitted on cold caches, see the module docstring; provisional until re-measured).
+# search's size (fitted on cold caches, see the module docstring: e.g. V-ZB at 16 × 12 took 0.52 s,
+# V-Half at 20 × 12 0.60 s, v-auto at 16 × 1 0.47 s, each well under 2,000 actions).
 SEARCH_FACTOR = {"v-min": 41, "v-half": 41, "v-zb": 71, "zb-auto": 20, "v-auto": 124}
 SEARCH_PER_DEVICE2 = {"v-auto": 1200}  # × devices²
-SEARCH_PER_FAMILY = {"v-half": 550, "v-zb": 575}  # × devices × min(microbatches, devices)
+SEARCH_PER_FAMILY = {"v-half": 900, "v-zb": 900}  # × devices × min(microbatches, devices)
 # The model & cluster view's estimate simulates twice (with and without p2p) and draws memory in bytes:
 # units per action on top (zb-v at 64 × 512 took 1.0 s there, 0.4 s in the abstract view).
 ESTIMATE_PER_ACTION = 2
 DEFAULT_SEARCH_FACTOR = max(SEARCH_FACTOR.values())  # a searching schedule not measured yet
 # A synchronous request does at most this much work (about 0.5 s of CPU here); more runs in the background.
 SYNC_WORK = 200_000
-# A background job does at most this much (about 30 s here: v-auto up to 64 × 256); past it, the CLI.
+# A background job does at most this much (about 25 s here: v-auto up to 64 × 106); past it, the CLI.
 BACKGROUND_WORK = 10_000_000
 # Exports of more ops than this would be tens of MB: the CLI writes them instead.
 EXPORT_MAX_OPS = 100_000
