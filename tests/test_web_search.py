@@ -276,6 +276,7 @@ def test_the_page_searches_only_layouts_the_model_view_can_draw(page):
     run_job(page)
     rows = page.value("grid-search", "rowData")
     assert rows and all(r["gbs"] // (r["dp"] * r["mbs"]) <= top and r["pp"] <= 64 for r in rows)
+    assert f"layouts of up to {top} microbatches, pp ≤ 64" in text_of(page.value("summary-search", "children"))
     assert search_views.groups(state) <= search_state.MAX_GROUPS
 
 

@@ -17,6 +17,7 @@ from . import limits, model_state, search_state
 from .search_state import SearchState
 
 GB = 1e-9
+MAX_MBS = int(model_state.LAYOUT_FIELDS["mbs"].high)  # the model & cluster view's largest micro-batch size
 
 
 def options(state: SearchState) -> dict:
@@ -29,7 +30,7 @@ def options(state: SearchState) -> dict:
         "headroom": state.headroom / 100,
         "max_microbatches": search_state.MAX_MICROBATCHES,
         "max_pp": limits.MAX_DEVICES,
-        "max_mbs": int(model_state.LAYOUT_FIELDS["mbs"].high),
+        "max_mbs": MAX_MBS,
     }
 
 
@@ -111,7 +112,9 @@ def summary(result) -> str:
     parts = [
         f"{result.searched:,} layouts in the space: {result.simulated:,} simulated, {result.pruned:,} skipped by a "
         f"proven bound ({result.pruned_by_time:,} by time, {result.pruned_by_memory:,} by memory), "
-        f"{result.over_capacity:,} simulated over capacity; {result.seconds:.1f} s."
+        f"{result.over_capacity:,} simulated over capacity; {result.seconds:.1f} s.",
+        f"The page searches layouts of up to {search_state.MAX_MICROBATCHES} microbatches, pp ≤ {limits.MAX_DEVICES} "
+        f"and micro-batch size ≤ {MAX_MBS:,} (the CLI searches them all).",
     ]
     parts += result.notes
     return " ".join(parts)
