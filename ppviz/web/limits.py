@@ -8,9 +8,10 @@ Work is priced in plain-action units (one unit ≈ 2.5 µs of CPU here, a plain 
 simulate + draw per action) by ``price``, the one price of every view (abstract and model & cluster):
 a schedule's estimated actions times its search factor (plus ESTIMATE_PER_ACTION in the model &
 cluster view, whose estimate does more per action), plus, for the schedules that search their
-order, terms for the search's own size: v-auto pays units × devices² (it tries many memory
-budgets), V-Half and V-ZB units × devices × min(microbatches, devices) (their search of the
-authors' family costs up to a second whatever the actions: V-Half at 16 × 16 took 0.7 s).
+order, terms for the search's own size: the V schedules pay units × devices² (their family's
+blocks of p devices; v-auto many more, as it tries many memory budgets), V-Half and V-ZB also
+units × devices × min(microbatches, devices) (their search of the authors' family costs up to a
+second whatever the actions: V-Half at 16 × 16 took 0.7 s).
 Factors and terms are fitted to the CPU seconds (``time.process_time``) of views drawn from cold caches,
 each in a fresh process (the least of 2 runs), by ``python bench/bench_load.py --factors``
 (2026-11-25, load average 3-7 on this shared 2-core machine): a grid of p × m up to 20,000 actions
@@ -48,7 +49,9 @@ MAX_SEARCH_CHARS = 16_384  # a query string arriving in a callback (a link carri
 # search's size (fitted on cold caches, see the module docstring: e.g. V-ZB at 16 × 12 took 0.52 s,
 # V-Half at 20 × 12 0.60 s, v-auto at 16 × 1 0.47 s, each well under 2,000 actions).
 SEARCH_FACTOR = {"v-min": 41, "v-half": 41, "v-zb": 71, "zb-auto": 20, "v-auto": 124}
-SEARCH_PER_DEVICE2 = {"v-auto": 1300}  # × devices²
+# × devices²: the V family's blocks of p devices, listed cold (V-Half at 64 × 2 took 0.45 s, 64 × 1 up to
+# 0.6 s), and v-auto's many memory budgets besides
+SEARCH_PER_DEVICE2 = {"v-min": 20, "v-half": 20, "v-zb": 20, "v-auto": 1300}
 SEARCH_PER_FAMILY = {"v-half": 900, "v-zb": 900}  # × devices × min(microbatches, devices)
 # The model & cluster view's estimate simulates twice (with and without p2p) and draws memory in bytes:
 # units per action on top (zb-v at 64 × 512 took 1.0 s there, 0.4 s in the abstract view).
