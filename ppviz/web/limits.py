@@ -48,10 +48,10 @@ MAX_SEARCH_CHARS = 16_384  # a query string arriving in a callback (a link carri
 # Units per action of the schedules that search their order (plain ones: 1), and the terms of their
 # search's size (fitted on cold caches, see the module docstring: e.g. V-ZB at 16 × 12 took 0.52 s,
 # V-Half at 20 × 12 0.60 s, v-auto at 16 × 1 0.47 s, each well under 2,000 actions).
-SEARCH_FACTOR = {"v-min": 41, "v-half": 41, "v-zb": 71, "zb-auto": 20, "v-auto": 124}
-# × devices²: the V family's blocks of p devices, listed cold (V-Half at 64 × 2 took 0.45 s, 64 × 1 up to
-# 0.6 s), and v-auto's many memory budgets besides
-SEARCH_PER_DEVICE2 = {"v-min": 20, "v-half": 20, "v-zb": 20, "v-auto": 1300}
+SEARCH_FACTOR = {"v-min": 41, "v-half": 41, "v-zb": 71, "zb-auto": 30, "v-auto": 124}
+# × devices²: the V family's blocks of p devices, listed cold (V-Min at 64 × 7 took 0.25-0.53 s, V-Half
+# at 64 × 1 up to 0.6 s), and v-auto's many memory budgets besides (about 30 ms per device: 12 × 1 took 0.42 s)
+SEARCH_PER_DEVICE2 = {"v-min": 40, "v-half": 40, "v-zb": 40, "v-auto": 1700}
 SEARCH_PER_FAMILY = {"v-half": 900, "v-zb": 900}  # × devices × min(microbatches, devices)
 # The model & cluster view's estimate simulates twice (with and without p2p) and draws memory in bytes:
 # units per action on top (zb-v at 64 × 512 took 1.0 s there, 0.4 s in the abstract view).
@@ -59,7 +59,7 @@ ESTIMATE_PER_ACTION = 2
 DEFAULT_SEARCH_FACTOR = max(SEARCH_FACTOR.values())  # a searching schedule not measured yet
 # A synchronous request does at most this much work (about 0.5 s of CPU here); more runs in the background.
 SYNC_WORK = 200_000
-# A background job does at most this much (about 25 s here: v-auto up to 64 × 98); past it, the CLI.
+# A background job does at most this much (about 25 s here: v-auto up to 64 × 63); past it, the CLI.
 BACKGROUND_WORK = 10_000_000
 # Exports of more ops than this would be tens of MB: the CLI writes them instead.
 EXPORT_MAX_OPS = 100_000
