@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
-HEAVY = "?schedule=v-auto&devices=64&microbatches=200"
+HEAVY = "?schedule=v-auto&devices=64&microbatches=60"
 
 
 def main() -> None:

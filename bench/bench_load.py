@@ -5,7 +5,7 @@
     python bench/bench_load.py --proxy            # the same through nginx, as the container serves
     python bench/bench_load.py --cpu              # one user, back to back: server CPU per 8×32 release
     python bench/bench_load.py --rss 5000         # RSS of the workers over 5,000 mixed renders
-    python bench/bench_load.py --factors          # CPU per action of the searching schedules (limits.py)
+    python bench/bench_load.py --factors [v-half ...]  # each schedule's worst views drawn cold (limits.py)
     python bench/bench_load.py --slow 8           # a cheap GET's latency while 8 clients trickle a body,
                                                   # gunicorn alone and behind nginx (deploy/serve.py)
 
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = "gantt.figure...memory.figure"
 
@@ -257,20 +257,90 @@ def rss(renders: int) -> None:
         server.stop()
 
 
-def factors() -> None:
-    """CPU per action of each searching schedule over a plain one's (the units of ppviz.web.limits)."""
-    import ppviz
+UNIT_S = 2.5e-6  # CPU seconds of one work unit (ppviz.web.limits)
+SLOW_S = 0.4  # a view that takes more must be priced past SYNC_WORK (0.5 s of CPU: margin for a loaded machine)
+REPEAT = 2  # fresh processes per view, the least CPU kept (a busy neighbour can double a process's CPU time)
+GRID_P = [2, 4, 8, 12, 16, 20, 24, 32, 48, 64]
+GRID_M = [1, 2, 4, 6, 8, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+SEARCH_ACTIONS = 20_000  # searching schedules are swept up to this many actions (past SYNC_WORK at factor 10)
 
-    sizes = [(64, 1), (64, 16), (16, 64), (4, 256), (32, 32), (8, 32), (16, 128)]
-    print(f"{'schedule':>10} {'p×m':>8} {'actions':>8} {'CPU':>9} {'µs/action':>10}")
-    for name in ["1f1b", "zb-h1", "zb-v", "v-min", "v-half", "v-zb", "zb-auto", "v-auto"]:
-        for p, m in sizes:
-            costs = ppviz.make_costs(f=1, b=1, w=1)
-            t0 = time.process_time()
-            run = ppviz.evaluate(ppviz.build(name, p, m, costs=costs), costs)
-            dt = time.process_time() - t0
-            n = len(run.result)
-            print(f"{name:>10} {f'{p}×{m}':>8} {n:>8} {dt * 1e3:>7.0f} ms {dt / n * 1e6:>10.1f}", flush=True)
+
+def cold(view: str, link: str) -> dict:
+    """One view drawn in a fresh process (bench/cold_render.py): every cache starts empty."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "cold_render.py"), view, link],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    if out.returncode:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else str(out.returncode)}
+    return json.loads(out.stdout)
+
+
+def shapes_of(name: str) -> list[str]:
+    """The views measured (links): a searching schedule's grid up to SEARCH_ACTIONS actions, and for
+    every schedule its largest synchronous view (overall and at some numbers of devices)."""
+    from cold_render import largest_sync
+
+    from ppviz.web import limits
+    from ppviz.web.url_state import ViewState
+
+    searching = limits.factor(name) > 1
+    out = []
+    for p in GRID_P if searching else ():
+        for m in GRID_M:
+            if limits.actions(ViewState(schedule=name, devices=p, microbatches=m), name) <= SEARCH_ACTIONS:
+                out.append(f"?schedule={name}&devices={p}&microbatches={m}")
+    for devices in [None, *([[p] for p in GRID_P] if searching else [[8], [64]])]:
+        found = largest_sync(name, devices)
+        if found is not None and found[0] not in out:
+            out.append(found[0])
+    return out
+
+
+def factors(names: list[str]) -> None:
+    """Every schedule drawn cold at its worst views: CPU seconds, units, and the factor it needs."""
+    from ppviz import REGISTRY
+    from ppviz.web import limits, url_state
+
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
+    print(f"{'schedule':>24} {'view':>12} {'actions':>8} {'units':>9} {'sync':>5} {'CPU s':>7} {'µs/action':>10}")
+    summary = []
+    for name in names or list(REGISTRY):
+        rows = []
+        for link in shapes_of(name):
+            r = min((cold("abstract", link) for _ in range(REPEAT)), key=lambda r: r.get("cpu_s", 0))
+            state, _ = limits.bounded(url_state.parse(link).state)
+            size = "×".join(str(v) for v in (state.devices, state.microbatches, *state.params.get(name, {}).values()))
+            if "error" in r:
+                print(f"{name:>24} {size:>12} failed: {r['error']}", flush=True)
+                continue
+            n = limits.actions(state, name)
+            rows.append((state.devices, state.microbatches, n, r["units"], r["sync"], r["cpu_s"], size))
+            print(
+                f"{name:>24} {size:>12} {n:>8} {r['units']:>9} {str(r['sync']):>5} {r['cpu_s']:>7.3f} "
+                f"{r['cpu_s'] / n * 1e6:>10.1f}",
+                flush=True,
+            )
+        if rows:
+            summary.append((name, rows))
+    head = f"{'worst sync view':>15} {'units':>9} {'CPU s':>7} {'factor':>7} {'needs':>6} {'slope':>6}"
+    print(f"\n{'schedule':>24} {head}")
+    for name, rows in summary:
+        *_, units, _, cpu, size = max((r for r in rows if r[4]), key=lambda r: r[5], default=rows[0])
+        terms = {r: limits.price(name, r[0], r[1], r[2]) - r[2] * limits.factor(name) for r in rows}  # the search's
+        # the least factor that prices every view slower than SLOW_S past SYNC_WORK, with the same terms
+        needs = max([int((limits.SYNC_WORK - terms[r]) / r[2]) + 1 for r in rows if r[5] > SLOW_S], default=1)
+        # CPU per action in units at the largest views measured (what the background budget needs)
+        slope = max(r[5] / UNIT_S / r[2] for r in sorted(rows, key=lambda r: r[2])[-3:])
+        print(f"{name:>24} {size:>15} {units:>9} {cpu:>7.3f} {limits.factor(name):>7} {max(needs, 1):>6} {slope:>6.1f}")
+    print(
+        f"\nworst sync: the slowest view priced ≤ {limits.SYNC_WORK:,} units (must stay under 0.5 s of CPU); "
+        f"needs: the least factor pricing every view over {SLOW_S} s past that; slope: units per action at the "
+        f"largest views measured (a factor below it under-prices background jobs). CPU: the least of {REPEAT} runs."
+    )
 
 
 def slow(n: int, seconds: float, every: float, setups: list[str]) -> None:
@@ -307,7 +377,7 @@ def main() -> None:
     ap.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0))
     ap.add_argument("--cpu", action="store_true", help="server CPU per 8×32 slider release, one user")
     ap.add_argument("--rss", type=int, metavar="RENDERS", help="worker RSS over this many mixed renders")
-    ap.add_argument("--factors", action="store_true", help="CPU per action of the searching schedules")
+    ap.add_argument("--factors", nargs="*", metavar="SCHEDULE", help="every (or these) schedules' worst views, cold")
     ap.add_argument("--proxy", action="store_true", help="load the container's command: nginx in front of gunicorn")
     ap.add_argument("--slow", type=int, metavar="N", help="a cheap GET's latency while N clients trickle a body")
     ap.add_argument("--every", type=float, default=1.0, help="with --slow: seconds between a trickler's bytes")
@@ -317,8 +387,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.slow:
         slow(args.slow, args.seconds or 30, args.every, args.setups)
-    elif args.factors:
-        factors()
+    elif args.factors is not None:
+        factors(args.factors)
     elif args.cpu:
         cpu_per_release(300)
     elif args.rss:

@@ -218,19 +218,20 @@ def test_an_invalid_combination_shows_the_core_message_next_to_its_control(query
 
 
 def test_a_search_past_the_background_budget_is_refused_with_the_cli_command_at_devices():
-    """v-auto at 64 × 512: 196,608 actions × 120 + 120 × 64² is past what the page computes even in the background."""
+    """v-auto at 64 × 512 (196,608 actions, each searched) is past what the page computes even in the background."""
     view = views.render(state("?schedule=v-auto&devices=64&microbatches=512"))
     kind, text = view.messages["devices"]
     assert kind == "error" and "use the CLI: ppviz simulate v-auto -p 64 -m 512" in text
-    assert f"{64 * 512 * 6 * 120 + 120 * 64**2:,} work units" in text
+    assert f"{limits.price('v-auto', 64, 512, 64 * 512 * 6):,} work units" in text
     assert view.drawn_as == "none" and view.runs == []
 
 
 def test_work_past_the_synchronous_budget_is_queued_not_done(monkeypatch):
-    """v-auto at 64 × 1 costs 384 × 120 + 120 × 64² units (it took 1.2 s): left to a background job."""
+    """v-auto at 64 × 1 (384 actions, but its devices² term: it took 1.2 s) is left to a background job."""
     monkeypatch.setattr(views, "run_of", lambda *a: pytest.fail("simulated synchronously"))
     s = state("?schedule=v-auto&devices=64&microbatches=1")
-    assert limits.work(s) == 384 * 120 + 120 * 64**2 > limits.SYNC_WORK
+    assert limits.work(s) == 384 * limits.factor("v-auto") + limits.SEARCH_PER_DEVICE2["v-auto"] * 64**2
+    assert limits.work(s) > limits.SYNC_WORK
     view = views.render(s)
     assert view.drawn_as == "queued" and "in the background" in view.gantt["layout"]["annotations"][0]["text"]
 

@@ -292,8 +292,8 @@ def test_the_sweep_draws_a_line_per_schedule_along_m_and_p(page):
 
 
 def test_a_sweep_of_searching_schedules_is_priced_and_drawn_by_a_background_job(page):
-    """zb-auto searches (40 units an action): its sweep along m = 4 … 256 at p = 4 is past a request's budget."""
-    search = "?mode=compare&compare=zb-auto,1f1b&devices=4&microbatches=32&show=sweep"
+    """zb-auto searches (20 units an action): its sweep along m = 4 … 256 at p = 8 is past a request's budget."""
+    search = "?mode=compare&compare=zb-auto,1f1b&devices=8&microbatches=32&show=sweep"
     state = parse(search).state
     assert limits.work(replace(state, compare_show="charts")) <= limits.SYNC_WORK < limits.work(state)
     out = open_compare(page, search)
@@ -302,7 +302,7 @@ def test_a_sweep_of_searching_schedules_is_priced_and_drawn_by_a_background_job(
     fig = page.value("gantt", "figure")
     (zb,) = [t for t in fig["data"] if t["name"] == "zb-auto" and t["yaxis"] == "y"]
     assert zb["x"] == [4, 8, 16, 32, 64, 128, 256]
-    assert zb["y"][3] == ppviz.simulate("zb-auto", 4, 32).metrics.makespan
+    assert zb["y"][3] == ppviz.simulate("zb-auto", 8, 32).metrics.makespan
     assert page.value("render-stamp", "children").startswith("sweep")
 
 
@@ -343,7 +343,7 @@ def test_all_zero_op_times_are_refused_beside_the_f_slider(page):
 
 
 def test_a_heavy_view_is_drawn_by_a_background_job_with_progress(page):
-    """v-auto at 16 × 64 costs 6,144 × 70 units, past the synchronous budget."""
+    """v-auto at 16 × 64 (6,144 actions, each searched) is past the synchronous budget."""
     search = "?schedule=v-auto&devices=16&microbatches=64"
     assert limits.in_background(parse(search).state)
     out = answer(page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search}))
@@ -361,7 +361,7 @@ def test_a_heavy_view_is_drawn_by_a_background_job_with_progress(page):
 def test_an_abandoned_background_job_stops_within_a_bounded_time(page, monkeypatch):
     """Nobody polls (the tab closed): the job process ends ABANDONED_S after the last poll, unfinished."""
     monkeypatch.setenv("PPVIZ_JOB_ABANDONED_S", "1")  # read by the worker when it starts the job
-    search = "?schedule=v-auto&devices=64&microbatches=200"  # the most the page searches: seconds of work
+    search = "?schedule=v-auto&devices=64&microbatches=60"  # about the most the page searches: seconds of work
     page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search})
     body = page.body(page.callback("job-error.children"), [("job-request", "data")])
     first = page.post(body).get_json()
@@ -383,7 +383,7 @@ def stopped_within(pid: int, seconds: float) -> bool:
 def test_a_new_view_or_the_stop_button_ends_the_running_job(page):
     """As the renderer does: a new job request names the old job (oldJob), a newer drawing or the stop
     button posts Dash's cancel callback (cancelJob); either way the old job's process ends at once."""
-    search = "?schedule=v-auto&devices=64&microbatches=128"
+    search = "?schedule=v-auto&devices=64&microbatches=60"
     page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search})
     job_dep = page.callback("job-error.children")
     first = page.post(page.body(job_dep, [("job-request", "data")])).get_json()["job"]

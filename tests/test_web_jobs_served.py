@@ -20,7 +20,7 @@ from web_dispatch import Page
 
 ROOT = Path(__file__).resolve().parents[1]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
-HEAVY = "?schedule=v-auto&devices=64&microbatches=200"  # seconds of work: past the limits below
+HEAVY = "?schedule=v-auto&devices=64&microbatches=60"  # seconds of work: past the limits below
 RUN_S, QUEUE_S = 2, 3
 GRACE_S = 3  # the reaper's grace (2 s) and its round (1 s)
 

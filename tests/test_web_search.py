@@ -236,3 +236,52 @@ def test_every_server_callback_of_the_model_and_search_views_is_tested():
     tested = {"update_model_view", "estimate_in_background", "update_search", "search_in_background", "open_row"}
     tested |= {"line_options", "list_baselines"}  # tests/test_web_model.py: the lines picker; the baseline picker
     assert names == tested
+
+
+ALL_SCHEDULES = "1f1b,interleaved-1f1b,zb-h1,zb-v,zb-h2,v-half,v-min,v-zb,dualpipe-v,zb-auto"
+HUGE = {"model": "deepseek-v3", "gpus": 16_384, "gbs": 1_048_576, "seq": 1_048_576, "top": 100,
+        "schedules": ALL_SCHEDULES.split(","), "tp_mode": ["1d", "2d"]}  # fmt: skip
+
+
+def test_a_search_past_the_pages_space_is_refused_before_it_starts_saying_what_to_change(page):
+    """The issue's link (a job to 3 GB for 90 s, no rows): refused while its layouts are listed."""
+    state = search_state.bounded(HUGE)[0]
+    with pytest.raises(ValueError) as refused:
+        search_views.groups(state)
+    assert f"more than {search_state.MAX_SHAPES:,} layout shapes" in str(refused.value)
+    press_search(page, HUGE)
+    run_job(page)
+    error = text_of(page.value("error-search", "children"))
+    assert error == str(refused.value) and f"the page searches at most {search_state.MAX_GROUPS:,} groups" in error
+    assert "lower GPUs, the global batch or the sequence length, search 1D tensor parallelism only" in error
+    assert "use the CLI: ppviz search --model deepseek-v3 --gpu h100-sxm --gpus 16384 --gbs 1048576" in error
+    assert page.value("grid-search", "rowData") == []
+
+
+def test_a_search_of_too_many_layout_groups_is_refused_with_their_count():
+    state = search_state.bounded({**HUGE, "gpus": 4096, "gbs": 4096, "seq": 8192})[0]
+    with pytest.raises(ValueError, match=r"the search spans 2\d,\d{3} layout groups .* at most 20,000 groups"):
+        search_views.run(state)
+
+
+def test_the_page_searches_only_layouts_the_model_view_can_draw(page):
+    """At most 256 microbatches per layout and 64 pipeline devices: each simulation's size is bounded."""
+    inputs = {**SMALL, "gbs": 4096, "schedules": ["1f1b"]}
+    state = search_state.bounded(inputs)[0]
+    unbounded = ppviz.search(model("llama3-8b", seq=4096), "h100-sxm", 16, 4096, top=20, schedules=["1f1b"],
+                             headroom=0.1, mbs=[1])  # fmt: skip
+    top = search_state.MAX_MICROBATCHES
+    assert any(r["gbs"] // (r["dp"] * r["mbs"]) > top for r in unbounded.layouts)  # the bound changes something
+    press_search(page, inputs)
+    run_job(page)
+    rows = page.value("grid-search", "rowData")
+    assert rows and all(r["gbs"] // (r["dp"] * r["mbs"]) <= top and r["pp"] <= 64 for r in rows)
+    assert f"layouts of up to {top} microbatches, pp ≤ 64" in text_of(page.value("summary-search", "children"))
+    assert search_views.groups(state) <= search_state.MAX_GROUPS
+
+
+def test_the_bounds_of_the_search_space_are_checked():
+    with pytest.raises(ValueError, match="max_microbatches wants a whole number"):
+        ppviz.search.Options(max_microbatches=0)
+    with pytest.raises(ValueError, match="max_pp wants a whole number"):
+        ppviz.search.Options(max_pp=True)

@@ -466,7 +466,8 @@ class _Search:
         m = self.model
         restricted = [
             k for k in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "schedules", "recompute", "sequence_parallel",
-                        "zero", "tp_mode", "tp2d", "summa_blocks") if getattr(self.opt, k) is not None
+                        "zero", "tp_mode", "tp2d", "summa_blocks", "max_microbatches", "max_pp", "max_mbs")
+            if getattr(self.opt, k) is not None
         ]  # fmt: skip
         if not self.opt.uneven:
             restricted.append("even-only")

@@ -51,6 +51,15 @@ class Options:
     # TP collectives overlapped with the GEMMs (Megatron --tp-comm-overlap): a fixed option of every
     # searched layout with sequence parallel (it needs SP; the others run without it)
     tp_comm_overlap: bool = False
+    # the most microbatches per layout (gbs / (dp·mbs)), pipeline devices and micro-batch size: the page
+    # searches only the layouts it can draw (each simulation's size and the space are then bounded);
+    # None: every one that divides
+    max_microbatches: int | None = None
+    max_pp: int | None = None
+    max_mbs: int | None = None
+    # the most shapes (tp, cp, pp, dp, ep, mbs, recompute, sp) checked against the model: past it the
+    # listing stops with SpaceTooLarge (a shape costs ~40 µs to check; the page bounds its listing time)
+    max_shapes: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero"):
@@ -63,6 +72,10 @@ class Options:
             ):
                 raise ValueError(f"--{name} wants whole numbers ≥ {0 if name == 'zero' else 1} (got {list(v)})")
             object.__setattr__(self, name, v)
+        for name in ("max_microbatches", "max_pp", "max_mbs", "max_shapes"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"{name} wants a whole number ≥ 1 (got {v!r})")
         if self.zero is not None and any(z > 3 for z in self.zero):
             raise ValueError(f"--zero takes stages 0, 1, 2 and 3 (got {list(self.zero)})")
         if self.recompute is not None:
@@ -161,6 +174,11 @@ class Variant:
 class Space:
     groups: list[Group] = field(default_factory=list)
     invalid: int = 0  # (tp, cp, pp, dp, ...) combinations refused by the model's shape
+    checked: int = 0  # combinations checked against the model's shape
+
+
+class SpaceTooLarge(ValueError):
+    """The listing passed ``Options.max_shapes`` shapes checked."""
 
 
 def divisors(n: int) -> list[int]:
@@ -232,7 +250,7 @@ def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb, domain) -> None
             continue
         rest = gpus // (tp * cp)
         for pp in opt.pp or divisors(rest):
-            if rest % pp or pp > model.layers:
+            if rest % pp or pp > model.layers or pp > (opt.max_pp or pp):
                 continue
             dp = rest // pp
             if (opt.dp and dp not in opt.dp) or gbs % dp:
@@ -241,7 +259,11 @@ def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb, domain) -> None
             for ep in eps:
                 places = placements(tp, cp, dp, pp, ep, domain, model.moe) if opt.nvlink_placements else [None]
                 for mbs in opt.mbs or divisors(gbs // dp):
-                    if (gbs // dp) % mbs:
+                    if (
+                        (gbs // dp) % mbs
+                        or gbs // (dp * mbs) > (opt.max_microbatches or gbs)
+                        or mbs > (opt.max_mbs or mbs)
+                    ):
                         continue
                     for rec in opt.recompute or default_recompute(model):
                         sps = opt.sequence_parallel or ((False, True) if tp > 1 else (False,))
@@ -250,6 +272,9 @@ def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb, domain) -> None
                                 continue
                             g = Group(tp, cp, pp, dp, ep, mbs, rec, sp, gbs // (dp * mbs), mode, grid, nb,
                                       tp_comm_overlap=sp and opt.tp_comm_overlap)  # fmt: skip
+                            space.checked += 1
+                            if opt.max_shapes is not None and space.checked > opt.max_shapes:
+                                raise SpaceTooLarge(f"more than {opt.max_shapes:,} layout shapes to check")
                             if not _valid_shape(model, g, gbs):
                                 space.invalid += 1
                                 continue

@@ -503,10 +503,10 @@ def check(state: ModelState) -> None:
                 f"iterations {k} × {m} microbatches make {m * k:,} in the run; the page draws at most "
                 f"{limits.MAX_MICROBATCHES}: lower iterations or gbs, or use the CLI: {cli_command(state, name)}"
             )
-        cost = actions(state, name) * limits.factor(name)
-        if cost > limits.BACKGROUND_WORK:
+        units = cost(state, name)
+        if units > limits.BACKGROUND_WORK:
             raise ValueError(
-                f"{name} at pp {state.pp} × {m} microbatches is about {cost:,} action-units, past what the page "
+                f"{name} at pp {state.pp} × {m} microbatches is about {units:,} work units, past what the page "
                 f"computes ({limits.BACKGROUND_WORK:,}): lower pp or the microbatches, or use the CLI: "
                 f"{cli_command(state, name)}"
             )
@@ -521,9 +521,14 @@ def actions(state: ModelState, name: str) -> int:
     return state.pp * m * iterations_of(state, name) * chunks * (3 if spec.split_backward else 2)
 
 
+def cost(state: ModelState, name: str) -> int:
+    """The price of one schedule of the view: ``limits.price``, as the abstract view's, estimated."""
+    return limits.price(name, state.pp, state.microbatches or 0, actions(state, name), estimated=True)
+
+
 def work(state: ModelState) -> int:
     """The price of the view: its schedules, and their sweep when it is on screen."""
-    return sum(actions(state, n) * limits.factor(n) for n in state.shown) + sweep_work(state)
+    return sum(cost(state, n) for n in state.shown) + sweep_work(state)
 
 
 MAX_VPP = int(LAYOUT_FIELDS["vpp"].high)
@@ -553,9 +558,7 @@ def sweep_plan(state: ModelState) -> tuple[set[tuple[str, int]], int]:
         return set(), 0
     own = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
     priced = sorted(
-        (0 if v == own else actions(at_value(state, v), n) * limits.factor(n), n, v)
-        for n in state.compare
-        for v in sweep_values(state)
+        (0 if v == own else cost(at_value(state, v), n), n, v) for n in state.compare for v in sweep_values(state)
     )
     allowed, spent = set(), 0
     for price, name, value in priced:

@@ -25,6 +25,17 @@ FIELDS: dict[str, Field] = {
     "headroom": Field("HBM kept free (%)", 0, 90, False),
     "top": Field("layouts to rank", 1, 100),
 }
+# The page's search ranks layouts of at most this many microbatches (pp ≤ 64 and mbs ≤ 1024 as the model
+# view draws them): a search's memory grows with its layouts' size, as it keeps the runs of its best
+# (bench/bench_search_memory.py, Llama 3 405B on 8,192 GPUs, gbs 65,536, every schedule, top 100:
+# 912 MB of RSS up to 512 microbatches, 545 MB up to 256). The CLI searches every layout.
+MAX_MICROBATCHES = 256
+# Layout groups (layouts sharing their per-layer costs) the page searches: a search's time grows with
+# them (DeepSeek-V3 on 2,048 GPUs, 18,208 groups, every schedule: 22 s of CPU, 307 MB); and the shapes
+# listed to find them (each checked against the model, ~20-40 µs): past either, the search is refused
+# with what to change.
+MAX_GROUPS = 20_000
+MAX_SHAPES = 60_000
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,27 @@ def bounded(raw: dict) -> tuple[SearchState, list[str]]:
         if v is not None:
             values[name] = v
     return replace(base, **values), notes
+
+
+def check_groups(state: SearchState, groups: int | None) -> None:
+    """Refuse a search of more than MAX_GROUPS layout groups (None: more than MAX_SHAPES shapes to list),
+    saying what to change."""
+    if groups is not None and groups <= MAX_GROUPS:
+        return
+    size = f"{groups:,} layout groups" if groups is not None else f"more than {MAX_SHAPES:,} layout shapes"
+    raise ValueError(
+        f"the search spans {size} (tp · cp · pp · dp · mbs · recompute · placement); the page searches at most "
+        f"{MAX_GROUPS:,} groups: lower GPUs, the global batch or the sequence length, search 1D tensor parallelism "
+        f"only, or use the CLI: {cli_command(state)}"
+    )
+
+
+def cli_command(state: SearchState) -> str:
+    return (
+        f"ppviz search --model {state.model} --gpu {state.gpu} --gpus {state.gpus} --gbs {state.gbs} "
+        f"--seq {state.seq} --schedules {','.join(state.schedules)} --headroom {state.headroom / 100:g} "
+        f"--tp-mode {','.join(state.tp_modes)} --top {state.top}"
+    )
 
 
 def in_view(hash_: object) -> bool:

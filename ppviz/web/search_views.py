@@ -10,10 +10,42 @@ from collections.abc import Callable
 import ppviz
 from ppviz import figures
 from ppviz.estimate import specs
+from ppviz.estimate.iteration import resolve
+from ppviz.search import space
 
+from . import limits, model_state, search_state
 from .search_state import SearchState
 
 GB = 1e-9
+MAX_MBS = int(model_state.LAYOUT_FIELDS["mbs"].high)  # the model & cluster view's largest micro-batch size
+
+
+def options(state: SearchState) -> dict:
+    """The search's restrictions: the view's, and layouts the model & cluster view can draw, of at most
+    ``search_state.MAX_MICROBATCHES`` microbatches (``limits.MAX_DEVICES`` pipeline devices, its largest
+    micro-batch size): each simulation's size, the runs it keeps, and the space are bounded."""
+    return {
+        "schedules": list(state.schedules),
+        "tp_mode": list(state.tp_modes),
+        "headroom": state.headroom / 100,
+        "max_microbatches": search_state.MAX_MICROBATCHES,
+        "max_pp": limits.MAX_DEVICES,
+        "max_mbs": MAX_MBS,
+    }
+
+
+def groups(state: SearchState) -> int:
+    """The layout groups in the search's space (layouts sharing their per-layer costs: a search's time
+    and memory grow with them), refused past ``search_state.MAX_SHAPES`` shapes listed (the listing's
+    own time: about 2 s of CPU at most) or ``search_state.MAX_GROUPS`` groups, saying what to change."""
+    model, gpu = resolve(specs.model(state.model, seq=state.seq), state.gpu)
+    opt = space.Options(**options(state), max_shapes=search_state.MAX_SHAPES)
+    try:
+        found = len(space.groups(model, state.gpus, state.gbs, opt, gpu.nvlink_domain).groups)
+    except space.SpaceTooLarge:
+        found = None
+    search_state.check_groups(state, found)
+    return found
 
 
 def run(
@@ -22,25 +54,18 @@ def run(
     cancel: Callable[[], bool] | None = None,
     deadline_s: float | None = None,
 ):
-    """``ppviz.search`` of the view's inputs; stops (marked cancelled) at ``deadline_s`` seconds."""
+    """``ppviz.search`` of the view's inputs (``options``), refused with a message saying what to
+    change past ``search_state.MAX_GROUPS``; stops (marked cancelled) at ``deadline_s`` seconds."""
     started = time.monotonic()
 
     def stop() -> bool:
         late = deadline_s is not None and time.monotonic() - started > deadline_s
         return late or (cancel is not None and cancel())
 
+    groups(state)
     model = specs.model(state.model, seq=state.seq)
     return ppviz.search(
-        model,
-        state.gpu,
-        state.gpus,
-        state.gbs,
-        top=state.top,
-        schedules=list(state.schedules),
-        tp_mode=list(state.tp_modes),
-        headroom=state.headroom / 100,
-        progress=progress,
-        cancel=stop,
+        model, state.gpu, state.gpus, state.gbs, top=state.top, progress=progress, cancel=stop, **options(state)
     )
 
 
@@ -87,7 +112,9 @@ def summary(result) -> str:
     parts = [
         f"{result.searched:,} layouts in the space: {result.simulated:,} simulated, {result.pruned:,} skipped by a "
         f"proven bound ({result.pruned_by_time:,} by time, {result.pruned_by_memory:,} by memory), "
-        f"{result.over_capacity:,} simulated over capacity; {result.seconds:.1f} s."
+        f"{result.over_capacity:,} simulated over capacity; {result.seconds:.1f} s.",
+        f"The page searches layouts of up to {search_state.MAX_MICROBATCHES} microbatches, pp ≤ {limits.MAX_DEVICES} "
+        f"and micro-batch size ≤ {MAX_MBS:,} (the CLI searches them all).",
     ]
     parts += result.notes
     return " ".join(parts)
