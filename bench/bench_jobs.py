@@ -3,7 +3,7 @@
     python bench/bench_jobs.py                          # 5 bursts of 20 heavy views, a second apart
     python bench/bench_jobs.py --bursts 10 --run-s 5    # longer, with a longer run limit
 
-Each job draws v-auto at 64 × 200 (seconds of work), nobody polls, and the limits are short, so
+Each job compares four searching schedules at 64 × 256 (about 4 s of CPU), nobody polls, and the limits are short, so
 every job either runs (``PPVIZ_JOBS_RUNNING`` slots) or waits, and must end by its limit. Prints how
 fast a job starts (the request that creates it), how long jobs lived against their limit, the most
 memory one took, how many outlived their limit, and what was left under the job servers.
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
-HEAVY = "?schedule=v-auto&devices=64&microbatches=60"
+HEAVY = "?mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256"
 
 
 def main() -> None:

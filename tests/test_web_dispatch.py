@@ -361,7 +361,8 @@ def test_a_heavy_view_is_drawn_by_a_background_job_with_progress(page):
 def test_an_abandoned_background_job_stops_within_a_bounded_time(page, monkeypatch):
     """Nobody polls (the tab closed): the job process ends ABANDONED_S after the last poll, unfinished."""
     monkeypatch.setenv("PPVIZ_JOB_ABANDONED_S", "1")  # read by the worker when it starts the job
-    search = "?schedule=v-auto&devices=64&microbatches=60"  # about the most the page searches: seconds of work
+    # four searching schedules at 64 × 256: about 4 s of CPU, past the abandonment
+    search = "?mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256"
     page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search})
     body = page.body(page.callback("job-error.children"), [("job-request", "data")])
     first = page.post(body).get_json()
@@ -383,7 +384,7 @@ def stopped_within(pid: int, seconds: float) -> bool:
 def test_a_new_view_or_the_stop_button_ends_the_running_job(page):
     """As the renderer does: a new job request names the old job (oldJob), a newer drawing or the stop
     button posts Dash's cancel callback (cancelJob); either way the old job's process ends at once."""
-    search = "?schedule=v-auto&devices=64&microbatches=60"
+    search = "?mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256"
     page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search})
     job_dep = page.callback("job-error.children")
     first = page.post(page.body(job_dep, [("job-request", "data")])).get_json()["job"]

@@ -200,7 +200,7 @@ def test_the_page_shows_its_place_in_the_queue(tmp_path, monkeypatch):
     from web_dispatch import Page
 
     monkeypatch.setenv("PPVIZ_JOBS_RUNNING", "1")
-    heavy = {"search": "?schedule=v-auto&devices=64&microbatches=60", "at": 1}
+    heavy = {"search": "?mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256", "at": 1}
     other = Page.open(app.server)
     other.client.environ_base["REMOTE_ADDR"] = "10.0.0.9"
     other.set("job-request", "data", heavy)
@@ -219,7 +219,7 @@ def test_the_page_shows_its_place_in_the_queue(tmp_path, monkeypatch):
         if seen[-1]:
             break
         time.sleep(0.1)
-    assert seen[-1].endswith("v-auto: waiting for a free slot: you are next")
+    assert seen[-1] == "v-auto and v-half and v-zb and zb-auto: waiting for a free slot: you are next"
     jobs.manager().terminate_job(str(busy_pid))
     for _ in range(150):
         answer = page.post(body, cacheKey=mine["cacheKey"], job=mine["job"]).get_json() or {}

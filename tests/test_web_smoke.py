@@ -96,7 +96,11 @@ def test_an_abandoned_heavy_request_stops_within_a_bounded_time(served):
     status, index = fetch(served + "/")
     config = re.search(rb'<script id="_dash-config" type="application/json">(.*?)</script>', index, re.S)
     end_id = json.loads(config.group(1))["end_id"]
-    page.set("job-request", "data", {"search": "?schedule=v-auto&devices=64&microbatches=60", "at": 1})
+    page.set(
+        "job-request",
+        "data",
+        {"search": "?mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256", "at": 1},
+    )
     body = json.dumps(page.body(page.callback("job-error.children"), [("job-request", "data")])).encode()
     request = urllib.request.Request(
         f"{served}/_dash-update-component?endId={end_id}", body, {"Content-Type": "application/json"}

@@ -65,9 +65,9 @@ SYNC_WORK = 120_000
 SYNC_BUDGET_S = 0.5
 # A background job is priced at most this much; past it, the CLI. The search terms are fitted where they
 # decide synchronous or background (small p) and grow faster than the work at large p, so here a unit is
-# far less than 2.5 µs: v-auto at 64 × 256 (19 M units) draws in 1.5 s of CPU cold, v-zb at 64 × 512 (18 M) in 1.3 s,
-# v-half at 64 × 512 (12 M) in 1.7 s. This keeps every slider view of the V family in reach (v-auto up to 64 × 273); what bounds a
-# job is its own time limit and memory bound (ppviz.web.jobs).
+# far less than 2.5 µs: v-auto at 64 × 256 (19 M units) draws in 1.5 s of CPU cold, v-zb at 64 × 512
+# (18 M) in 1.3 s, v-half at 64 × 512 (12 M) in 1.7 s. This keeps every slider view of the V family in
+# reach (v-auto up to 64 × 273); what bounds a job is its own time limit and memory (ppviz.web.jobs).
 BACKGROUND_WORK = 20_000_000
 # Exports of more ops than this would be tens of MB: the CLI writes them instead.
 EXPORT_MAX_OPS = 100_000
