@@ -44,6 +44,7 @@ def main() -> None:
     )  # fmt: skip
     import psutil
     from bench_load import Server, page_template
+    from job_targets import jobs_under
 
     page, _ = page_template()
     dep = page.callback("job-error.children")
@@ -69,14 +70,7 @@ def main() -> None:
             started[pid] = sent  # already gone: from the request, an upper bound
 
     def jobs() -> list:
-        out = []
-        for proc in psutil.Process(server.proc.pid).children(recursive=True):
-            try:
-                if "forkserver" in " ".join(proc.cmdline()):
-                    out += proc.children(recursive=True)
-            except psutil.Error:
-                pass
-        return out
+        return jobs_under(server.proc.pid)
 
     lifetimes: dict[int, float] = {}
 

@@ -267,16 +267,9 @@ SEARCH_ACTIONS = 20_000  # searching schedules are swept up to this many actions
 
 def cold(view: str, link: str) -> dict:
     """One view drawn in a fresh process (bench/cold_render.py): every cache starts empty."""
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "cold_render.py"), view, link],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    if out.returncode:
-        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else str(out.returncode)}
-    return json.loads(out.stdout)
+    from cold_render import in_fresh_process
+
+    return in_fresh_process(view, link)
 
 
 def shapes_of(name: str) -> list[str]:

@@ -13,11 +13,13 @@ fresh process, every cache (functools caches, the run and estimate caches) start
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 
 def measure(view: str, link: str) -> dict:
@@ -36,6 +38,17 @@ def measure(view: str, link: str) -> dict:
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     drawn = getattr(shown, "drawn_as", "")
     return {"view": view, "link": link, "units": units, "sync": sync, "cpu_s": cpu, "wall_s": wall, "drawn": drawn}
+
+
+def in_fresh_process(view: str, link: str, timeout_s: float = 300) -> dict:
+    """``measure`` run by this script in a new Python process: every cache starts empty.
+    A failure comes back as ``{"error": its last line}``."""
+    out = subprocess.run(
+        [sys.executable, __file__, view, link], capture_output=True, text=True, timeout=timeout_s, cwd=ROOT
+    )
+    if out.returncode:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else str(out.returncode)}
+    return json.loads(out.stdout)
 
 
 def largest_sync(name: str, devices: list[int] | None = None) -> tuple[str, int] | None:

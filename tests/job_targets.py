@@ -7,6 +7,8 @@ import signal
 import time
 from dataclasses import replace
 
+import psutil
+
 from ppviz.web import job_runner, jobs
 
 
@@ -49,3 +51,15 @@ def stubborn(path: str) -> None:
     _write(path, "running")
     while True:
         time.sleep(0.05)
+
+
+def jobs_under(server_pid: int) -> list[psutil.Process]:
+    """The job processes of a server: the children of every job server (forkserver) under it."""
+    out = []
+    for proc in psutil.Process(server_pid).children(recursive=True):
+        try:
+            if "forkserver" in " ".join(proc.cmdline()):
+                out += proc.children(recursive=True)
+        except psutil.Error:
+            pass
+    return out

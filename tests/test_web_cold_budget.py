@@ -12,8 +12,6 @@ longer fails all three).
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -43,15 +41,9 @@ def find(largest, name: str, which: str):
 
 
 def cold_cpu(view: str, link: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "cold_render.py"), view, link],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        check=True,
-    )
-    return json.loads(out.stdout)
+    run = cold_render.in_fresh_process(view, link, timeout_s=120)
+    assert "error" not in run, run
+    return run
 
 
 def least_cpu(view: str, link: str) -> dict:
@@ -64,20 +56,15 @@ def least_cpu(view: str, link: str) -> dict:
     return min(runs, key=lambda r: r["cpu_s"])
 
 
-@pytest.mark.parametrize(("name", "which"), CASES, ids=[f"{n}-{w}" for n, w in CASES])
-def test_the_largest_synchronous_view_takes_under_the_budget_from_cold_caches(name, which):
-    link, units = find(cold_render.largest_sync, name, which)
+@pytest.mark.parametrize(
+    ("view", "name", "which"),
+    [("abstract", n, w) for n, w in CASES] + [("model", n, w) for n, w in MODEL_CASES],
+    ids=[f"{n}-{w}" for n, w in CASES] + [f"model-{n}-{w}" for n, w in MODEL_CASES],
+)
+def test_the_largest_synchronous_view_takes_under_the_budget_from_cold_caches(view, name, which):
+    """Both views are priced by one function (the model view's v-auto devices² term included)."""
+    link, units = find(cold_render.largest_sync if view == "abstract" else cold_render.largest_sync_model, name, which)
     assert 0 < units <= limits.SYNC_WORK
-    run = least_cpu("abstract", link)
-    assert run["sync"] and run["units"] == units and run["drawn"] not in ("none", "queued"), run
-    assert run["cpu_s"] < BUDGET_S, f"{link}: {run['cpu_s']:.3f} s of CPU from cold caches"
-
-
-@pytest.mark.parametrize(("name", "which"), MODEL_CASES, ids=[f"{n}-{w}" for n, w in MODEL_CASES])
-def test_the_model_views_largest_synchronous_view_takes_under_the_budget_from_cold_caches(name, which):
-    """The model & cluster view is priced by the same function (v-auto's devices² term included)."""
-    link, units = find(cold_render.largest_sync_model, name, which)
-    assert 0 < units <= limits.SYNC_WORK
-    run = least_cpu("model", link)
+    run = least_cpu(view, link)
     assert run["sync"] and run["units"] == units and run["drawn"] not in ("none", "queued"), run
     assert run["cpu_s"] < BUDGET_S, f"{link}: {run['cpu_s']:.3f} s of CPU from cold caches"

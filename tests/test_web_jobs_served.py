@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from job_targets import jobs_under
 from web_dispatch import Page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,17 +61,6 @@ class Served:
         request = urllib.request.Request(url, json.dumps(body).encode(), headers)
         with urllib.request.urlopen(request, timeout=30) as r:
             return json.loads(r.read() or b"{}") if r.status == 200 else {}
-
-    def job_processes(self) -> list[psutil.Process]:
-        """Processes under the server's job servers (forkserver children): the jobs."""
-        out = []
-        for proc in psutil.Process(self.proc.pid).children(recursive=True):
-            try:
-                if "forkserver" in " ".join(proc.cmdline()):
-                    out += proc.children(recursive=True)
-            except psutil.NoSuchProcess:
-                pass
-        return out
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -132,7 +122,7 @@ def test_a_hundred_jobs_in_bursts_all_end_within_their_limits(page, tmp_path):
                     late.append(pid)
         assert not late, f"{len(late)} jobs outlived their limits"
         assert all(ended(p) for p in started), "jobs still running"
-        assert served.job_processes() == [], "processes left under the job servers"
+        assert jobs_under(served.proc.pid) == [], "processes left under the job servers"
         assert urllib.request.urlopen(served.base + "/_dash-layout", timeout=5).status == 200
     finally:
         served.stop()
