@@ -4,7 +4,7 @@ A gunicorn worker has threads; a process forked from it inherits whatever lock a
 at that moment (SQLite's, the allocator's) with nobody left to release it, and can hang before its
 first line (seen: 8 of 80 jobs). So a worker never forks a job itself: the standard library's
 ``forkserver`` starts one single-threaded server per worker (with the page's modules imported
-once, ``JOB_MODULES``), and every job is a fork of that clean process. The job then, before
+once), and every job is a fork of that clean process. The job then, before
 anything else: leads its own process group, arms its time limits (a timer that raises, and a CPU
 limit the kernel enforces), bounds its memory (``RLIMIT_DATA``), and enters the job table
 (``job_table``: caps per host and per client), then starts a guard thread that ends it when its
@@ -27,8 +27,6 @@ from multiprocessing.context import ForkServerProcess, set_spawning_popen
 
 from . import job_table
 
-# The modules whose background callbacks jobs run: imported once by the job server.
-JOB_MODULES = ("ppviz.web.callbacks", "ppviz.web.model_callbacks", "ppviz.web.search_callbacks")
 REAP_EVERY_S = 1.0
 JOB_NICENESS = 10  # jobs yield the CPU to the page's own requests
 ENTER_WAIT_S = 5.0  # a job enters the table within milliseconds of its start
@@ -53,11 +51,14 @@ _job: Job | None = None  # set in a job process: the running job's own state
 
 
 def context():
-    """The forkserver context, its server importing JOB_MODULES once."""
+    """The forkserver context; its server imports once the modules of every background callback
+    registered so far (a job imports its own module too, should it come later)."""
     global _context
     if _context is None:
+        from dash.background_callback.managers import BaseBackgroundCallbackManager as Managers
+
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["psutil", *JOB_MODULES])
+        ctx.set_forkserver_preload(["psutil", *sorted({fn.__module__ for _, fn, _ in Managers.functions})])
         _context = ctx
     return _context
 

@@ -30,6 +30,7 @@ through ``on_wait``) or raises ``JobRefused``. A callback catches ``STOPPED`` an
 
 from __future__ import annotations
 
+import importlib
 import os
 import secrets
 from functools import cache
@@ -82,11 +83,11 @@ def _job_manager():
 
         def make_job_fn(self, fn, progress, key=None):
             job_fn = super().make_job_fn(fn, progress, key)
-            job_fn.ppviz_key = key  # a job process finds the function by this key: no code is pickled
+            job_fn.ppviz_ref = (fn.__module__, key)  # a job process finds the function by these: no code is pickled
             return job_fn
 
         def call_job_fn(self, key, job_fn, args, context):
-            payload = (job_fn.ppviz_key, key, self._make_progress_key(key), args, dict(context))
+            payload = (*job_fn.ppviz_ref, key, self._make_progress_key(key), args, dict(context))
             return job_runner.start(_call, payload, _client(), job_table.Limits.from_env())
 
         def terminate_job(self, job):
@@ -110,8 +111,9 @@ def _pid(job) -> int:
         return 0
 
 
-def _call(fn_key: str, result_key: str, progress_key: str, args, context: dict) -> None:
-    """In the job process: run the registered background callback ``fn_key``."""
+def _call(module: str, fn_key: str, result_key: str, progress_key: str, args, context: dict) -> None:
+    """In the job process: run the background callback ``fn_key``, registered by ``module``."""
+    importlib.import_module(module)  # the job server imported it already, unless it came later
     if _store().directory != os.path.join(jobs_dir(), "cache"):  # the job server started under another folder
         _store.cache_clear()
         manager.cache_clear()  # a new manager registers every callback again, on this folder's store
