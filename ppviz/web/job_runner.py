@@ -134,10 +134,13 @@ def ensure_reaper() -> None:
 
 
 def _reap_forever() -> None:
-    while True:
-        time.sleep(REAP_EVERY_S)
-        with contextlib.suppress(Exception):  # a bad moment on the disk: try again next round
-            job_table.reap()
+    # dash.testing's threaded server stops every thread it did not start with SystemExit: end quietly
+    # (the next job starts another reaper).
+    with contextlib.suppress(SystemExit):
+        while True:
+            time.sleep(REAP_EVERY_S)
+            with contextlib.suppress(Exception):  # a bad moment on the disk: try again next round
+                job_table.reap()
 
 
 class Job:
