@@ -7,6 +7,11 @@
 # (commit 2477d553d2fdfa57b4ec11f63c8376eca8b7a253, built 5 Aug 2026).
 FROM python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 
+# Who a client is, for the per-client job cap: the demo space's proxy, then nginx, each append to
+# X-Forwarded-For, so the client is the second address from the end. Exposed directly (docker run -p),
+# set PPVIZ_PROXY_HOPS=1: nginx's own entry, which a client cannot forge.
+ENV PPVIZ_PROXY_HOPS=2
+
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
