@@ -144,14 +144,13 @@ def _reap_forever() -> None:
 
 
 class Job:
-    """A job process's own state: its table entry, limits and phase."""
+    """A job process's own state: its table entry (waiting until its record says running) and limits."""
 
     def __init__(self, entry: job_table.Entry, limits: job_table.Limits):
         self.entry, self.limits = entry, limits
-        self.phase = "queue"
 
     def timeout_message(self) -> str:
-        if self.phase == "queue":
+        if self.entry.record.running_at is None:
             return f"waited {self.limits.queue_s:g} s for a free slot (the server is busy): try again in a minute"
         return f"took longer than {self.limits.run_s:g} s"
 
@@ -169,7 +168,6 @@ class Job:
                 on_wait(_queue_text(ahead))
                 told = ahead
             time.sleep(0.1)
-        self.phase = "run"
         signal.setitimer(signal.ITIMER_REAL, self.limits.run_s)
         used = resource.getrusage(resource.RUSAGE_SELF)
         cpu = int(used.ru_utime + used.ru_stime + self.limits.run_s) + 1
