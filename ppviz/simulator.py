@@ -22,13 +22,14 @@ from itertools import chain
 import numpy as np
 
 from .costs import Costs
+from .errors import InputError
 from .ir import KIND_INDEX, KINDS, Action, Kind, Overlap, Schedule
 from .iterations import step_slots
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
 
 
-class ScheduleError(ValueError):
+class ScheduleError(InputError):
     """The order is not a valid schedule (missing, duplicate or misplaced actions)."""
 
 

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from ..errors import InputError
+
 RECOMPUTE = ("none", "selective", "full")
 TP_MODES = ("1d", "2d")
 PRECISIONS = ("bf16", "fp8")
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """An input the estimate cannot use; the message says what to change."""
 
 
