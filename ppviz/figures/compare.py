@@ -33,6 +33,8 @@ from .style import (
     title_band,
 )
 
+# --- a run's Gantt over its memory chart ----------------------------------------------------
+
 _TICKS_PX = 22  # an x axis's tick labels without a title
 _BLOCK_TITLE_PX = 22  # a chart's title over its legend, inside a stacked figure
 
@@ -186,9 +188,10 @@ def compare(
     return figure(data, layout)
 
 
-# --- standalone page -------------------------------------------------------------------------
+# --- compare mode: Gantt and memory per schedule, and the sweep ------------------------------
 
-
+# One colour per compared schedule (Paul Tol's "bright", kept clear of the kinds' Okabe-Ito hues
+# by order): its title in the comparison and its line in the sweep.
 SCHEDULE_COLORS = ("#4477AA", "#EE6677", "#228833", "#AA3377")
 COMPARE_ROW_PX = 13  # a device row of a compared Gantt (19 with overlapped pairs, for the half bars)
 COMPARE_GANTT_MAX_PX = 200  # a compared Gantt's plot height cap: zoom on its device axis for a range

@@ -13,6 +13,7 @@ from .memory import memory
 from .overview import overview
 from .style import run_title
 
+# Past this many ops the page draws the overview instead of bars (20k bars: about 2 s to draw)
 HTML_GANTT_LIMIT = 20_000
 
 

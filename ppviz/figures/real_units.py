@@ -126,7 +126,7 @@ def peaks(
     return figure(data, layout)
 
 
-# --- compare mode: Gantt and memory per schedule, and the sweep ------------------------------
+# --- an estimate's units -------------------------------------------------------------------
 
 
 def gantt_kwargs(est) -> dict:
