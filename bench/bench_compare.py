@@ -3,8 +3,8 @@
     .venv/bin/python bench/bench_compare.py [--repeat 5]
 
 For each case: the old stacked Gantts (``figures.compare``, no memory) against the new Gantt +
-memory per schedule (``figures.compare_memory``), both as the page builds them (``figures.plain``,
-then ``views.ready``), in process CPU ms (median of the repeats, A/B in the same run, so the ratio
+memory per schedule (``figures.compare_memory``), both as the page builds them (then
+``figures.encode``), in process CPU ms (median of the repeats, A/B in the same run, so the ratio
 holds on a loaded machine even when the absolute times do not) and JSON bytes; then the page's
 sweep (every compared schedule at the 7 powers of two around m) in CPU ms.
 """
@@ -47,12 +47,10 @@ def main() -> None:
         cap = views.BARS_MAX_OPS // 2
 
         def old(runs=runs, cap=cap):
-            with figures.plain():
-                return views.ready(figures.compare(runs, max_bars=cap))
+            return figures.encode(figures.compare(runs, max_bars=cap))
 
         def new(runs=runs, cap=cap):
-            with figures.plain():
-                return views.ready(figures.compare_memory(runs, max_bars=cap, band_over=views.MEMORY_LINES))
+            return figures.encode(figures.compare_memory(runs, max_bars=cap, band_over=views.MEMORY_LINES))
 
         state = sync.read(f"?mode=compare&compare={a},{b}&devices={p}&microbatches={m}&show=sweep").state
 

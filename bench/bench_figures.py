@@ -4,8 +4,10 @@
 
 Targets on a 2-core machine: Gantt build < 0.3 s for 50k ops and ≤ 40 bytes of figure JSON per
 op. Times are medians of the repeats in process CPU seconds (less skewed by other load on a
-shared machine than wall time); "json s" is ``fig.to_json()``, the serialisation a Dash callback
-pays on top of the build. ``--browser`` also times ``Plotly.newPlot`` to the next frame in headless
+shared machine than wall time); "encode s" is ``figures.encode`` (numpy arrays to base64 typed
+arrays), "orjson s" and "json s" the serialisation of the encoded figure by plotly's
+``to_json_plotly`` (what a Dash response runs) with the orjson engine and with the stdlib's.
+``--browser`` also times ``Plotly.newPlot`` to the next frame in headless
 Chromium (/usr/bin/chromium, selenium), wall time, median of 3: noisy on a shared machine.
 """
 
@@ -18,6 +20,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from plotly.io.json import to_json_plotly  # noqa: E402
 
 import ppviz  # noqa: E402
 from ppviz import figures  # noqa: E402
@@ -79,7 +83,7 @@ def browser_draw_times(repeat: int = 3) -> None:
             run = ppviz.simulate(name, p, m, **params)
             label = f"{name} p={p} m={m}" + "".join(f" {k[0]}={v}" for k, v in params.items())
             for kind, fig in (("gantt", figures.gantt(run)), ("overview", figures.overview(run))):
-                text = fig.to_json()
+                text = to_json_plotly(figures.encode(fig))
                 ms = statistics.median(driver.execute_async_script(draw, text) for _ in range(repeat))
                 print(f"{label:<34} {kind:<9} {len(run.result):>7,} {ms:>14,.0f}")
     finally:
@@ -101,7 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--browser", action="store_true", help="also time the first draw in headless Chromium")
     args = parser.parse_args(argv)
     figures.gantt(ppviz.simulate("1f1b", 2, 2))  # warm plotly's lazy imports outside the timings
-    header = f"{'schedule':<34} {'figure':<9} {'ops':>7} {'build s':>8} {'json s':>7} {'JSON bytes':>11} {'B/op':>6}"
+    header = f"{'schedule':<34} {'figure':<9} {'ops':>7} {'build s':>8} {'encode s':>8} {'orjson s':>8} {'json s':>7}"
+    header += f" {'JSON bytes':>11} {'B/op':>6}"
     print(header)
     print("-" * len(header))
     cases = [(name, p, m, params, ppviz.simulate(name, p, m, **params)) for name, p, m, params in CASES]
@@ -116,9 +121,12 @@ def main(argv: list[str] | None = None) -> None:
         }
         for kind, build in builders.items():
             seconds, fig = _median_cpu(build, args.repeat)
-            json_seconds, text = _median_cpu(fig.to_json, args.repeat)
+            encode_seconds, sent = _median_cpu(lambda fig=fig: figures.encode(fig), args.repeat)
+            fast, text = _median_cpu(lambda sent=sent: to_json_plotly(sent, engine="orjson"), args.repeat)
+            slow, _ = _median_cpu(lambda sent=sent: to_json_plotly(sent, engine="json"), args.repeat)
             size = len(text)
-            row = f"{label:<34} {kind:<9} {ops:>7,} {seconds:>8.4f} {json_seconds:>7.4f} {size:>11,} {size / ops:>6.1f}"
+            row = f"{label:<34} {kind:<9} {ops:>7,} {seconds:>8.4f} {encode_seconds:>8.4f} {fast:>8.4f} {slow:>7.4f}"
+            row += f" {size:>11,} {size / ops:>6.1f}"
             print(row)
     print("\ntargets: gantt build < 0.3 s at 50k ops; gantt JSON ≤ 40 B/op")
     if args.browser:

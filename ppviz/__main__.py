@@ -190,7 +190,7 @@ def _render_estimate(args: argparse.Namespace) -> int:
 
     est = estimate_cli.build(args)
     html = figures.to_html(est.run, limit=None if args.limit is None else args.limit * 1e9,
-                           gantt_kwargs=est.gantt_kwargs(), memory_kwargs=est.memory_kwargs(),
+                           gantt_kwargs=figures.gantt_kwargs(est), memory_kwargs=figures.memory_kwargs(est),
                            facts=estimate_cli.facts(est))  # fmt: skip
     _write(args.output, html)
     print(f"wrote {args.output} ({len(est.run.result):,} ops, iteration {est.iteration_s:.4g} s; {est.verdict})")

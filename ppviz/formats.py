@@ -112,6 +112,13 @@ def chrome_trace(
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ms"})
 
 
+def trace_kwargs(est) -> dict:
+    """Keyword arguments of ``chrome_trace`` for an estimate (``ppviz.estimate``): real time (µs from
+    seconds) and each stage's activation bytes, so the counters are the per-device activation curves
+    in bytes."""
+    return {"us_per_unit": 1e6, "memory_unit": "bytes", "stage_sizes": est.plan.activation_bytes.tolist()}
+
+
 def torch_csv(run_or_schedule: Run | Schedule) -> str:
     """The order in PyTorch's compute-only CSV form (one row per rank)."""
     schedule = run_or_schedule.schedule if isinstance(run_or_schedule, Run) else run_or_schedule

@@ -390,10 +390,11 @@ def test_figures_draw_an_estimate_in_ms_and_gb():
     from ppviz import figures
 
     e = estimate("llama3-8b", "h100-sxm", Layout(tp=8, pp=4, gbs=8, schedule="zb-h1"))
-    mem = figures.memory(e.run, **e.memory_kwargs())
+    mem = figures.to_plotly(figures.memory(e.run, **figures.gantt_kwargs(e), **figures.memory_kwargs(e)))
     tops = [max(tr.y) for tr in mem.data if tr.name and tr.name.startswith("device")]
     assert tops == pytest.approx((e.peak_bytes * 1e-9).tolist(), rel=1e-6)
-    gantt = figures.gantt(e.run, **e.gantt_kwargs())
+    assert mem.layout.xaxis.title.text == "time (ms)" and mem.layout.yaxis.title.text == "memory (GB)"
+    gantt = figures.to_plotly(figures.gantt(e.run, **figures.gantt_kwargs(e)))
     assert gantt.layout.xaxis.title.text == "time (ms)"
 
 

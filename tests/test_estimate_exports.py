@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from ppviz import figures
 from ppviz.__main__ import main
 from ppviz.estimate import Layout, estimate, model
 from ppviz.figures import decode_typed_array
@@ -34,18 +35,19 @@ def test_render_in_ms_and_gb(capsys, tmp_path, est):
     assert code == 0, err
     assert f"iteration {est.iteration_s:.4g} s" in text
     page = out.read_text()
-    assert page.count('"text":"time (ms)"') == 2  # the Gantt's axis and the memory chart's
+    assert page.count('"text":"time (ms)"') == 1  # one time axis: the memory chart's, which the Gantt's matches
     assert '"text":"memory (GB)"' in page and '"text":"time"' not in page
     assert '"name":"capacity 80 GB"' in page and '"name":"limit 70 GB"' in page
     assert f"{est.makespan_s * 1e3:.5g} ms" in page and f"{est.peak_bytes.max() / 1e9:.1f} GB of 80 GB" in page
-    gantt, mem = figures_of(page)
-    assert gantt["layout"]["xaxis"]["range"][1] == pytest.approx(est.makespan_s * 1e3)
-    peak = next(t for t in mem["data"] if t["name"] == "peak")
+    (both,) = figures_of(page)  # the Gantt over the memory chart (on x2, y2)
+    assert both["layout"]["xaxis"]["range"][1] == pytest.approx(est.makespan_s * 1e3)
+    assert both["layout"]["xaxis2"]["matches"] == "x"
+    mem = [t for t in both["data"] if t.get("yaxis") == "y2"]
+    peak = next(t for t in mem if t["name"] == "peak")
     assert decode_typed_array(peak["y"]) == pytest.approx(est.peak_bytes / 1e9)  # static + activation, in GB
-    first = [decode_typed_array(t["y"])[0] for t in mem["data"] if t["name"].startswith("device ")]
-    assert first == pytest.approx(
-        np.array(est.memory_kwargs()["base"]) / 1e9, rel=1e-6
-    )  # each curve starts on its base
+    first = [decode_typed_array(t["y"])[0] for t in mem if t["name"].startswith("device ")]
+    base = figures.memory_kwargs(est)["base"]
+    assert first == pytest.approx(np.array(base) / 1e9, rel=1e-6)  # each curve starts on its base
 
 
 def figures_of(page: str) -> list[dict]:

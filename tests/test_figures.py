@@ -8,6 +8,7 @@ import pytest
 
 import ppviz
 from ppviz import figures
+from ppviz.figures import style
 from ppviz.ir import BW, Action, Overlap, Placement, make_schedule
 from ppviz.ir import F as FWD
 
@@ -49,8 +50,8 @@ def hovered_ops(trace):
 
 def test_gantt_trace_count_does_not_grow_with_ops():
     """One bar trace (and its hover trace) per kind present, whether the run has 32 or 6,400 ops."""
-    small = figures.gantt(ppviz.simulate("1f1b", 4, 4))
-    large = figures.gantt(ppviz.simulate("1f1b", 16, 200))
+    small = figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 4, 4)))
+    large = figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 16, 200)))
     assert len(bars(small)) == len(bars(large)) == len(hovers(large)) == 2
     assert len(small.data) <= 5 and len(large.data) == 4  # plus one label trace where labels fit
     assert [t.name for t in bars(large)] == [figures.KIND_LABELS[ppviz.Kind.F], figures.KIND_LABELS[ppviz.Kind.BW]]
@@ -59,7 +60,7 @@ def test_gantt_trace_count_does_not_grow_with_ops():
 
 def test_gantt_has_one_trace_per_kind_present():
     """zb-h1 splits the backward: F, B and W traces, no BW."""
-    fig = figures.gantt(ppviz.simulate("zb-h1", 4, 8))
+    fig = figures.to_plotly(figures.gantt(ppviz.simulate("zb-h1", 4, 8)))
     assert sorted(t.legendgroup for t in bars(fig)) == ["B", "F", "W"]
 
 
@@ -69,7 +70,7 @@ def test_gantt_bars_are_the_runs_start_and_end_and_hover_names_each_op():
     by a nominal pixel taken off the earlier one's end (f = 1 here, b = 2, w = 0.5)."""
     run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, f=1.0, b=2.0, w=0.5)
     r = run.result
-    fig = figures.gantt(run)
+    fig = figures.to_plotly(figures.gantt(run))
     x0, x1, top, bottom = (np.concatenate(c) for c in zip(*(columns(t) for t in bars(fig))))
     assert np.allclose(bottom - top, figures.BAR_WIDTH)
     got = sorted(zip(x0.tolist(), np.round(top + figures.BAR_WIDTH / 2, 6).tolist()))
@@ -88,7 +89,7 @@ def test_hover_points_lie_on_their_bar_at_most_a_step_apart():
     """Hover finds the nearest point within 20 px: one in the middle of a narrow bar, more along a
     wide one, never farther apart than HOVER_STEP_PX at the nominal width."""
     run = ppviz.simulate("1f1b", 2, 4, f=1.0, b=2.0)
-    fig = figures.gantt(run)
+    fig = figures.to_plotly(figures.gantt(run))
     px = figures.LABEL_PLOT_PX / run.metrics.makespan
     for trace in hovers(fig):
         x, y = np.asarray(trace.x, dtype=float), np.asarray(trace.y, dtype=float)
@@ -105,7 +106,7 @@ def test_hover_points_lie_on_their_bar_at_most_a_step_apart():
 def test_gantt_keeps_float64_times_when_float32_would_misplace_short_bars():
     """Bars 0.001 long at times near 10^6: float32 cannot place them, so the exact times are sent."""
     run = ppviz.simulate("1f1b", 2, 2, f=1e-3, b=1e-3, w=1e-3, p2p=1e6)
-    trace = bars(figures.gantt(run))[0]
+    trace = bars(figures.to_plotly(figures.gantt(run)))[0]
     start, end, *_ = columns(trace)
     fwd = run.result.kind == 0
     assert figures.decode_typed_array(trace.x).dtype == np.float64
@@ -118,7 +119,7 @@ def test_gantt_shows_the_chunk_by_pattern_with_one_colour_per_kind_and_a_legend_
     """Two chunks per device: chunk 0 (stages 0-3) solid, chunk 1 hatched, both in F's one colour; the
     legend names each kind once and each chunk's pattern once."""
     run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2)
-    fig = figures.gantt(run)
+    fig = figures.to_plotly(figures.gantt(run))
     solid, hatched = [t for t in bars(fig) if t.legendgroup == "F"]
     solid_hover, hatched_hover = [t for t in hovers(fig) if t.legendgroup == "F"]
     assert set(np.asarray(solid_hover.customdata)[:, 0]) == {0, 1, 2, 3}
@@ -131,7 +132,7 @@ def test_gantt_shows_the_chunk_by_pattern_with_one_colour_per_kind_and_a_legend_
     assert "(chunk 1)" in hatched_hover.hovertemplate
     ranks = {t.name: t.legendrank for t in fig.data if t.showlegend is not False}
     assert sorted(ranks, key=ranks.get) == ["F forward", "BW backward", "chunk 0: solid", "chunk 1: hatched /"]
-    one = figures.gantt(ppviz.simulate("1f1b", 4, 8))  # the same blue for F in a 1-chunk schedule
+    one = figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 4, 8)))  # the same blue for F in a 1-chunk schedule
     assert bars(one)[0].fillcolor == figures.KIND_COLORS[ppviz.Kind.F] and not legend_only(one)
 
 
@@ -147,26 +148,26 @@ def test_every_kind_has_its_own_colour_and_b_is_not_next_to_bw():
 
 
 def test_hover_names_start_end_and_duration_with_their_unit():
-    trace = hovers(figures.gantt(ppviz.simulate("1f1b", 2, 2)))[0]
+    trace = hovers(figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 2, 2))))[0]
     assert "start %{customdata[2]:.7~g} units · end %{customdata[4]:.7~g} units" in trace.hovertemplate
     assert "duration %{customdata[3]:.7~g} units" in trace.hovertemplate
     custom = np.asarray(trace.customdata)
     assert np.allclose(custom[:, 3], custom[:, 4] - custom[:, 2]) and (custom[:, 3] > 0).all()
-    ms = hovers(figures.gantt(ppviz.simulate("1f1b", 2, 2), time_unit="ms"))[0]
+    ms = hovers(figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 2, 2), time_unit="ms")))[0]
     assert "duration %{customdata[3]:.7~g} ms" in ms.hovertemplate
 
 
 def test_gantt_device_zero_is_the_top_row_and_height_grows_with_devices():
-    fig = figures.gantt(ppviz.simulate("1f1b", 8, 8))
+    fig = figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 8, 8)))
     assert fig.layout.yaxis.range == (7.5, -0.5)
     assert fig.layout.xaxis.title.text == "time (units)"
-    assert fig.layout.height < figures.gantt(ppviz.simulate("1f1b", 16, 16)).layout.height
-    assert figures.gantt(ppviz.simulate("1f1b", 2, 2), height=500).layout.height == 500
+    assert fig.layout.height < figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 16, 16))).layout.height
+    assert figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 2, 2), height=500)).layout.height == 500
 
 
 def test_overlapped_pairs_are_two_half_height_bars_forward_on_top():
     run = overlapped_run()
-    fig = figures.gantt(run)
+    fig = figures.to_plotly(figures.gantt(run))
     pairs = [t for t in bars(fig) if t.mode == "lines" and t.line.width]
     assert len(pairs) == 2 and all(t.line.width == figures.PAIR_OUTLINE["width"] for t in pairs)
     top, bottom = pairs  # each half in its own kind's colour, outlined, named in the legend once
@@ -197,7 +198,7 @@ def labels(fig):
 def test_labels_are_microbatch_numbers_at_bar_centres_and_dropped_for_huge_runs():
     """One text trace (not text inside bars, which Chromium measures per bar at every redraw)."""
     run = ppviz.simulate("1f1b", 4, 4)
-    fig = figures.gantt(run)
+    fig = figures.to_plotly(figures.gantt(run))
     assert all(t.text is None for t in bars(fig) + hovers(fig))
     (label,) = labels(fig)
     r = run.result
@@ -205,14 +206,14 @@ def test_labels_are_microbatch_numbers_at_bar_centres_and_dropped_for_huge_runs(
     assert np.allclose(np.asarray(label.x, dtype=float), (r.start + r.end) / 2)
     assert np.allclose(np.asarray(label.y, dtype=float), r.device)
     assert label.hoverinfo == "skip" and label.showlegend is False
-    big = figures.gantt(ppviz.simulate("1f1b", 16, 64))  # 2,048 ops
+    big = figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 16, 64)))  # 2,048 ops
     assert not labels(big)
 
 
 def test_labels_skip_bars_too_narrow_for_their_number():
     """A microbatch number is drawn only where its bar is wide enough at the nominal width."""
     run = ppviz.simulate("gpipe", 2, 20, f=1, b=0.01, w=0.01)
-    (label,) = labels(figures.gantt(run))
+    (label,) = labels(figures.to_plotly(figures.gantt(run)))
     shown = {(float(x), t) for x, t in zip(np.asarray(label.x, dtype=float), label.text)}
     r = run.result
     forwards = int((r.kind == 0).sum())
@@ -222,7 +223,7 @@ def test_labels_skip_bars_too_narrow_for_their_number():
 def test_labels_of_10_and_up_show_on_bars_as_wide_as_those_of_0_to_9():
     """1F1B 4 × 24: every bar has the same width; numbers of two digits get a smaller font, not dropped."""
     run = ppviz.simulate("1f1b", 4, 24)
-    (label,) = labels(figures.gantt(run))
+    (label,) = labels(figures.to_plotly(figures.gantt(run)))
     assert sorted(set(map(int, label.text))) == list(range(24))
     assert len(label.text) == len(run.result)
     smallest = {}
@@ -233,7 +234,7 @@ def test_labels_of_10_and_up_show_on_bars_as_wide_as_those_of_0_to_9():
 
 def test_overlapped_halves_have_their_labels_in_their_own_half():
     run = ppviz.simulate("dualpipe", 4, 8)
-    (label,) = labels(figures.gantt(run))
+    (label,) = labels(figures.to_plotly(figures.gantt(run)))
     ys = np.asarray(label.y, dtype=float)
     offsets = np.round(ys - np.round(ys), 3)
     assert set(offsets.tolist()) <= {0.0, -figures.BAR_WIDTH / 4, figures.BAR_WIDTH / 4}
@@ -245,14 +246,14 @@ def test_gantt_json_is_compact():
     (start and end, the two edges' y, float32) and 25 of hover point (x, device, 5 hover numbers),
     base64 adding a third: 55. (Bar traces took 35 but drew about three times slower.)"""
     run = ppviz.simulate("interleaved-1f1b", 8, 64, chunks=2)
-    text = figures.gantt(run).to_json()
+    text = json.dumps(figures.encode(figures.gantt(run)), separators=(",", ":"))
     assert len(text) / len(run.result) < 64
     assert '"bdata"' in text
 
 
 def test_memory_has_one_line_per_device_and_marks_each_peak():
     run = ppviz.simulate("1f1b", 4, 8)
-    fig = figures.memory(run)
+    fig = figures.to_plotly(figures.memory(run))
     lines = [t for t in fig.data if t.name.startswith("device")]
     assert len(lines) == 4 and all(t.line.shape == "hv" for t in lines)
     (peak,) = [t for t in fig.data if t.name == "peak"]
@@ -263,36 +264,37 @@ def test_memory_has_one_line_per_device_and_marks_each_peak():
 
 def test_memory_lines_can_go_without_legend_entries():
     run = ppviz.simulate("1f1b", 4, 8)
-    with figures.plain():
-        each, none = figures.memory(run), figures.memory(run, device_legend=False)
+    each, none = figures.memory(run), figures.memory(run, device_legend=False)
     shown = [[t["name"] for t in f["data"] if t.get("showlegend", True)] for f in (each, none)]
     assert shown == [["device 0", "device 1", "device 2", "device 3", "peak"], ["peak"]]
     big = ppviz.simulate("1f1b", 16, 32)  # past band_over the band and its lines keep theirs
-    with figures.plain():
-        band = figures.memory(big, band_over=8, device_legend=False)
+    band = figures.memory(big, band_over=8, device_legend=False)
     named = [t["name"] for t in band["data"] if t.get("showlegend", True)]
     assert named == ["min–max of 16 devices", "device 0 (highest peak)", "device 15 (lowest peak)", "peak"]
 
 
 def test_memory_limit_line_is_drawn_when_asked():
     run = ppviz.simulate("1f1b", 4, 8)
-    (limit,) = [t for t in figures.memory(run, limit=3).data if t.name.startswith("limit")]
+    (limit,) = [t for t in figures.to_plotly(figures.memory(run, limit=3)).data if t.name.startswith("limit")]
     assert list(limit.y) == [3, 3] and limit.line.dash == "dash"
     assert list(limit.x) == [0.0, run.metrics.makespan]
 
 
 def test_gantt_and_memory_share_the_time_axis():
     run = ppviz.simulate("zb-h1", 4, 8)
-    assert figures.gantt(run).layout.xaxis.range == figures.memory(run).layout.xaxis.range == (0, run.metrics.makespan)
+    assert (
+        figures.to_plotly(figures.gantt(run)).layout.xaxis.range
+        == figures.to_plotly(figures.memory(run)).layout.xaxis.range
+        == (0, run.metrics.makespan)
+    )
 
 
 def test_stacked_puts_the_memory_chart_under_the_gantt_on_one_time_axis():
     """One figure: the Gantt's traces on x/y, the memory chart's on x2/y2 (matching x) with its own
     legend and title, each plot as tall as it was alone, and the Gantt's title kept."""
     run = ppviz.simulate("zb-v", 4, 8)
-    with figures.plain():
-        top, bottom = figures.gantt(run), figures.memory(run, capacity=5.0)
-        fig = figures.stacked(top, bottom)
+    top, bottom = figures.gantt(run), figures.memory(run, capacity=5.0)
+    fig = figures.stacked(top, bottom)
     layout = fig["layout"]
     assert fig["data"][: len(top["data"])] == top["data"]
     rest = fig["data"][len(top["data"]) :]
@@ -304,15 +306,14 @@ def test_stacked_puts_the_memory_chart_under_the_gantt_on_one_time_axis():
     assert layout["annotations"][0]["text"] == bottom["layout"]["title"]["text"]
     (low, split), (start, end) = layout["yaxis2"]["domain"], layout["yaxis"]["domain"]
     assert low == 0.0 and split < start < end == 1.0
-    plot = layout["height"] - figures.TITLE_BAND_PX - figures._legend_px(top["data"]) - layout["margin"]["b"]
-    assert (end - start) * plot == pytest.approx(figures._plot_px(top))  # each plot keeps its height
-    assert split * plot == pytest.approx(figures._plot_px(bottom))
+    plot = layout["height"] - figures.TITLE_BAND_PX - style.legend_px(top["data"]) - layout["margin"]["b"]
+    assert (end - start) * plot == pytest.approx(style.plot_px(top))  # each plot keeps its height
+    assert split * plot == pytest.approx(style.plot_px(bottom))
 
 
 def test_stacked_keeps_an_overviews_colour_bar_beside_the_top_chart():
     run = ppviz.simulate("1f1b", 4, 64)
-    with figures.plain():
-        fig = figures.stacked(figures.overview(run), figures.memory(run))
+    fig = figures.stacked(figures.overview(run), figures.memory(run))
     (heat,) = [t for t in fig["data"] if t["type"] == "heatmap"]
     start, end = fig["layout"]["yaxis"]["domain"]
     assert heat["colorbar"]["y"] == pytest.approx(start) and heat["colorbar"]["len"] == pytest.approx(end - start)
@@ -322,7 +323,7 @@ def test_stacked_keeps_an_overviews_colour_bar_beside_the_top_chart():
 def test_overview_is_devices_by_bins_and_keeps_busy_time():
     """Each row's busy fraction, summed over bins, is the device's busy time."""
     run = ppviz.simulate("1f1b", 4, 8, f=1.0, b=2.0, w=0.0)
-    fig = figures.overview(run, bins=60)
+    fig = figures.to_plotly(figures.overview(run, bins=60))
     (heat,) = fig.data
     z = np.asarray(heat.z)
     assert z.shape == (4, 60)
@@ -340,7 +341,7 @@ def test_gantt_window_draws_exactly_the_ops_overlapping_it():
     run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, f=1.0, b=2.0, w=0.5)
     r = run.result
     t0, t1 = 10.0, 17.5
-    fig = figures.gantt(run, window=(t0, t1))
+    fig = figures.to_plotly(figures.gantt(run, window=(t0, t1)))
     rows = [np.concatenate(c) for c in zip(*(columns(t) for t in bars(fig)))]
     got = sorted(zip(rows[0].tolist(), np.round(rows[2] + figures.BAR_WIDTH / 2, 6).tolist()))
     inside = (r.end > t0) & (r.start < t1)
@@ -369,7 +370,7 @@ def test_overview_window_bins_only_that_range():
     clipped = np.clip(r.end, t0, t1) - np.clip(r.start, t0, t1)
     want = np.bincount(r.device, weights=clipped, minlength=4)
     assert np.allclose((1 - occ[:, 0, :]).sum(axis=1) * width, want)
-    fig = figures.overview(run, window=(t0, t1), note=" · zoom in")
+    fig = figures.to_plotly(figures.overview(run, window=(t0, t1), note=" · zoom in"))
     assert list(fig.layout.xaxis.range) == [t0, t1] and fig.layout.title.text.endswith("overview · zoom in")
 
 
@@ -387,7 +388,7 @@ def test_overview_rejects_zero_bins():
 
 def test_compare_stacks_runs_on_one_shared_time_axis():
     runs = [ppviz.simulate("1f1b", 4, 8), ppviz.simulate("zb-h1", 4, 8), ppviz.simulate("gpipe", 2, 8)]
-    fig = figures.compare(runs)
+    fig = figures.to_plotly(figures.compare(runs))
     assert {t.yaxis for t in fig.data} == {"y", "y2", "y3"}
     assert fig.layout.xaxis.matches == fig.layout.xaxis2.matches == "x3"
     assert fig.layout.xaxis3.range == (0, max(r.metrics.makespan for r in runs))
@@ -399,7 +400,7 @@ def test_compare_stacks_runs_on_one_shared_time_axis():
 
 def test_compare_draws_runs_past_max_bars_as_overviews():
     runs = [ppviz.simulate("1f1b", 4, 8), ppviz.simulate("1f1b", 4, 64)]
-    fig = figures.compare(runs, max_bars=100)
+    fig = figures.to_plotly(figures.compare(runs, max_bars=100))
     assert [t.type for t in fig.data if t not in labels(fig)] == ["scatter"] * 4 + ["heatmap"]
     assert len(bars(fig)) == len(hovers(fig)) == 2
     assert fig.data[-1].yaxis == "y2" and np.asarray(fig.data[-1].z).shape == (4, figures.OVERVIEW_BINS)
@@ -417,7 +418,8 @@ def test_to_html_is_self_contained():
     html = figures.to_html(ppviz.simulate("1f1b", 4, 8), limit=3)
     scripts = re.findall(r"<script[^>]*>", html)
     assert scripts and not [s for s in scripts if "src=" in s]  # nothing fetched: no cdn.plot.ly, no https://
-    assert html.count('class="plotly-graph-div"') == 2
+    assert html.count('class="plotly-graph-div"') == 1  # the Gantt over the memory chart, one time axis
+    assert '"xaxis2":{' in html and '"matches":"x"' in html
     assert html.count("plotly.js v") >= 1  # the library itself is inlined once
     assert "limit 3" in html
 
@@ -430,9 +432,26 @@ def test_to_html_draws_the_overview_past_the_bar_limit():
 
 def test_typed_array_round_trips():
     a = np.array([0.25, 1.5, 3.0], dtype=np.float32)
-    spec = figures.typed_array(a)
+    spec = figures.encode({"y": a})["y"]
     assert spec["dtype"] == "f4"
     assert np.array_equal(figures.decode_typed_array(json.loads(json.dumps(spec))), a)
+    grid = np.arange(6, dtype=np.int64).reshape(2, 3)  # int64 travels as int32, with its shape
+    spec = figures.encode({"z": grid, "range": np.array([0.0, 1.0])})
+    assert spec["z"]["dtype"] == "i4" and spec["range"] == [0.0, 1.0]
+    assert np.array_equal(figures.decode_typed_array(spec["z"]), grid)
+
+
+def test_builders_return_plain_dicts_that_encode_to_json_and_convert_to_plotly():
+    """One return type: a plain figure dict (numpy arrays in it) that ``encode`` makes JSON-ready
+    and ``to_plotly`` a ``go.Figure``, the caller's dict left as it was."""
+    run = ppviz.simulate("1f1b", 4, 8)
+    for fig in (figures.gantt(run), figures.memory(run), figures.overview(run), figures.compare([run])):
+        assert type(fig) is dict and set(fig) == {"data", "layout"}
+        sent = figures.encode(fig)
+        json.dumps(sent)
+        assert not any(isinstance(v, np.ndarray) for t in sent["data"] for v in t.values())
+        assert any(isinstance(v, np.ndarray) for t in fig["data"] for v in t.values())  # left as it was
+        assert figures.to_plotly(fig).layout.height == fig["layout"]["height"]
 
 
 def test_shades_go_from_light_to_dark_and_keep_the_base_for_one_chunk():
@@ -447,7 +466,7 @@ def test_iteration_ends_are_drawn_where_the_core_says_each_device_ends_each_iter
 
     for name in ("1f1b", "1f1b-2bw"):
         run = ppviz.simulate(name, 4, 8, iterations=2)
-        (line,) = [t for t in figures.gantt(run).data if t.legendgroup == "iterations"]
+        (line,) = [t for t in figures.to_plotly(figures.gantt(run)).data if t.legendgroup == "iterations"]
         assert line.showlegend is not False and line.name == "iteration end (2 iterations)"
         xs = [x for x in line.x if x is not None]
         assert xs[::2] == list(iteration_ends(run.result)[0])  # the first iteration's end, device by device
@@ -455,18 +474,20 @@ def test_iteration_ends_are_drawn_where_the_core_says_each_device_ends_each_iter
         assert ys == [v for d in range(4) for v in (d - 0.5, d + 0.5)]
         assert "iteration 0 ends on device 3 at t" in line.text[-2]
     assert xs == [33.0, 33.0, 31.0, 31.0, 29.0, 29.0, 27.0, 27.0]  # 2BW: each device switches at its own end
-    single = figures.gantt(ppviz.simulate("1f1b", 4, 8))
+    single = figures.to_plotly(figures.gantt(ppviz.simulate("1f1b", 4, 8)))
     assert not [t for t in single.data if t.legendgroup == "iterations"]
-    big = figures.overview(ppviz.simulate("gpipe", 4, 8, iterations=3))
+    big = figures.to_plotly(figures.overview(ppviz.simulate("gpipe", 4, 8, iterations=3)))
     assert len([t for t in big.data if t.legendgroup == "iterations"]) == 1
-    both = figures.compare([ppviz.simulate("gpipe", 4, 8, iterations=2), ppviz.simulate("1f1b", 4, 8, iterations=2)])
+    both = figures.to_plotly(
+        figures.compare([ppviz.simulate("gpipe", 4, 8, iterations=2), ppviz.simulate("1f1b", 4, 8, iterations=2)])
+    )
     lines = [t for t in both.data if t.legendgroup == "iterations"]
     assert [t.showlegend for t in lines] == [True, False] and [t.yaxis for t in lines] == ["y", "y2"]
 
 
 def test_many_devices_memory_is_a_min_max_band_with_the_extreme_devices_as_lines():
     run = ppviz.simulate("1f1b", 16, 32)
-    fig = figures.memory(run, limit=3, band_over=8)
+    fig = figures.to_plotly(figures.memory(run, limit=3, band_over=8))
     names = [t.name for t in fig.data]
     assert names == [
         "min", "min–max of 16 devices", "device 0 (highest peak)", "device 15 (lowest peak)", "peak", "limit 3",
@@ -482,13 +503,15 @@ def test_many_devices_memory_is_a_min_max_band_with_the_extreme_devices_as_lines
         levels = [v[np.searchsorted(t, grid[i], side="right") - 1] for t, v in zip(curves.times, curves.values)]
         assert low[i] == min(levels) and high[i] == max(levels)
     assert figures.memory_traces(run, 8) == names.index("limit 3")
-    assert len(figures.memory(run).data) == 17 and figures.memory_traces(run) == 16 + 1  # no band_over: lines
+    assert (
+        len(figures.to_plotly(figures.memory(run)).data) == 17 and figures.memory_traces(run) == 16 + 1
+    )  # no band_over: lines
 
 
 def test_the_devices_drawn_over_the_band_can_be_chosen():
     """1F1B: device d peaks at min(p − d, m), so with 16 devices device 3 peaks at 13; its line is its own curve."""
     run = ppviz.simulate("1f1b", 16, 32)
-    fig = figures.memory(run, limit=3, band_over=8, lines=[7, 3, 0, 3])
+    fig = figures.to_plotly(figures.memory(run, limit=3, band_over=8, lines=[7, 3, 0, 3]))
     names = [t.name for t in fig.data]
     assert names == [
         "min",
@@ -501,12 +524,12 @@ def test_the_devices_drawn_over_the_band_can_be_chosen():
     ]
     assert max(np.asarray(fig.data[3].y, dtype=float)) == 13 and max(np.asarray(fig.data[4].y, dtype=float)) == 9
     assert figures.memory_traces(run, 8, [7, 3, 0]) == names.index("limit 3")
-    only_band = figures.memory(run, band_over=8, lines=[])
+    only_band = figures.to_plotly(figures.memory(run, band_over=8, lines=[]))
     assert [t.name for t in only_band.data] == ["min", "min–max of 16 devices", "peak"]
     assert figures.band_lines(run.metrics.peak_activation) == [0, 15]
     with pytest.raises(ValueError, match="not all among the 16 devices"):
         figures.memory(run, band_over=8, lines=[16])
-    assert len(figures.memory(run, lines=[2]).data) == 17  # no band: every device is a line anyway
+    assert len(figures.to_plotly(figures.memory(run, lines=[2])).data) == 17  # no band: every device is a line anyway
 
 
 @pytest.mark.parametrize("draw", [figures.gantt, figures.memory])
@@ -514,7 +537,7 @@ def test_the_legend_starts_under_the_title_and_modebar_band(draw):
     """Placed from the figure's top, the legend's first row is TITLE_BAND_PX down, under the title and the
     modebar, however many rows it wraps to (plotly reserves its height above the plot; the browser layout
     tests check the drawn result at 1280 and 1920 px)."""
-    fig = draw(ppviz.simulate("dualpipe", 8, 16))
+    fig = figures.to_plotly(draw(ppviz.simulate("dualpipe", 8, 16)))
     legend, height = fig.layout.legend, fig.layout.height
     assert legend.yref == "container" and legend.yanchor == "top" and fig.layout.title.yref == "container"
     assert (1 - legend.y) * height == pytest.approx(figures.TITLE_BAND_PX)
@@ -528,15 +551,18 @@ def test_the_compare_and_sweep_legends_start_under_the_modebar_band():
 
     runs = [ppviz.simulate("dualpipe", 8, 16), ppviz.simulate("interleaved-1f1b", 8, 16, chunks=4)]
     rows = sweep.sweep(["1f1b", "interleaved-1f1b"], "m", [2, 4, 8], devices=4, microbatches=4)
-    charts = figures.compare_memory(runs), figures.sweep(rows, "m", [("makespan", "makespan (units)", 1)])
-    for fig in (*charts, figures.compare(runs)):  # and the former stacked Gantts
+    charts = (
+        figures.to_plotly(figures.compare_memory(runs)),
+        figures.to_plotly(figures.sweep(rows, "m", [("makespan", "makespan (units)", 1)])),
+    )
+    for fig in (*charts, figures.to_plotly(figures.compare(runs))):  # and the former stacked Gantts
         legend, height = fig.layout.legend, fig.layout.height
         assert legend.yref == "container" and legend.yanchor == "top"
         assert (1 - legend.y) * height == pytest.approx(figures.TITLE_BAND_PX)
     # compare's plot blocks are sized in px, so its top margin holds the band and the legend's estimated rows
     assert charts[0].layout.margin.t >= figures.TITLE_BAND_PX + 2 * 19
     # the stacked Gantts' first title sits above its plot: the band, 3 legend rows (at 700 px), the title
-    assert figures.compare(runs).layout.margin.t >= figures.TITLE_BAND_PX + 3 * 19 + 20
+    assert figures.to_plotly(figures.compare(runs)).layout.margin.t >= figures.TITLE_BAND_PX + 3 * 19 + 20
     assert charts[1].layout.title.yref == "container" and charts[1].layout.margin.t == figures.TITLE_BAND_PX
     assert charts[1].layout.margin.b == 70 + 16  # one note under the sweep: why interleaved has no m=2 point
     # the legend's rows are 19 px apart (no gap between its groups), as the room above the plot assumes
@@ -545,7 +571,7 @@ def test_the_compare_and_sweep_legends_start_under_the_modebar_band():
 
 def test_compare_memory_gives_each_schedule_a_gantt_and_a_memory_plot_on_one_time_axis():
     runs = [ppviz.simulate("1f1b", 8, 16), ppviz.simulate("zb-v", 8, 16)]
-    fig = figures.compare_memory(runs, titles=["1f1b", "zb-v"])
+    fig = figures.to_plotly(figures.compare_memory(runs, titles=["1f1b", "zb-v"]))
     lay = fig.layout
     # Gantt on (x, y), (x3, y3); memory on (x2, y2), (x4, y4); every time axis matches the first
     assert {(t.xaxis, t.yaxis) for t in fig.data} == {("x", "y"), ("x2", "y2"), ("x3", "y3"), ("x4", "y4")}
@@ -567,7 +593,7 @@ def test_compare_memory_gives_each_schedule_a_gantt_and_a_memory_plot_on_one_tim
 
 def test_compare_memory_puts_an_overviews_colour_bar_beside_its_own_gantt():
     runs = [ppviz.simulate("1f1b", 8, 16), ppviz.simulate("zb-v", 8, 64)]
-    fig = figures.compare_memory(runs, max_bars=1000)  # ZB-V's 8 × 64 drawn as its overview
+    fig = figures.to_plotly(figures.compare_memory(runs, max_bars=1000))  # ZB-V's 8 × 64 drawn as its overview
     (heat,) = [t for t in fig.data if t.type == "heatmap"]
     assert heat.yaxis == "y3" and heat.showscale
     bar = heat.colorbar
@@ -577,7 +603,7 @@ def test_compare_memory_puts_an_overviews_colour_bar_beside_its_own_gantt():
 def test_compare_memory_in_real_units_draws_gb_and_the_capacity_line():
     run = ppviz.simulate("1f1b", 4, 8)
     kw = dict(stage_sizes=[2e9] * 4, base=[10e9] * 4, scale=1e-9, unit="GB", capacity=80e9)
-    fig = figures.compare_memory([run, run], memory_kwargs=[kw, kw], time_scale=1e3, time_unit="ms")
+    fig = figures.to_plotly(figures.compare_memory([run, run], memory_kwargs=[kw, kw], time_scale=1e3, time_unit="ms"))
     assert fig.layout.yaxis2.title.text == "memory (GB)" and fig.layout.xaxis4.title.text == "time (ms)"
     capacity = [t for t in fig.data if t.name.startswith("capacity")]
     assert [list(t.y) for t in capacity] == [[80, 80], [80, 80]] and [t.showlegend for t in capacity] == [True, False]
@@ -601,7 +627,7 @@ def test_the_sweep_chart_has_one_line_per_schedule_in_panels_sharing_x_with_gaps
 
     rows = sweep.sweep(["1f1b", "interleaved-1f1b"], "m", [2, 4, 8], devices=4, microbatches=4)
     metrics = [("makespan", "makespan (units)", 1), ("bubble_fraction", "bubble (%)", 100)]
-    fig = figures.sweep(rows, "m", metrics, current=4)
+    fig = figures.to_plotly(figures.sweep(rows, "m", metrics, current=4))
     assert [(t.name, t.yaxis) for t in fig.data] == [
         ("1f1b", "y"), ("interleaved-1f1b", "y"), ("1f1b", "y2"), ("interleaved-1f1b", "y2")
     ]  # fmt: skip
@@ -615,13 +641,13 @@ def test_the_sweep_chart_has_one_line_per_schedule_in_panels_sharing_x_with_gaps
 
 def test_compare_memory_marks_iterations_and_optimizer_steps_in_each_gantt():
     runs = [ppviz.simulate("gpipe", 4, 8, iterations=2), ppviz.simulate("1f1b", 4, 8, iterations=2)]
-    fig = figures.compare_memory(runs)
+    fig = figures.to_plotly(figures.compare_memory(runs))
     lines = [t for t in fig.data if t.legendgroup == "iterations"]
     assert [t.yaxis for t in lines] == ["y", "y3"] and [t.showlegend for t in lines] == [True, False]
     from ppviz.estimate import Layout
 
     lay = Layout(tp=8, pp=8, gbs=16, schedule="1f1b", schedule_params={"iterations": 3})
     est = ppviz.estimate("llama3-70b", "h100-sxm", lay)
-    fig = figures.compare_memory([est.run, est.run], time_scale=1e3, time_unit="ms")
+    fig = figures.to_plotly(figures.compare_memory([est.run, est.run], time_scale=1e3, time_unit="ms"))
     steps = [t for t in fig.data if t.legendgroup == "optimizer"]
     assert [t.yaxis for t in steps] == ["y", "y3"] and [t.showlegend for t in steps] == [True, False]

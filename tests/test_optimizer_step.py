@@ -239,11 +239,11 @@ def three():
 
 
 def _named(fig, name):
-    return [t for t in fig.data if t.name == name]
+    return [t for t in figures.to_plotly(fig).data if t.name == name]
 
 
 def test_gantt_draws_each_step_as_a_grey_bar_after_its_iteration_line(three):
-    fig = figures.gantt(three.run, **three.gantt_kwargs())
+    fig = figures.to_plotly(figures.gantt(three.run, **figures.gantt_kwargs(three)))
     (bars,) = _named(fig, figures.OPTIMIZER_LABEL)
     st = optimizer_steps(three.run.result)
     assert len(st.device) == 2 * 4
@@ -255,7 +255,7 @@ def test_gantt_draws_each_step_as_a_grey_bar_after_its_iteration_line(three):
     line_x = sorted({x for x in ends.x if x is not None})
     assert line_x == sorted({float(t) for t in st.start * 1e3})  # each line at its device's step start
     t0, t1 = float(st.start[0]), float(st.end[0])
-    window = figures.gantt(three.run, window=(t0, t1), **three.gantt_kwargs())
+    window = figures.gantt(three.run, window=(t0, t1), **figures.gantt_kwargs(three))
     (part,) = _named(window, figures.OPTIMIZER_LABEL)
     assert len(part.y) == int(((st.end > t0) & (st.start < t1)).sum()) < len(st.device)
 
@@ -268,8 +268,8 @@ def test_the_abstract_view_draws_no_step_and_is_unchanged():
 
 
 def test_overview_and_compare_show_the_steps_once_in_the_legend(three):
-    assert len(_named(figures.overview(three.run, **three.gantt_kwargs()), figures.OPTIMIZER_LABEL)) == 1
-    both = _named(figures.compare([three.run, three.run], **three.gantt_kwargs()), figures.OPTIMIZER_LABEL)
+    assert len(_named(figures.overview(three.run, **figures.gantt_kwargs(three)), figures.OPTIMIZER_LABEL)) == 1
+    both = _named(figures.compare([three.run, three.run], **figures.gantt_kwargs(three)), figures.OPTIMIZER_LABEL)
     assert [t.showlegend for t in both] == [True, False] and both[1].xaxis == "x2"
 
 
@@ -286,7 +286,7 @@ def test_memory_is_unaffected_by_the_steps(three):
 
 
 def test_the_trace_has_a_slice_per_step(capsys, three):
-    events = json.loads(formats.chrome_trace(three.run, **three.trace_kwargs()))["traceEvents"]
+    events = json.loads(formats.chrome_trace(three.run, **formats.trace_kwargs(three)))["traceEvents"]
     steps = [e for e in events if e.get("cat") == "optimizer"]
     st = optimizer_steps(three.run.result)
     assert sorted((e["tid"], e["args"]["iteration"], e["ts"], e["dur"]) for e in steps) == sorted(

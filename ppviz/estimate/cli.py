@@ -215,7 +215,7 @@ def main(args: argparse.Namespace) -> int:
     elif args.csv:
         sys.stdout.write(formats.ops_csv(est.run, time_unit="s"))
     elif args.trace:
-        sys.stdout.write(formats.chrome_trace(est.run, **est.trace_kwargs()))
+        sys.stdout.write(formats.chrome_trace(est.run, **formats.trace_kwargs(est)))
     else:
         sys.stdout.write(summary(est))
     return 0

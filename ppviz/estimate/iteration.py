@@ -673,31 +673,6 @@ class Estimate:
             "optimizer_s": (opt_between + self.optimizer_s) / k,
         }
 
-    # --- drawing ----------------------------------------------------------------------------
-
-    def gantt_kwargs(self) -> dict:
-        """Keyword arguments of ``figures.gantt`` / ``overview`` / ``compare`` for this run in ms."""
-        return {"time_scale": 1e3, "time_unit": "ms"}
-
-    def memory_kwargs(self) -> dict:
-        """Keyword arguments of ``figures.memory``: each stage's activation bytes, each device's
-        static bytes as the base of its curve, GB on the axis and the HBM capacity line."""
-        st = self.static_bytes
-        return {
-            "time_scale": 1e3,
-            "time_unit": "ms",
-            "stage_sizes": self.plan.activation_bytes.tolist(),
-            "base": (st["weight"] + st["grad"] + st["optimizer"]).tolist(),
-            "scale": 1e-9,
-            "unit": "GB",
-            "capacity": self.capacity_bytes,
-        }
-
-    def trace_kwargs(self) -> dict:
-        """Keyword arguments of ``formats.chrome_trace``: real time (µs from seconds) and each
-        stage's activation bytes, so the counters are the per-device activation curves in bytes."""
-        return {"us_per_unit": 1e6, "memory_unit": "bytes", "stage_sizes": self.plan.activation_bytes.tolist()}
-
     # --- the CLI contract -------------------------------------------------------------------
 
     def layer_times_s(self) -> layer.Part:

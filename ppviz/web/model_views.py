@@ -102,7 +102,9 @@ def render(state: ModelState, background: bool = False) -> ModelView:
     breakdown = bars.breakdown({_title(e): e.breakdown for e in estimates}, scale=MS, unit="ms")
     if state.mode == "compare":
         capacity = max(e.capacity_bytes for e in estimates) * GB
-        memory = figures.peaks({_title(e): e.peak_bytes * GB for e in estimates}, capacity=capacity, unit="GB")
+        memory = figures.encode(
+            figures.peaks({_title(e): e.peak_bytes * GB for e in estimates}, capacity=capacity, unit="GB")
+        )
         table = ranking(estimates, state.reference)
         if state.compare_show == "sweep":
             return ModelView(sweep_figure(state), memory, breakdown, [], table, notes, "sweep", estimates)
@@ -112,13 +114,12 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             max_bars=views.BARS_MAX_OPS // len(estimates),
             time_scale=MS,
             time_unit="ms",
-            memory_kwargs=[memory_kwargs(e) for e in estimates],
+            memory_kwargs=[figures.memory_kwargs(e) for e in estimates],
         )
-        return ModelView(fig, memory, breakdown, [], table, notes, "bars", estimates)
+        return ModelView(figures.encode(fig), memory, breakdown, [], table, notes, "bars", estimates)
     est = estimates[0]
     gantt, drawn_as = gantt_figure(est)
-    with figures.plain():
-        both = views.ready(figures.stacked(gantt, memory_figure(est, views.lines_of(state, est.run))))
+    both = figures.encode(figures.stacked(gantt, memory_figure(est, views.lines_of(state, est.run))))
     notes = {**notes, "lines": views.lines_reason(state, est.run, est.peak_bytes)}
     return ModelView(both, None, breakdown, cards(est), [], notes, drawn_as, estimates)
 
@@ -142,18 +143,9 @@ def gantt_figure(est) -> tuple[dict, str]:
     title = f"{_title(est)} · {run.schedule.devices} devices · {of}"
     # capped as in the abstract view, so that the cards, both charts and the time axis fit a 1280×800 screen
     height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), views.GANTT_MAX_PX)
-    with figures.plain():  # no plotly objects built: a third of the server's time (see figures.plain)
-        if len(run.result) <= views.BARS_MAX_OPS:
-            return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
-        return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
-
-
-def memory_kwargs(est) -> dict:
-    """``figures.memory``'s real units for an estimate: activation bytes per stage on each device's
-    static bytes (weights, gradients, optimizer state), in GB, with the GPU's HBM as the capacity line."""
-    static = est.static_bytes
-    base = static["weight"] + static["grad"] + static["optimizer"]
-    return dict(stage_sizes=est.plan.activation_bytes, base=base, scale=GB, unit="GB", capacity=est.capacity_bytes)
+    if len(run.result) <= views.BARS_MAX_OPS:
+        return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
+    return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
 
 
 def memory_figure(est, lines: list[int] | None = None) -> dict:
@@ -162,22 +154,21 @@ def memory_figure(est, lines: list[int] | None = None) -> dict:
     A plain figure: ``render`` draws it under the Gantt, in the same figure."""
     static = est.static_bytes
     base = static["weight"] + static["grad"] + static["optimizer"]
-    with figures.plain():
-        fig = figures.memory(
-            est.run,
-            stage_sizes=est.plan.activation_bytes,
-            base=base,
-            scale=GB,
-            unit="GB",
-            capacity=est.capacity_bytes,
-            time_scale=MS,
-            time_unit="ms",
-            height=views.MEMORY_PX,
-            band_over=views.MEMORY_LINES,
-            lines=lines,
-            device_legend=False,
-            title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
-        )
+    fig = figures.memory(
+        est.run,
+        stage_sizes=est.plan.activation_bytes,
+        base=base,
+        scale=GB,
+        unit="GB",
+        capacity=est.capacity_bytes,
+        time_scale=MS,
+        time_unit="ms",
+        height=views.MEMORY_PX,
+        band_over=views.MEMORY_LINES,
+        lines=lines,
+        device_legend=False,
+        title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
+    )
     key = _colour_key(est.run.schedule.devices)
     if key:  # the lines' colours, at the head of their legend
         fig["layout"]["legend"]["title"] = dict(text=key)
@@ -302,13 +293,14 @@ def sweep_rows(state: ModelState) -> list[dict]:
     )
 
 
-def sweep_figure(state: ModelState) -> object:
+def sweep_figure(state: ModelState) -> dict:
     """The sweep chart in real units: iteration and bubble in ms, peak memory in GB with the HBM line."""
     rows = sweep_rows(state)
     current = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
     capacity = ("peak_bytes", model_state.gpu_of(state).hbm_bytes * GB)
     title = f"the compared schedules along {figures.SWEEP_AXES[state.sweep_axis]} ({state.model} on {state.gpu})"
-    return figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current, capacity=capacity, title=title)
+    sweep = figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current, capacity=capacity, title=title)
+    return figures.encode(sweep)
 
 
 # Words of the estimate's messages and the control each one is about (the earliest mention wins).

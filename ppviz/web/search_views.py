@@ -98,13 +98,9 @@ def scatter(result):
         for r in group:
             points[r["command"]] = (r["iteration_s"], r["peak_gb"], front, label(r))
     x, y, on, labels = zip(*points.values()) if points else ((), (), (), ())
-    return figures.tradeoff(
-        x,
-        y,
-        labels=labels,
-        front=on,
-        capacity=result.capacity_bytes * GB,
-        title=f"{result.model} on {result.gpus:,} × {result.gpu}: iteration time against peak memory",
+    title = f"{result.model} on {result.gpus:,} × {result.gpu}: iteration time against peak memory"
+    return figures.encode(
+        figures.tradeoff(x, y, labels=labels, front=on, capacity=result.capacity_bytes * GB, title=title)
     )
 
 

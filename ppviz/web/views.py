@@ -7,7 +7,6 @@ and how to show it, including which control a core error message is about.
 
 from __future__ import annotations
 
-import base64
 import logging
 import math
 import os
@@ -169,37 +168,6 @@ def clear_run_cache() -> None:
         _SWEEP_CACHE.clear()
 
 
-def ready(value, key: str = ""):
-    """A plain figure as Dash sends it: numpy arrays as plotly.js typed arrays (base64), as plotly
-    itself writes them, without building plotly objects or deep-copying (see figures.plain)."""
-    if isinstance(value, dict):
-        return {k: ready(v, k) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [ready(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist() if key == "range" or value.size == 0 else _typed(value)
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-_TYPED = {"f8", "f4", "i4", "u4", "i2", "u2", "i1", "u1"}
-
-
-def _typed(a: np.ndarray):
-    if a.dtype.kind in "iu" and a.dtype.itemsize == 8:
-        if not (a.min() >= -(2**31) and a.max() < 2**31):
-            return a.tolist()
-        a = a.astype(np.int32)
-    code = f"{a.dtype.kind}{a.dtype.itemsize}"
-    if code not in _TYPED:
-        return a.tolist()
-    spec = {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")}
-    if a.ndim > 1:
-        spec["shape"] = ", ".join(str(n) for n in a.shape)
-    return spec
-
-
 def message_figure(text: str) -> dict:
     """A chart-sized placeholder that says why there is no chart (never a blank area)."""
     return {
@@ -234,10 +202,9 @@ def gantt_figure(run: ppviz.Run, title: str | None = None, window: tuple[float, 
     """
     shown = len(run.result) if window is None else int(figures.in_window(run, window).sum())
     height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), GANTT_MAX_PX)
-    with figures.plain():
-        if shown <= BARS_MAX_OPS:
-            return ready(figures.gantt(run, title=title, window=window, height=height)), "bars"
-        return ready(figures.overview(run, window=window, note=OVERVIEW_NOTE, height=height)), "overview"
+    if shown <= BARS_MAX_OPS:
+        return figures.encode(figures.gantt(run, title=title, window=window, height=height)), "bars"
+    return figures.encode(figures.overview(run, window=window, note=OVERVIEW_NOTE, height=height)), "overview"
 
 
 def zoom_window(relayout: dict | None) -> tuple[float, float] | str | None:
@@ -311,23 +278,19 @@ def render(state: ViewState, background: bool = False) -> View:
         table = ranking(runs, state.reference)
         if state.compare_show == "sweep":
             return View(sweep_figure(state), None, [], table, messages, disabled, runs, "sweep")
-        with figures.plain():
-            fig = figures.compare_memory(
-                runs,
-                titles=[_title(r) for r in runs],
-                max_bars=BARS_MAX_OPS // len(runs),
-                memory_kwargs=[{"limit": _own_limit(state, r.schedule.name)} for r in runs],
-                band_over=MEMORY_LINES,
-            )
-        return View(ready(fig), None, [], table, messages, disabled, runs, "bars")
+        fig = figures.compare_memory(
+            runs,
+            titles=[_title(r) for r in runs],
+            max_bars=BARS_MAX_OPS // len(runs),
+            memory_kwargs=[{"limit": _own_limit(state, r.schedule.name)} for r in runs],
+            band_over=MEMORY_LINES,
+        )
+        return View(figures.encode(fig), None, [], table, messages, disabled, runs, "bars")
     run = runs[0]
     gantt, drawn_as = gantt_figure(run)
-    with figures.plain():
-        memory = ready(
-            figures.memory(
-                run, limit=_limit(state), height=MEMORY_PX, band_over=MEMORY_LINES, lines=lines_of(state, run)
-            )
-        )
+    memory = figures.encode(
+        figures.memory(run, limit=_limit(state), height=MEMORY_PX, band_over=MEMORY_LINES, lines=lines_of(state, run))
+    )
     memory["layout"]["xaxis"]["range"] = list(gantt["layout"]["xaxis"]["range"])  # one time axis
     return View(gantt, memory, cards(run, drawn_as), [], messages, disabled, runs, drawn_as)
 
@@ -477,8 +440,7 @@ def sweep_figure(state: ViewState) -> dict:
     current = {"m": state.microbatches, "p": state.devices}.get(state.sweep_axis)
     if current is None:
         current = next((r["value"] for r in rows if r["value"] == _chunks_of(state)), None)
-    with figures.plain():
-        return ready(figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current))
+    return figures.encode(figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current))
 
 
 def _chunks_of(state: ViewState) -> int | None:
@@ -632,8 +594,8 @@ def limit_change(before: ViewState, after: ViewState) -> tuple[int, bool, dict |
     run = cached_run(after, after.schedule)
     line = None
     if new is not None:
-        with figures.plain():
-            line = ready(figures.memory(run, limit=new, band_over=MEMORY_LINES, lines=lines_of(after, run))["data"][-1])
+        memory = figures.memory(run, limit=new, band_over=MEMORY_LINES, lines=lines_of(after, run))
+        line = figures.encode(memory["data"][-1])
     return figures.memory_traces(run, MEMORY_LINES, lines_of(after, run)), old is not None, line  # after the peaks
 
 
