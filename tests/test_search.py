@@ -140,7 +140,7 @@ def test_rows_are_estimates_and_fit():
     res = ppviz.search("llama3-8b", g, 16, 64, top=4, headroom=0.25, schedules=["1f1b", "zb-h1", "zb-v"])
     assert len(res.layouts) == 4
     for row in res.layouts + res.pareto:
-        lay = ppviz.estimate.Layout(
+        lay = Layout(
             tp=row["tp"], pp=row["pp"], dp=row["dp"], cp=row["cp"], ep=row["ep"], vpp=row["vpp"], mbs=row["mbs"],
             gbs=64, schedule=row["schedule"], recompute=row["recompute"], zero=row["zero"],
             sequence_parallel=row["sequence_parallel"],

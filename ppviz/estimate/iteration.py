@@ -316,7 +316,7 @@ def estimate(
     """
     model, gpu = resolve(model, gpu)
     if not isinstance(layout, Layout):
-        raise SpecError("layout must be a ppviz.estimate.Layout")
+        raise SpecError("layout must be a ppviz.Layout")
     m = layout.microbatches
     shape = shape_of(layout)
     layer.check(model, shape)

@@ -135,7 +135,7 @@ def search(
     memory among the layouts at most ``pareto_within`` (a fraction) slower than the best.
 
     ``restrictions`` (or ``options``) restrict dimensions: ``tp=[4, 8]``, ``schedules=["1f1b", "zb-v"]``,
-    ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.Options``). Schedules that search
+    ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.space.Options``). Schedules that search
     their order (v-*, zb-auto) are simulated while their total time stays under ``budget_s``; the result
     says how many were cut. ``progress(done, total)`` is called as layouts are decided; when ``cancel()``
     returns True the search stops and returns what it has, marked ``cancelled``. ``partition`` (i, n)
