@@ -18,31 +18,7 @@ from .iteration import FLOPS_DEFINITION, Estimate, estimate
 
 GIB = 2**30
 
-# (flag, Model field, type); booleans get --x / --no-x
-MODEL_FLAGS = [
-    ("layers", "layers", int), ("hidden", "hidden", int), ("heads", "heads", int), ("kv-heads", "kv_heads", int),
-    ("ffn", "ffn", int), ("vocab", "vocab", int), ("seq", "seq", int), ("head-dim", "head_dim", int),
-    ("experts", "experts", int), ("top-k", "top_k", int), ("expert-ffn", "expert_ffn", int),
-    ("shared-experts", "shared_experts", int), ("dense-layers", "dense_layers", int),
-]  # fmt: skip
-MODEL_BOOLS = ["gated_mlp", "tied_embeddings", "bias", "dropout", "flash_attention", "learned_positions"]
-# (flag, Gpu field, factor to the field's unit, help)
-GPU_FLAGS = [
-    ("peak-tflops", "bf16_flops", 1e12, "dense BF16 peak, TFLOP/s"),
-    ("fp8-tflops", "fp8_flops", 1e12, "dense FP8 peak, TFLOP/s"),
-    ("vector-tflops", "vector_flops", 1e12, "non-tensor-core peak, TFLOP/s"),
-    ("hbm-gb", "hbm_bytes", 1e9, "HBM capacity, GB (10^9 bytes)"),
-    ("hbm-gbps", "hbm_bytes_per_s", 1e9, "HBM bandwidth, GB/s"),
-    ("nvlink-gbps", "nvlink_bytes_per_s", 1e9, "NVLink bandwidth per direction, GB/s"),
-    ("network-gbps", "network_bytes_per_s", 1e9, "network bandwidth per GPU, GB/s"),
-    ("nvlink-latency-us", "nvlink_latency_s", 1e-6, "NVLink latency, µs"),
-    ("network-latency-us", "network_latency_s", 1e-6, "network latency, µs"),
-    ("matmul-efficiency", "matmul_efficiency", 1.0, "fraction of the peak a GEMM reaches"),
-    ("hbm-efficiency", "hbm_efficiency", 1.0, "fraction of the HBM bandwidth reached"),
-    ("nvlink-efficiency", "nvlink_efficiency", 1.0, "fraction of the NVLink bandwidth reached"),
-    ("network-efficiency", "network_efficiency", 1.0, "fraction of the network bandwidth reached"),
-    ("kernel-overhead-us", "kernel_overhead_s", 1e-6, "launch overhead per kernel, µs"),
-]
+SPECS = (("model", specs.Model), ("gpu", specs.Gpu))  # the override flags' destinations: model_<field>, gpu_<field>
 
 
 def _schedule_params() -> dict:
@@ -137,15 +113,15 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
 
 
 def add_spec_overrides(p: argparse.ArgumentParser) -> None:
-    """Flags that override any field of the model and GPU presets (estimate, render and search)."""
-    for flag, field, typ in MODEL_FLAGS:
-        p.add_argument(f"--{flag}", dest=f"model_{field}", type=NUMBER_TYPES[typ], help=f"override the model's {field}")
-    for field in MODEL_BOOLS:
-        p.add_argument(f"--{field.replace('_', '-')}", dest=f"model_{field}", action=argparse.BooleanOptionalAction,
-                       help=f"override the model's {field}")  # fmt: skip
-    for flag, field, _, help_ in GPU_FLAGS:
-        p.add_argument(f"--{flag}", dest=f"gpu_{field}", type=ascii_float, help=help_)
-    p.add_argument("--nvlink-domain", dest="gpu_nvlink_domain", type=ascii_int, help="GPUs per NVLink domain")
+    """Flags that override any field of the model and GPU presets (estimate, render and search),
+    as the specs define them (``specs.override_flags``)."""
+    for prefix, cls in SPECS:
+        for f in specs.override_flags(cls):
+            if f.type is bool:
+                p.add_argument(f"--{f.name}", dest=f"{prefix}_{f.field}", action=argparse.BooleanOptionalAction,
+                               help=f.help)  # fmt: skip
+            else:
+                p.add_argument(f"--{f.name}", dest=f"{prefix}_{f.field}", type=NUMBER_TYPES[f.type], help=f.help)
 
 
 def given_flags(args: argparse.Namespace) -> list[str]:
@@ -154,22 +130,17 @@ def given_flags(args: argparse.Namespace) -> list[str]:
              "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "precision", "layer_split", "edge_fewer",
              "no_dp_overlap", "pair_overlap", "tp_comm_overlap"]  # fmt: skip
     flags = {n: n.replace("_", "-") for n in plain}
-    flags.update({f"model_{f}": flag for flag, f, _ in MODEL_FLAGS})
-    flags.update({f"model_{f}": f.replace("_", "-") for f in MODEL_BOOLS})
-    flags.update({f"gpu_{f}": flag for flag, f, _, _ in GPU_FLAGS})
-    flags["gpu_nvlink_domain"] = "nvlink-domain"
+    flags.update({f"{prefix}_{f.field}": f.name for prefix, cls in SPECS for f in specs.override_flags(cls)})
     return [f"--{flag}" for dest, flag in flags.items() if getattr(args, dest, None) not in (None, False)]
 
 
 def specs_from_args(args: argparse.Namespace) -> tuple[specs.Model, specs.Gpu]:
     """The model and GPU presets with the override flags of ``add_spec_overrides`` applied."""
-    model_over = {f: getattr(args, f"model_{f}") for _, f, _ in MODEL_FLAGS}
-    model_over.update({f: getattr(args, f"model_{f}") for f in MODEL_BOOLS})
-    gpu_over = {f: getattr(args, f"gpu_{f}") * k for _, f, k, _ in GPU_FLAGS if getattr(args, f"gpu_{f}") is not None}
-    if args.gpu_nvlink_domain is not None:
-        gpu_over["nvlink_domain"] = args.gpu_nvlink_domain
-    model = specs.model(args.model, **{k: v for k, v in model_over.items() if v is not None})
-    return model, specs.gpu(args.gpu, **gpu_over)
+    over: dict[str, dict] = {}
+    for prefix, cls in SPECS:
+        given = ((f, getattr(args, f"{prefix}_{f.field}")) for f in specs.override_flags(cls))
+        over[prefix] = {f.field: v if f.unit == 1 else v * f.unit for f, v in given if v is not None}
+    return specs.model(args.model, **over["model"]), specs.gpu(args.gpu, **over["gpu"])
 
 
 def _or(value, default):
