@@ -62,24 +62,18 @@ def add_parsers(sub) -> None:
     p.add_argument("--no-ops", action="store_true", help="with --json, leave the run's ops out")
 
 
-# flags `ppviz render` already has with the same meaning and destination (besides the schedule's own)
-SHARED_WITH_RENDER = ("gbs", "mbs", "b-frees")
-
-
-def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) -> None:
+def add_layout_args(p: argparse.ArgumentParser, *, render: bool = False) -> None:
     """The model, GPU and layout flags of `ppviz estimate`, defined once.
 
-    ``beside_render``: `ppviz render` takes them next to its own flags; there the schedule is its
-    positional argument, ``--model`` is what switches to real units, and the flags it already
-    defines (SHARED_WITH_RENDER and the schedule's parameters) are not added twice. Unset flags
-    are None (or False), so a caller can tell which were given.
+    ``render``: the flags of `ppviz render` in real units, where the schedule is the positional
+    argument and ``--model`` and ``--gpu`` are checked by the command (which says what is missing).
+    Unset flags are None (or False), so a caller can tell which were given.
     """
-    p.add_argument("--model", required=not beside_render, help="model preset (see `ppviz presets`)")
-    p.add_argument("--gpu", required=not beside_render, help="GPU preset (see `ppviz presets`)")
-    for name in ("tp", "pp", "dp", "cp", "ep", "vpp") + (() if beside_render else ("mbs",)):
+    p.add_argument("--model", required=not render, help="model preset (see `ppviz presets`)")
+    p.add_argument("--gpu", required=not render, help="GPU preset (see `ppviz presets`)")
+    for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
         p.add_argument(f"--{name}", type=ascii_int, help=f"{name} (default 1)")
-    if not beside_render:
-        p.add_argument("--gbs", type=ascii_int, help="global batch in sequences (default: one microbatch per DP rank)")
+    p.add_argument("--gbs", type=ascii_int, help="global batch in sequences (default: one microbatch per DP rank)")
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
     p.add_argument("--tp-comm-overlap", action="store_true",
                    help="overlap the TP collectives with the GEMMs (Megatron --tp-comm-overlap; needs "
@@ -89,7 +83,9 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
         "--zero", type=ascii_int, help="0 none (default), 1 distributed optimizer, 2 + gradients, 3 + weights"
     )
     p.add_argument("--precision", choices=specs.PRECISIONS, help="bf16 (default) or fp8")
-    if not beside_render:
+    if render:
+        p.add_argument("schedule", nargs="?", help="pipeline schedule (see `ppviz list`)")
+    else:
         p.add_argument("--schedule", default="1f1b", help="pipeline schedule (see `ppviz list`; default 1f1b)")
     p.add_argument("--tp-mode", choices=specs.TP_MODES, help="1d (Megatron, default) or 2d (SUMMA over hidden × "
                    "sequence; implied by --tp2d)")  # fmt: skip
@@ -101,14 +97,12 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
     p.add_argument("--layer-split", type=_layer_split, metavar="N,N,...", help="layers of every stage")
     p.add_argument("--edge-fewer", type=ascii_int, help="k fewer layers on the first and last stage")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap the gradient reduction")
-    if not beside_render:
-        p.add_argument("--b-frees", type=ascii_float, help="fraction of a stage's activation that B frees (default 0)")
+    p.add_argument("--b-frees", type=ascii_float, help="fraction of a stage's activation that B frees (default 0)")
     p.add_argument("--pair-overlap", action="store_true",
                    help="overlapped F&B pairs (DualPipe) hide each op's MoE all-to-all")  # fmt: skip
-    if not beside_render:
-        for q in _schedule_params().values():
-            flags = [f"--{n.replace('_', '-')}" for n in (q.name, *q.aliases)]
-            p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
+    for q in _schedule_params().values():
+        flags = [f"--{n.replace('_', '-')}" for n in (q.name, *q.aliases)]
+        p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
     add_spec_overrides(p)
 
 
@@ -125,7 +119,7 @@ def add_spec_overrides(p: argparse.ArgumentParser) -> None:
 
 
 def given_flags(args: argparse.Namespace) -> list[str]:
-    """The real-units flags given on a `ppviz render` line (those add_layout_args added beside it)."""
+    """The model, GPU and layout flags given on a `ppviz render` line in real units."""
     plain = ["model", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
              "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "precision", "layer_split", "edge_fewer",
              "no_dp_overlap", "pair_overlap", "tp_comm_overlap"]  # fmt: skip
