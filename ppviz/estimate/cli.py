@@ -34,7 +34,7 @@ def _layer_split(text: str) -> tuple[int, ...]:
     return tuple(ascii_ints(text, "layers per stage, e.g. 3,4,4,3", flag="--layer-split"))
 
 
-def _grid(text: str) -> tuple[int, int]:
+def tp2d_grid(text: str) -> tuple[int, int]:
     ways = ascii_ints(text, "hidden,sequence ways, e.g. 4,2", flag="--tp2d")
     if len(ways) != 2:
         raise argparse.ArgumentTypeError(f"--tp2d wants hidden,sequence ways, e.g. 4,2 (got {text!r})")
@@ -89,7 +89,8 @@ def add_layout_args(p: argparse.ArgumentParser, *, render: bool = False) -> None
         p.add_argument("--schedule", default="1f1b", help="pipeline schedule (see `ppviz list`; default 1f1b)")
     p.add_argument("--tp-mode", choices=specs.TP_MODES, help="1d (Megatron, default) or 2d (SUMMA over hidden × "
                    "sequence; implied by --tp2d)")  # fmt: skip
-    p.add_argument("--tp2d", type=_grid, metavar="R,C", help="2D TP grid: hidden ways R × sequence ways C (tp = R·C)")
+    p.add_argument("--tp2d", type=tp2d_grid, metavar="R,C",
+                   help="2D TP grid: hidden ways R × sequence ways C (tp = R·C)")  # fmt: skip
     p.add_argument("--summa-blocks", type=ascii_int, help="SUMMA steps per matmul (default: lcm of R and C)")
     p.add_argument("--nvlink-dp-pp", type=_pair, metavar="A,B",
                    help="NVLink placement: A dp ranks and B pp ranks share a domain with the tp·cp group "

@@ -15,12 +15,12 @@ import bisect
 import heapq
 import itertools
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
 import numpy as np
+from cachetools import LRUCache
 
 from .. import schedules
 from ..estimate import devices, layer
@@ -43,6 +43,7 @@ from .result import SearchResult, row_of
 # so its stage times differ: it is its own simulation (run key) and its own DP-sync floor (none at the end)
 ZEROS = (0, 1, 2)
 ORDER_CACHE = 4096  # built schedules kept (each distinct (schedule, pp, m, vpp) is built once)
+RUN_CACHE = 32  # simulations kept for the layouts that share one (they differ only in ZeRO stage 0 to 2)
 
 
 @dataclass(eq=False)
@@ -189,13 +190,13 @@ class _Search:
         self.best: list = []  # max-heap of (-time, -rank key) of the k best that fit
         self.estimates: dict[tuple, Totals] = {}
         self.front = _Front()
-        self.orders: OrderedDict = OrderedDict()
+        self.orders: LRUCache = LRUCache(ORDER_CACHE)
         self.plans: dict = {}
         self.dp_floors: dict = {}
         self.held: dict = {}
         self.group_bounds: dict = {}
         self.p2ps: dict = {}
-        self.runs: OrderedDict = OrderedDict()
+        self.runs: LRUCache = LRUCache(RUN_CACHE)
         self.searched = self.pruned_time = self.pruned_memory = self.simulated = self.over = self.cut = 0
         self.searching_s = 0.0
         self.cancelled = False
@@ -326,10 +327,6 @@ class _Search:
                 if len(o.placement.devices_of) > 1:  # how microbatches split between directions: build it
                     o = self._order(lay, v, True)
             self.orders[key] = o
-            if len(self.orders) > ORDER_CACHE:
-                self.orders.popitem(last=False)
-        else:
-            self.orders.move_to_end(key)
         return o
 
     def _children(self, node, push: Callable[[object], None], capacity: float) -> None:
@@ -443,9 +440,6 @@ class _Search:
             run = self.runs.get(leaf.run_key)
             est = totals(simulate_layout(self.model, self.gpu, leaf.layout, schedule=leaf.order.schedule, run=run))
             self.runs[leaf.run_key] = est.run
-            self.runs.move_to_end(leaf.run_key)
-            if len(self.runs) > 32:
-                self.runs.popitem(last=False)
         self.simulated += 1
         peak = float(est.peak_bytes.max())
         if peak > self.capacity:
