@@ -39,6 +39,12 @@ exactly → + the exposed DP gradient synchronisation + the optimizer step → a
 - FLOPs (MFU): Korthikanti et al. eq. 7, 72·B·L·s·h²·(1 + s/(6h) + V/(12hL)) for a dense GPT,
   generalised as Megatron's num_floating_point_operations (GQA, SwiGLU, MoE top-k): three times
   the forward GEMMs, attention counted in full. HFU adds the recomputed FLOPs.
+
+``estimate`` is three public steps, each a plain record computed once: ``simulate_layout`` (the
+Simulation: stages, costs, the run), ``totals`` (Totals: iteration time and peak bytes, all a
+search ranks by) and ``complete`` (the Estimate: throughput, FLOPs, the fit, the breakdown). What a
+device holds and runs besides its ops (static bytes, optimizer, DP sync) is ``devices``'s, which
+the search's bounds call before simulating.
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 
 Groups of layouts (same per-layer costs) and then single layouts sit in one heap ordered by a
 lower bound on their iteration time. The cheapest bound is popped first: a group is expanded into
-its layouts (each with a tighter bound and its peak memory, both without simulating), a layout is
-simulated by ``ppviz.estimate``. Once the popped bound exceeds the k-th best time found, nothing
-left can enter the top k. The Pareto front of time against peak memory is exact the same way: a
-layout is skipped only when a simulated layout that fits is no slower than its time bound and no
-larger than its memory bound. Simulations are shared by layouts that differ only in ZeRO stage.
+its layouts (each with a tighter bound and its peak memory, both without simulating, by the
+estimate layer's ``devices`` functions), a layout is simulated by the estimate layer's first two
+steps (``simulate_layout``, ``totals``: its time and peak memory). Once the popped bound exceeds the
+k-th best time found, nothing left can enter the top k. The Pareto front of time against peak
+memory is exact the same way: a layout is skipped only when a simulated layout that fits is no
+slower than its time bound and no larger than its memory bound. Simulations are shared by layouts
+that differ only in ZeRO stage; only the rows returned are completed into Estimates.
 """
 
 from __future__ import annotations
