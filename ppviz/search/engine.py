@@ -104,7 +104,7 @@ class _Leaf:
     @cached_property
     def layout(self) -> Layout:
         """The layout this leaf stands for, built when it is simulated (most leaves are pruned before)."""
-        return replace(self.lay, zero=self.zero)
+        return self.lay.replace(zero=self.zero)
 
 
 class _Front:
@@ -345,7 +345,7 @@ class _Search:
         g = grp.g
         base = g.layout(self.gbs)
         for v in grp.variants:
-            lay = replace(base, schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
+            lay = base.replace(schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
             order = self._order(lay, v, False)
             push(self._raw(lay, v, order, grp.mem_lb))
 
