@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psutil  # noqa: E402
-from bench_page import browser  # noqa: E402
+from browsing import browser, load, summary  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
@@ -198,17 +198,6 @@ def tree_at(rev: str) -> Path:
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(path)], input=archive, check=True)
     return path
-
-
-def summary(times: list[float]) -> str:
-    p90 = statistics.quantiles(times, n=10, method="inclusive")[-1] if len(times) > 1 else times[0]
-    return (
-        f"p50 {statistics.median(times):.0f} ms, p90 {p90:.0f} ms ({min(times):.0f}–{max(times):.0f}, n {len(times)})"
-    )
-
-
-def load() -> str:
-    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:

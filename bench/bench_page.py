@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
+from browsing import browser, figures_at, load, summary  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
@@ -48,15 +48,6 @@ const g = window.__draws.gantt.filter(t => t > t0), m = window.__draws.memory.fi
 if (!g.length || !m.length) return null;
 return Math.max(g[g.length - 1], m[m.length - 1]) - t0;
 """
-
-
-def browser() -> webdriver.Chrome:
-    options = Options()
-    options.binary_location = "/usr/bin/chromium"
-    flags = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1500,1000")
-    for arg in flags:
-        options.add_argument(arg)
-    return webdriver.Chrome(options=options)
 
 
 def serve() -> tuple[str, object]:
@@ -172,8 +163,6 @@ def main() -> None:
 def compare_figures(driver, base: str, rev: str, moves: int) -> None:
     """Slider moves at 8×32 and 8×64 with the figures.py of git revision ``rev`` and with this one, in
     three alternating blocks each, so that other work on the machine slows both alike."""
-    from bench_model_page import figures_at, load, summary
-
     from ppviz import figures
 
     variants = ((rev, figures_at(rev)), ("now", figures))

@@ -1,10 +1,16 @@
-"""ppviz: exact simulation and visualisation of pipeline-parallel training schedules."""
+"""ppviz: exact simulation and visualisation of pipeline-parallel training schedules.
 
-from . import estimate, search  # callables: ppviz.estimate(model, gpu, layout), ppviz.search(model, gpu, gpus, gbs)
+``ppviz.estimate`` and ``ppviz.search`` are the functions (real units, the layout search); their
+subpackages stay importable by name: ``from ppviz.estimate import Layout``.
+"""
+
 from .api import Run, evaluate, make_costs, simulate
 from .costs import Costs
+from .errors import InputError
+from .estimate import Estimate, Gpu, Layout, Model, SpecError, estimate
 from .ir import Action, Kind, Overlap, Placement, Schedule, from_torch_csv, to_torch_csv
 from .schedules import REGISTRY, build
+from .search import SearchResult, search
 from .simulator import DeadlockError, Result, ScheduleError, validate
 
 __version__ = "0.1.0"
@@ -16,7 +22,8 @@ def schedule_names() -> list[str]:
 
 
 __all__ = [
-    "Action", "Costs", "DeadlockError", "Kind", "Overlap", "Placement", "REGISTRY", "Result", "Run",
-    "Schedule", "ScheduleError", "build", "estimate", "evaluate", "from_torch_csv", "make_costs", "schedule_names",
-    "search", "simulate", "to_torch_csv", "validate",
+    "Action", "Costs", "DeadlockError", "Estimate", "Gpu", "InputError", "Kind", "Layout", "Model", "Overlap",
+    "Placement", "REGISTRY", "Result", "Run", "Schedule", "ScheduleError", "SearchResult", "SpecError", "build",
+    "estimate", "evaluate", "from_torch_csv", "make_costs", "schedule_names", "search", "simulate", "to_torch_csv",
+    "validate",
 ]  # fmt: skip

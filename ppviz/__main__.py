@@ -64,39 +64,59 @@ def _parser() -> argparse.ArgumentParser:
     search_cli.add_parser(sub)
     for name, help_ in (("simulate", "simulate a schedule and print its metrics"),
                         ("render", "write a standalone HTML page with the Gantt and memory charts")):  # fmt: skip
-        p = sub.add_parser(name, help=help_)
-        p.add_argument("schedule", nargs="?", help="schedule name (see `ppviz list`)")
-        p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch compute-only CSV order instead")
-        p.add_argument("--devices", "-p", type=ascii_int, help="pipeline devices p")
-        p.add_argument("--microbatches", "-m", type=ascii_int, help="microbatches m")
-        p.add_argument("--gbs", type=ascii_int, help="global batch size: with --mbs, gives microbatches = gbs / mbs")
-        p.add_argument("--mbs", type=ascii_int, help="micro-batch size (with --gbs)")
-        p.add_argument("--chunks", "-v", type=ascii_int, help="model chunks per device, for schedules that take it")
-        for q in _all_params().values():
-            if q.name == "chunks":
-                continue
-            flags = [f"--{name.replace('_', '-')}" for name in (q.name, *q.aliases)]
-            p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
-        p.add_argument("--f", type=ascii_float, help="forward time per device share (default 1)")
-        p.add_argument("--b", type=ascii_float, help="input-backward time per device share (default 1)")
-        p.add_argument("--w", type=ascii_float, help="weight-backward time per device share (default 1)")
-        p.add_argument("--p2p", type=ascii_float, help="latency added to cross-device dependencies (default 0)")
-        p.add_argument("--overlap", type=ascii_float, help="time factor of an overlapped F&B pair (default 1)")
-        p.add_argument("--b-frees", type=ascii_float, help="fraction of activation that B frees (default 0)")
-        p.add_argument("--stage-time", type=_stage_time, action="append", default=[], metavar="SHARE:F,B,W",
-                       help="override the f,b,w of device share i (the i-th 1/p of the model); stage s of S "
-                            "runs at share ⌊s·p/S⌋'s times × p/S (repeatable)")  # fmt: skip
+        p = sub.add_parser(name, help=help_, epilog=RENDER_EPILOG if name == "render" else None)
+        _add_abstract_args(p)
         if name == "simulate":
             out = p.add_mutually_exclusive_group()
             out.add_argument("--json", action="store_true", help="print the result as one JSON object")
             out.add_argument("--csv", action="store_true", help="print the ops as CSV")
             out.add_argument("--torch-csv", action="store_true", help="print the order as PyTorch compute-only CSV")
         else:
-            p.add_argument("-o", "--output", required=True, help="HTML file to write")
-            p.add_argument("--limit", type=ascii_float, help="memory limit line on the memory chart (GB with --model)")
-            # real units: `ppviz render SCHEDULE --model M --gpu G --tp ... -o page.html` (ms and GB)
-            estimate_cli.add_layout_args(p, beside_render=True)
+            _add_page_args(p)
     return ap
+
+
+RENDER_EPILOG = "in real units: ppviz render SCHEDULE --model M --gpu G [layout flags] -o page.html (ms and GB)"
+
+
+def _render_units_parser() -> argparse.ArgumentParser:
+    """`ppviz render` in real units: the schedule, the page's own flags and `ppviz estimate`'s model,
+    GPU and layout flags (ms and GB on the page)."""
+    p = _Parser(prog="ppviz render", description="Write a standalone HTML page of an estimate: Gantt in ms, "
+                "memory in GB against the HBM.")  # fmt: skip
+    _add_page_args(p)
+    estimate_cli.add_layout_args(p, render=True)
+    return p
+
+
+def _add_page_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", required=True, help="HTML file to write")
+    p.add_argument("--limit", type=ascii_float, help="memory limit line on the memory chart (GB with --model)")
+
+
+def _add_abstract_args(p: argparse.ArgumentParser) -> None:
+    """The schedule and its costs in abstract units (`ppviz simulate` and `ppviz render`)."""
+    p.add_argument("schedule", nargs="?", help="schedule name (see `ppviz list`)")
+    p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch compute-only CSV order instead")
+    p.add_argument("--devices", "-p", type=ascii_int, help="pipeline devices p")
+    p.add_argument("--microbatches", "-m", type=ascii_int, help="microbatches m")
+    p.add_argument("--gbs", type=ascii_int, help="global batch size: with --mbs, gives microbatches = gbs / mbs")
+    p.add_argument("--mbs", type=ascii_int, help="micro-batch size (with --gbs)")
+    p.add_argument("--chunks", "-v", type=ascii_int, help="model chunks per device, for schedules that take it")
+    for q in _all_params().values():
+        if q.name == "chunks":
+            continue
+        flags = [f"--{name.replace('_', '-')}" for name in (q.name, *q.aliases)]
+        p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
+    p.add_argument("--f", type=ascii_float, help="forward time per device share (default 1)")
+    p.add_argument("--b", type=ascii_float, help="input-backward time per device share (default 1)")
+    p.add_argument("--w", type=ascii_float, help="weight-backward time per device share (default 1)")
+    p.add_argument("--p2p", type=ascii_float, help="latency added to cross-device dependencies (default 0)")
+    p.add_argument("--overlap", type=ascii_float, help="time factor of an overlapped F&B pair (default 1)")
+    p.add_argument("--b-frees", type=ascii_float, help="fraction of activation that B frees (default 0)")
+    p.add_argument("--stage-time", type=_stage_time, action="append", default=[], metavar="SHARE:F,B,W",
+                   help="override the f,b,w of device share i (the i-th 1/p of the model); stage s of S "
+                        "runs at share ⌊s·p/S⌋'s times × p/S (repeatable)")  # fmt: skip
 
 
 def _run(args: argparse.Namespace) -> api.Run:
@@ -168,10 +188,58 @@ def _or(value, default):
     return default if value is None else value
 
 
-# abstract-units flags of `ppviz render`, and what replaces each in real units
-ABSTRACT_ONLY = {"order": "a schedule name", "devices": "--pp", "microbatches": "--gbs with --mbs", "chunks": "--vpp",
+# what replaces each abstract-units flag of `ppviz render` in real units (for the error that names it)
+IN_REAL_UNITS = {"order": "a schedule name", "devices": "--pp", "microbatches": "--gbs with --mbs", "chunks": "--vpp",
                  "f": "the model", "b": "the model", "w": "the model", "p2p": "the GPU's links",
                  "overlap": "--pair-overlap", "stage_time": "--layer-split"}  # fmt: skip
+
+
+def _in_real_units(render: argparse.ArgumentParser, units: argparse.ArgumentParser, argv: list[str]) -> bool:
+    """Whether a `ppviz render` line is in real units: it gives a flag only the real-units command
+    has (spelt out, or a prefix of only such flags, as argparse accepts)."""
+    own, theirs = set(render._option_string_actions), set(units._option_string_actions)
+    for token in argv:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if not name.startswith("--") or name in own:
+            continue
+        if name in theirs or not any(o.startswith(name) for o in own) and any(o.startswith(name) for o in theirs):
+            return True
+    return False
+
+
+def _abstract_flags(render: argparse.ArgumentParser, units: argparse.ArgumentParser, argv: list[str]):
+    """``argv`` without the abstract-units flags (and their values) the real-units command does not
+    have, and the first of those flags' actions (None when there is none)."""
+    only = {o: a for o, a in render._option_string_actions.items() if o not in units._option_string_actions}
+    rest, first, skip = [], None, False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        name = token.split("=", 1)[0]
+        attached = name[:2] if len(name) > 2 and name[1] != "-" else name  # -p4
+        action = only.get(name) or only.get(attached)
+        if action is None:
+            rest.append(token)
+            continue
+        first = first or action
+        skip = "=" not in token and name == attached and action.nargs != 0
+    return rest, first
+
+
+def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser of the command ``argv`` gives (a subcommand's, or real-units render's) and its arguments."""
+    parser = _parser()
+    render, units = _subparser(parser, "render"), _render_units_parser()
+    if argv[0] == "render" and _in_real_units(render, units, argv[1:]):
+        rest, abstract = _abstract_flags(render, units, argv[1:])
+        args = units.parse_args(rest)
+        args.command, args.abstract_flag = "render-units", abstract
+        return units, args
+    args = parser.parse_args(argv)
+    return _subparser(parser, args.command), args
 
 
 def _render_estimate(args: argparse.Namespace) -> int:
@@ -181,9 +249,10 @@ def _render_estimate(args: argparse.Namespace) -> int:
         raise UsageError(
             f"real units need {' and '.join(missing)} (given: {', '.join(estimate_cli.given_flags(args))})"
         )
-    for name, instead in ABSTRACT_ONLY.items():
-        if getattr(args, name) not in (None, []):
-            raise UsageError(f"--{name.replace('_', '-')} is for abstract units; with --model use {instead} instead")
+    if args.abstract_flag is not None:
+        action = args.abstract_flag
+        flag = next(s for s in action.option_strings if s.startswith("--"))
+        raise UsageError(f"{flag} is for abstract units; with --model use {IN_REAL_UNITS[action.dest]} instead")
     if not args.schedule:
         raise UsageError("name a schedule (see `ppviz list`), e.g. ppviz render 1f1b --model ... -o page.html")
     from . import figures
@@ -264,9 +333,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _parser().print_help()
         return 0
     try:
-        parser = _parser()
-        args = parser.parse_args(argv)
-        cli_limits.check(_subparser(parser, args.command), args)
+        sub, args = _parse(argv)
+        cli_limits.check(sub, args)
+        if args.command == "render-units":
+            return _render_estimate(args)
         if args.command == "list":
             _list(args.json)
             return 0
@@ -279,8 +349,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(schedule_table(), end="")
             return 0
-        if args.command == "render" and estimate_cli.given_flags(args):
-            return _render_estimate(args)
         run = _run(args)
         if args.command == "render":
             from . import figures

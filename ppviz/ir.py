@@ -186,6 +186,14 @@ def make_schedule(
     return Schedule(placement, microbatches, tuple(tuple(o) for o in order), name, **kw)
 
 
+def iterations(schedule: Schedule) -> tuple[int, int]:
+    """(iterations, microbatches per iteration) of a generated schedule; (1, m) otherwise."""
+    k = int(schedule.params.get("iterations") or 1)
+    if k < 1 or schedule.microbatches % k:
+        return 1, schedule.microbatches
+    return k, schedule.microbatches // k
+
+
 # --- PyTorch compute-only text form -------------------------------------------------------
 
 _TO_TORCH = {Kind.F: "F", Kind.B: "I", Kind.W: "W", Kind.BW: "B"}

@@ -1,4 +1,6 @@
-"""Iterations and batch sizing: how many microbatches a run has, and where its iterations end.
+"""Iterations and batch sizing: how many microbatches a run has, and where its iterations end in a
+simulated Result (the count itself is the schedule's, ``ir.iterations``; where the simulator puts
+the optimizer steps is its own, ``simulator.step_slots``).
 
 A schedule that runs k iterations numbers its microbatches k·m + j (iteration k, microbatch j of
 m), so an op's iteration is its microbatch // m. Schedules with a flush start an iteration only
@@ -12,17 +14,13 @@ switches weight version. The last iteration's step is not part of the run (the e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from .errors import InputError
-from .ir import KIND_INDEX, Kind, Schedule
-
-if TYPE_CHECKING:  # the simulator imports this module
-    from .simulator import Result
-
-_F = KIND_INDEX[Kind.F]
+from .ir import KIND_INDEX, Kind, iterations
+from .simulator import Result, step_slots
 
 
 def microbatches_for_batch(global_batch: int, micro_batch: int) -> int:
@@ -39,14 +37,6 @@ def microbatches_for_batch(global_batch: int, micro_batch: int) -> int:
     return global_batch // micro_batch
 
 
-def iterations(schedule: Schedule) -> tuple[int, int]:
-    """(iterations, microbatches per iteration) of a generated schedule; (1, m) otherwise."""
-    k = int(schedule.params.get("iterations") or 1)
-    if k < 1 or schedule.microbatches % k:
-        return 1, schedule.microbatches
-    return k, schedule.microbatches // k
-
-
 def iteration_ends(result: Result) -> np.ndarray:
     """``[iteration, device]``: when each device ends its last backward op of each iteration.
 
@@ -59,20 +49,6 @@ def iteration_ends(result: Result) -> np.ndarray:
     out = np.full((k, result.schedule.devices), -np.inf)
     np.maximum.at(out, (result.microbatch[backward] // m, result.device[backward]), result.end[backward])
     out[np.isinf(out)] = np.nan
-    return out
-
-
-def step_slots(schedule: Schedule, device: np.ndarray, microbatch: np.ndarray, kind: np.ndarray, slot: np.ndarray):
-    """``[iteration, device]`` for iterations 0..k−2: the slot after which the device runs its optimizer
-    step (its last backward slot of that iteration), −1 where it has none. Columns as in ``Result``."""
-    k, m = iterations(schedule)
-    out = np.full((max(k - 1, 0), schedule.devices), -1, dtype=np.int64)
-    if k < 2:
-        return out
-    backward = kind != _F
-    it = microbatch[backward] // m
-    early = it < k - 1
-    np.maximum.at(out, (it[early], device[backward][early]), slot[backward][early])
     return out
 
 

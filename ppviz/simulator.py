@@ -23,8 +23,7 @@ import numpy as np
 
 from .costs import Costs
 from .errors import InputError
-from .ir import KIND_INDEX, KINDS, Action, Kind, Overlap, Schedule
-from .iterations import step_slots
+from .ir import KIND_INDEX, KINDS, Action, Kind, Overlap, Schedule, iterations
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
 
@@ -239,6 +238,20 @@ def _prepare(schedule: Schedule):
     pos = np.full(len(KINDS) * S * M, -1, dtype=np.int64)
     pos[key] = np.arange(len(key))
     return dev, stage, mb, kind, slot, slot_device, key, pos
+
+
+def step_slots(schedule: Schedule, device: np.ndarray, microbatch: np.ndarray, kind: np.ndarray, slot: np.ndarray):
+    """``[iteration, device]`` for iterations 0..k−2: the slot after which the device runs its optimizer
+    step (its last backward slot of that iteration), −1 where it has none. Columns as in ``Result``."""
+    k, m = iterations(schedule)
+    out = np.full((max(k - 1, 0), schedule.devices), -1, dtype=np.int64)
+    if k < 2:
+        return out
+    backward = kind != _F
+    it = microbatch[backward] // m
+    early = it < k - 1
+    np.maximum.at(out, (it[early], device[backward][early]), slot[backward][early])
+    return out
 
 
 def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from ppviz import cli_limits
-from ppviz.__main__ import _parser, _subparser, main
+from ppviz.__main__ import _parse, _parser, _render_units_parser, main
 from ppviz.estimate import specs
 from ppviz.search import Options, space
 
@@ -85,9 +85,8 @@ def test_a_negative_zero_is_a_value_within_range(capsys):
 
 
 def _check(*args):
-    parser = _parser()
-    ns = parser.parse_args([str(a) for a in args])
-    cli_limits.check(_subparser(parser, ns.command), ns)
+    sub, ns = _parse([str(a) for a in args])
+    cli_limits.check(sub, ns)
 
 
 @pytest.mark.parametrize(
@@ -152,7 +151,7 @@ def test_every_number_option_of_every_subcommand_has_a_bound():
     parser = _parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     names_only = {"--schedules", "--recompute", "--tp-mode"}  # lists of names, checked against their choices
-    for command, p in sub.choices.items():
+    for command, p in [*sub.choices.items(), ("render in real units", _render_units_parser())]:
         for action in p._actions:
             flag = next((s for s in action.option_strings if s.startswith("--")), None)
             if action.type is None or flag in names_only:

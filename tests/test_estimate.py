@@ -447,7 +447,7 @@ def test_each_pipeline_boundary_on_its_own_tier():
     assert d["p2p_ms"] == pytest.approx(net * 1e3)
     stage = sum(f + b + w for f, b, w in zip(e.plan.f, e.plan.b, e.plan.w))
     assert e.makespan_s == pytest.approx(stage + 2 * (6 * nv + net), rel=1e-12)
-    assert p2p_seconds(m, g, e.layout, e.run.schedule) == pytest.approx(nv)  # a bound on every crossing
+    assert p2p_seconds(m, g, e.layout, e.run.schedule.placement) == pytest.approx(nv)  # a bound on every crossing
 
 
 def test_dp_sync_overlaps_the_last_backward_op_only():

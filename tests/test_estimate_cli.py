@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from ppviz.__main__ import main
-from ppviz.estimate import Model, cli, gpu, model
+from ppviz.estimate import Gpu, Model, gpu, model
+from ppviz.estimate.specs import override_flags
 
 BASE = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--tp", "2", "--pp", "4", "--dp", "2", "--mbs", "1",
         "--gbs", "32", "--seq", "4096", "--recompute", "selective", "--sequence-parallel", "--zero", "1",
@@ -67,7 +68,7 @@ def test_model_flags_override_every_field(capsys):
         True,
         False,
     )
-    covered = {field for _, field, _ in cli.MODEL_FLAGS} | set(cli.MODEL_BOOLS)
+    covered = {f.field for f in override_flags(Model)}
     assert covered == {f.name for f in dataclasses.fields(Model)} - {"name"}
     moe = run_json(capsys, ["estimate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2", "--gbs", "1",
                             "--experts", "4", "--top-k", "1", "--expert-ffn", "1024", "--shared-experts", "1",
@@ -97,7 +98,7 @@ def test_gpu_flags_are_in_human_units(capsys):
     assert (g["nvlink_domain"], g["network_bytes_per_s"], g["matmul_efficiency"]) == (4, 1e10, 0.5)
     assert g["kernel_overhead_s"] == pytest.approx(7e-6)
     assert d["capacity_bytes"] == 40e9
-    fields = {field for _, field, *_ in cli.GPU_FLAGS} | {"nvlink_domain"}
+    fields = {f.field for f in override_flags(Gpu)}
     assert fields == set(gpu("h100-sxm").__dataclass_fields__) - {"name"}
 
 

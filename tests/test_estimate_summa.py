@@ -5,7 +5,7 @@ per GPU, and refusals."""
 import pytest
 
 from ppviz.__main__ import main
-from ppviz.estimate import Layout, SpecError, estimate, gpu, model, summa
+from ppviz.estimate import Layout, SpecError, estimate, gpu, model, parts, summa
 from ppviz.estimate import comm as C
 from ppviz.estimate import layer as L
 from ppviz.estimate.iteration import shape_of
@@ -53,7 +53,7 @@ def test_matmul_communication_per_step_on_the_nvlink_tier():
     bnv = A100.nvlink_bytes_per_s * A100.nvlink_efficiency
     for nb, g in ((4, NO_LATENCY), (16, NO_LATENCY), (16, A100)):
         shape = shape_of(Layout(tp=8, tp_mode="2d", tp2d=(4, 2), summa_blocks=nb))
-        acc = L._Acc(g, g.bf16_flops)
+        acc = parts.Acc(g, g.bf16_flops)
         summa.matmul(acc, g, shape, T, K, N)
         f, b, w = acc.passes()
         want = (2 * T * K / 2 + 2 * K * N / 4) / bnv + nb * (3 + 1) * g.nvlink_latency_s

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from ppviz.estimate import Layout, SpecError, comm, estimate, gpu, layer, model
+from ppviz.estimate import Layout, SpecError, comm, estimate, gpu, layer, model, parts
 from ppviz.estimate.iteration import shape_of
 
 H100 = gpu("h100-sxm")
@@ -42,7 +42,7 @@ def test_hides_exactly_the_hand_computed_amount():
     serial, over = _pair(GPT, lay)
     T, h, t = GPT.seq, GPT.hidden, 8
     c = comm.all_gather_s(2 * T * h, t, 8, H100)
-    acc = layer._Acc(H100, H100.bf16_flops)
+    acc = parts.Acc(H100, H100.bf16_flops)
     qkv, proj = acc.gemm(T, h, 3 * h / t), acc.gemm(T, h / t, h)
     fc1, fc2 = acc.gemm(T, h, GPT.ffn / t), acc.gemm(T, GPT.ffn / t, h)
     pairs = ((qkv, proj), (fc1, fc2))

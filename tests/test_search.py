@@ -108,20 +108,20 @@ def test_bounds_never_exceed_the_simulated_figures(brute):
     opt, ests, _ = brute
     by_key = {engine.rank_key(e.layout): e for e in ests}
     s = engine._Search(TINY, _gpu(80e9), 8, 16, 5, opt, 1e9, False, None, None)
-    s.capacity = np.inf
     sp = space.groups(TINY, 8, 16, opt, 4)
     checked = 0
     for g in sp.groups:
         grp = s._group(g)
-        s.heap = []
-        s._expand(grp)
-        for _, _, raw in list(s.heap):
-            s.heap = []
-            s._bound(raw)
-            (_, _, var), s.heap = s.heap[0], []
+        raws: list = []
+        s._expand(grp, raws.append)
+        for raw in raws:
+            variants: list = []
+            s._bound(raw, variants.append, np.inf)
+            (var,) = variants
             assert grp.lb_s <= raw.lb_s * (1 + 1e-12) and raw.lb_s <= var.lb_s * (1 + 1e-12)
-            s._leaves(var)
-            for _, _, leaf in s.heap:
+            leaves: list = []
+            s._leaves(var, leaves.append, np.inf)
+            for leaf in leaves:
                 e = by_key[engine.rank_key(leaf.layout)]
                 peak = float(e.peak_bytes.max())
                 assert grp.lb_s <= var.lb_s * (1 + 1e-12) and var.lb_s <= e.iteration_s * (1 + 1e-9), leaf.layout
@@ -140,7 +140,7 @@ def test_rows_are_estimates_and_fit():
     res = ppviz.search("llama3-8b", g, 16, 64, top=4, headroom=0.25, schedules=["1f1b", "zb-h1", "zb-v"])
     assert len(res.layouts) == 4
     for row in res.layouts + res.pareto:
-        lay = ppviz.estimate.Layout(
+        lay = Layout(
             tp=row["tp"], pp=row["pp"], dp=row["dp"], cp=row["cp"], ep=row["ep"], vpp=row["vpp"], mbs=row["mbs"],
             gbs=64, schedule=row["schedule"], recompute=row["recompute"], zero=row["zero"],
             sequence_parallel=row["sequence_parallel"],
@@ -294,7 +294,8 @@ def test_nvlink_placements_time_each_group_on_its_tier():
     # the exposed sync across the network is the ring all-reduce of the fp32 gradients beyond the last op
     grads = iteration.GRAD_B * pp_in.params_per_device
     ring = np.array([comm.all_reduce_s(q, 4, 1, g) for q in grads])
-    assert pp_in._dp_exposed == pytest.approx(np.maximum(0, ring - pp_in._device_times[2]), rel=1e-12)
+    last_op = iteration.device_times(pp_in.run)[2]
+    assert pp_in.dp_exposed_s == pytest.approx(np.maximum(0, ring - last_op), rel=1e-12)
     size = 2 * 1 * 8192 * 4096 / 2  # bf16 activation of one microbatch, split over tp 2
     assert dp_in.to_dict(ops=False)["p2p_boundary_ms"] == [comm.p2p_s(size, False, g) * 1e3] * 3
     assert pp_in.to_dict(ops=False)["p2p_boundary_ms"] == [comm.p2p_s(size, True, g) * 1e3] * 3

@@ -13,7 +13,7 @@ from web_dispatch import Page, answer, text_of
 import app as page_app
 import ppviz
 from ppviz import figures
-from ppviz.estimate import Layout
+from ppviz.estimate import Layout, model
 from ppviz.web import limits, model_state, model_views
 from ppviz.web.model_layout import CONTROLS, MESSAGE_NAMES, bar_id, card_id, cid, msg_id
 from ppviz.web.url_state import ViewState
@@ -194,7 +194,7 @@ def test_a_preset_resets_its_fields_and_an_edited_field_is_an_override(page):
     open_hash(page, DEFAULT)
     out = change(page, "layers", 40)
     assert "layers=40" in out["url"]["hash"]
-    est = ppviz.estimate(ppviz.estimate.model("llama3-70b", layers=40), "h100-sxm", estimate(schedule="1f1b").layout)
+    est = ppviz.estimate(model("llama3-70b", layers=40), "h100-sxm", estimate(schedule="1f1b").layout)
     assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
     out = change(page, "model", "llama3-8b")
     assert out["layers-model"]["value"] == 32 and out["hidden-model"]["value"] == 4096  # the preset's own
@@ -318,7 +318,7 @@ def test_a_link_sets_every_control(page):
     assert out["sp-model"]["value"] == [] and out["recompute-model"]["value"] == "full"
     assert out["zero-model"]["value"] == 2 and out["seq-model"]["value"] == 4096
     est = ppviz.estimate(
-        ppviz.estimate.model("llama3-8b", seq=4096),
+        model("llama3-8b", seq=4096),
         "a100-80gb",
         Layout(tp=2, pp=4, dp=2, mbs=2, gbs=64, recompute="full", zero=2, schedule="zb-h1"),
     )

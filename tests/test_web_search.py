@@ -12,6 +12,7 @@ import app as page_app
 import ppviz
 from ppviz import figures
 from ppviz.estimate import Layout, model
+from ppviz.search import Options
 from ppviz.web import model_state, model_views, search_state, search_views
 from ppviz.web.search_layout import CONTROLS, cid
 
@@ -282,6 +283,6 @@ def test_the_page_searches_only_layouts_the_model_view_can_draw(page):
 
 def test_the_bounds_of_the_search_space_are_checked():
     with pytest.raises(ValueError, match="max_microbatches wants a whole number"):
-        ppviz.search.Options(max_microbatches=0)
+        Options(max_microbatches=0)
     with pytest.raises(ValueError, match="max_pp wants a whole number"):
-        ppviz.search.Options(max_pp=True)
+        Options(max_pp=True)

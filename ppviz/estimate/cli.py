@@ -18,31 +18,7 @@ from .iteration import FLOPS_DEFINITION, Estimate, estimate
 
 GIB = 2**30
 
-# (flag, Model field, type); booleans get --x / --no-x
-MODEL_FLAGS = [
-    ("layers", "layers", int), ("hidden", "hidden", int), ("heads", "heads", int), ("kv-heads", "kv_heads", int),
-    ("ffn", "ffn", int), ("vocab", "vocab", int), ("seq", "seq", int), ("head-dim", "head_dim", int),
-    ("experts", "experts", int), ("top-k", "top_k", int), ("expert-ffn", "expert_ffn", int),
-    ("shared-experts", "shared_experts", int), ("dense-layers", "dense_layers", int),
-]  # fmt: skip
-MODEL_BOOLS = ["gated_mlp", "tied_embeddings", "bias", "dropout", "flash_attention", "learned_positions"]
-# (flag, Gpu field, factor to the field's unit, help)
-GPU_FLAGS = [
-    ("peak-tflops", "bf16_flops", 1e12, "dense BF16 peak, TFLOP/s"),
-    ("fp8-tflops", "fp8_flops", 1e12, "dense FP8 peak, TFLOP/s"),
-    ("vector-tflops", "vector_flops", 1e12, "non-tensor-core peak, TFLOP/s"),
-    ("hbm-gb", "hbm_bytes", 1e9, "HBM capacity, GB (10^9 bytes)"),
-    ("hbm-gbps", "hbm_bytes_per_s", 1e9, "HBM bandwidth, GB/s"),
-    ("nvlink-gbps", "nvlink_bytes_per_s", 1e9, "NVLink bandwidth per direction, GB/s"),
-    ("network-gbps", "network_bytes_per_s", 1e9, "network bandwidth per GPU, GB/s"),
-    ("nvlink-latency-us", "nvlink_latency_s", 1e-6, "NVLink latency, µs"),
-    ("network-latency-us", "network_latency_s", 1e-6, "network latency, µs"),
-    ("matmul-efficiency", "matmul_efficiency", 1.0, "fraction of the peak a GEMM reaches"),
-    ("hbm-efficiency", "hbm_efficiency", 1.0, "fraction of the HBM bandwidth reached"),
-    ("nvlink-efficiency", "nvlink_efficiency", 1.0, "fraction of the NVLink bandwidth reached"),
-    ("network-efficiency", "network_efficiency", 1.0, "fraction of the network bandwidth reached"),
-    ("kernel-overhead-us", "kernel_overhead_s", 1e-6, "launch overhead per kernel, µs"),
-]
+SPECS = (("model", specs.Model), ("gpu", specs.Gpu))  # the override flags' destinations: model_<field>, gpu_<field>
 
 
 def _schedule_params() -> dict:
@@ -58,7 +34,7 @@ def _layer_split(text: str) -> tuple[int, ...]:
     return tuple(ascii_ints(text, "layers per stage, e.g. 3,4,4,3", flag="--layer-split"))
 
 
-def _grid(text: str) -> tuple[int, int]:
+def tp2d_grid(text: str) -> tuple[int, int]:
     ways = ascii_ints(text, "hidden,sequence ways, e.g. 4,2", flag="--tp2d")
     if len(ways) != 2:
         raise argparse.ArgumentTypeError(f"--tp2d wants hidden,sequence ways, e.g. 4,2 (got {text!r})")
@@ -86,24 +62,18 @@ def add_parsers(sub) -> None:
     p.add_argument("--no-ops", action="store_true", help="with --json, leave the run's ops out")
 
 
-# flags `ppviz render` already has with the same meaning and destination (besides the schedule's own)
-SHARED_WITH_RENDER = ("gbs", "mbs", "b-frees")
-
-
-def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) -> None:
+def add_layout_args(p: argparse.ArgumentParser, *, render: bool = False) -> None:
     """The model, GPU and layout flags of `ppviz estimate`, defined once.
 
-    ``beside_render``: `ppviz render` takes them next to its own flags; there the schedule is its
-    positional argument, ``--model`` is what switches to real units, and the flags it already
-    defines (SHARED_WITH_RENDER and the schedule's parameters) are not added twice. Unset flags
-    are None (or False), so a caller can tell which were given.
+    ``render``: the flags of `ppviz render` in real units, where the schedule is the positional
+    argument and ``--model`` and ``--gpu`` are checked by the command (which says what is missing).
+    Unset flags are None (or False), so a caller can tell which were given.
     """
-    p.add_argument("--model", required=not beside_render, help="model preset (see `ppviz presets`)")
-    p.add_argument("--gpu", required=not beside_render, help="GPU preset (see `ppviz presets`)")
-    for name in ("tp", "pp", "dp", "cp", "ep", "vpp") + (() if beside_render else ("mbs",)):
+    p.add_argument("--model", required=not render, help="model preset (see `ppviz presets`)")
+    p.add_argument("--gpu", required=not render, help="GPU preset (see `ppviz presets`)")
+    for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
         p.add_argument(f"--{name}", type=ascii_int, help=f"{name} (default 1)")
-    if not beside_render:
-        p.add_argument("--gbs", type=ascii_int, help="global batch in sequences (default: one microbatch per DP rank)")
+    p.add_argument("--gbs", type=ascii_int, help="global batch in sequences (default: one microbatch per DP rank)")
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
     p.add_argument("--tp-comm-overlap", action="store_true",
                    help="overlap the TP collectives with the GEMMs (Megatron --tp-comm-overlap; needs "
@@ -113,11 +83,14 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
         "--zero", type=ascii_int, help="0 none (default), 1 distributed optimizer, 2 + gradients, 3 + weights"
     )
     p.add_argument("--precision", choices=specs.PRECISIONS, help="bf16 (default) or fp8")
-    if not beside_render:
+    if render:
+        p.add_argument("schedule", nargs="?", help="pipeline schedule (see `ppviz list`)")
+    else:
         p.add_argument("--schedule", default="1f1b", help="pipeline schedule (see `ppviz list`; default 1f1b)")
     p.add_argument("--tp-mode", choices=specs.TP_MODES, help="1d (Megatron, default) or 2d (SUMMA over hidden × "
                    "sequence; implied by --tp2d)")  # fmt: skip
-    p.add_argument("--tp2d", type=_grid, metavar="R,C", help="2D TP grid: hidden ways R × sequence ways C (tp = R·C)")
+    p.add_argument("--tp2d", type=tp2d_grid, metavar="R,C",
+                   help="2D TP grid: hidden ways R × sequence ways C (tp = R·C)")  # fmt: skip
     p.add_argument("--summa-blocks", type=ascii_int, help="SUMMA steps per matmul (default: lcm of R and C)")
     p.add_argument("--nvlink-dp-pp", type=_pair, metavar="A,B",
                    help="NVLink placement: A dp ranks and B pp ranks share a domain with the tp·cp group "
@@ -125,51 +98,44 @@ def add_layout_args(p: argparse.ArgumentParser, *, beside_render: bool = False) 
     p.add_argument("--layer-split", type=_layer_split, metavar="N,N,...", help="layers of every stage")
     p.add_argument("--edge-fewer", type=ascii_int, help="k fewer layers on the first and last stage")
     p.add_argument("--no-dp-overlap", action="store_true", help="do not overlap the gradient reduction")
-    if not beside_render:
-        p.add_argument("--b-frees", type=ascii_float, help="fraction of a stage's activation that B frees (default 0)")
+    p.add_argument("--b-frees", type=ascii_float, help="fraction of a stage's activation that B frees (default 0)")
     p.add_argument("--pair-overlap", action="store_true",
                    help="overlapped F&B pairs (DualPipe) hide each op's MoE all-to-all")  # fmt: skip
-    if not beside_render:
-        for q in _schedule_params().values():
-            flags = [f"--{n.replace('_', '-')}" for n in (q.name, *q.aliases)]
-            p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
+    for q in _schedule_params().values():
+        flags = [f"--{n.replace('_', '-')}" for n in (q.name, *q.aliases)]
+        p.add_argument(*flags, dest=q.name, type=NUMBER_TYPES.get(q.type, q.type), help=q.help)
     add_spec_overrides(p)
 
 
 def add_spec_overrides(p: argparse.ArgumentParser) -> None:
-    """Flags that override any field of the model and GPU presets (estimate, render and search)."""
-    for flag, field, typ in MODEL_FLAGS:
-        p.add_argument(f"--{flag}", dest=f"model_{field}", type=NUMBER_TYPES[typ], help=f"override the model's {field}")
-    for field in MODEL_BOOLS:
-        p.add_argument(f"--{field.replace('_', '-')}", dest=f"model_{field}", action=argparse.BooleanOptionalAction,
-                       help=f"override the model's {field}")  # fmt: skip
-    for flag, field, _, help_ in GPU_FLAGS:
-        p.add_argument(f"--{flag}", dest=f"gpu_{field}", type=ascii_float, help=help_)
-    p.add_argument("--nvlink-domain", dest="gpu_nvlink_domain", type=ascii_int, help="GPUs per NVLink domain")
+    """Flags that override any field of the model and GPU presets (estimate, render and search),
+    as the specs define them (``specs.override_flags``)."""
+    for prefix, cls in SPECS:
+        for f in specs.override_flags(cls):
+            if f.type is bool:
+                p.add_argument(f"--{f.name}", dest=f"{prefix}_{f.field}", action=argparse.BooleanOptionalAction,
+                               help=f.help)  # fmt: skip
+            else:
+                p.add_argument(f"--{f.name}", dest=f"{prefix}_{f.field}", type=NUMBER_TYPES[f.type], help=f.help)
 
 
 def given_flags(args: argparse.Namespace) -> list[str]:
-    """The real-units flags given on a `ppviz render` line (those add_layout_args added beside it)."""
+    """The model, GPU and layout flags given on a `ppviz render` line in real units."""
     plain = ["model", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
              "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "precision", "layer_split", "edge_fewer",
              "no_dp_overlap", "pair_overlap", "tp_comm_overlap"]  # fmt: skip
     flags = {n: n.replace("_", "-") for n in plain}
-    flags.update({f"model_{f}": flag for flag, f, _ in MODEL_FLAGS})
-    flags.update({f"model_{f}": f.replace("_", "-") for f in MODEL_BOOLS})
-    flags.update({f"gpu_{f}": flag for flag, f, _, _ in GPU_FLAGS})
-    flags["gpu_nvlink_domain"] = "nvlink-domain"
+    flags.update({f"{prefix}_{f.field}": f.name for prefix, cls in SPECS for f in specs.override_flags(cls)})
     return [f"--{flag}" for dest, flag in flags.items() if getattr(args, dest, None) not in (None, False)]
 
 
 def specs_from_args(args: argparse.Namespace) -> tuple[specs.Model, specs.Gpu]:
     """The model and GPU presets with the override flags of ``add_spec_overrides`` applied."""
-    model_over = {f: getattr(args, f"model_{f}") for _, f, _ in MODEL_FLAGS}
-    model_over.update({f: getattr(args, f"model_{f}") for f in MODEL_BOOLS})
-    gpu_over = {f: getattr(args, f"gpu_{f}") * k for _, f, k, _ in GPU_FLAGS if getattr(args, f"gpu_{f}") is not None}
-    if args.gpu_nvlink_domain is not None:
-        gpu_over["nvlink_domain"] = args.gpu_nvlink_domain
-    model = specs.model(args.model, **{k: v for k, v in model_over.items() if v is not None})
-    return model, specs.gpu(args.gpu, **gpu_over)
+    over: dict[str, dict] = {}
+    for prefix, cls in SPECS:
+        given = ((f, getattr(args, f"{prefix}_{f.field}")) for f in specs.override_flags(cls))
+        over[prefix] = {f.field: v if f.unit == 1 else v * f.unit for f, v in given if v is not None}
+    return specs.model(args.model, **over["model"]), specs.gpu(args.gpu, **over["gpu"])
 
 
 def _or(value, default):

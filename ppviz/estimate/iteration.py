@@ -39,29 +39,33 @@ exactly → + the exposed DP gradient synchronisation + the optimizer step → a
 - FLOPs (MFU): Korthikanti et al. eq. 7, 72·B·L·s·h²·(1 + s/(6h) + V/(12hL)) for a dense GPT,
   generalised as Megatron's num_floating_point_operations (GQA, SwiGLU, MoE top-k): three times
   the forward GEMMs, attention counted in full. HFU adds the recomputed FLOPs.
+
+``estimate`` is three public steps, each a plain record computed once: ``simulate_layout`` (the
+Simulation: stages, costs, the run), ``totals`` (Totals: iteration time and peak bytes, all a
+search ranks by) and ``complete`` (the Estimate: throughput, FLOPs, the fit, the breakdown). What a
+device holds and runs besides its ops (static bytes, optimizer, DP sync) is ``devices``'s, which
+the search's bounds call before simulating.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from functools import cached_property, lru_cache
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 
 import numpy as np
 
 from .. import api, memory, metrics, schedules, simulator
 from ..costs import Costs
-from ..ir import KIND_INDEX, Kind, Schedule
+from ..ir import KIND_INDEX, Kind, Placement, Schedule
 from ..iterations import iterations
-from . import comm, layer
+from . import comm, devices, layer
+from .devices import GRAD_B, WEIGHT_B, dp_groups, same_domain
 from .specs import Gpu, Layout, Model, SpecError
 from .specs import gpu as gpu_preset
 from .specs import model as model_preset
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
-ADAM_BYTES_PER_PARAM = 30
-ADAM_FLOPS_PER_PARAM = 12  # moments, bias corrections, sqrt, divide, weight decay, update
-WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 4, 12  # bytes per parameter (Megatron mixed precision)
 FLOPS_DEFINITION = (
     "model FLOPs = 3 × the forward GEMM FLOPs (Korthikanti et al. 2022 eq. 7, generalised to GQA, SwiGLU and "
     "MoE top-k as in Megatron-LM's num_floating_point_operations; attention counted in full)"
@@ -170,21 +174,6 @@ def stage_plan(model: Model, gpu: Gpu, layout: Layout, stages: int, tied_shared:
     return _stage_plan(model, gpu, shape, split, tied_shared, zero3_groups(layout, gpu))
 
 
-def dp_groups(layout: Layout, gpu: Gpu) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """(size, rank stride, members per NVLink domain) of the data-parallel groups of the dense
-    parameters (dp·cp, as Megatron shards them) and of the routed experts (dp·cp/ep). With an NVLink
-    placement (``nvlink_dp_pp``) the domain holds the whole tp·cp group and that many dp ranks."""
-    dom = gpu.nvlink_domain
-    n_dense = layout.dp * layout.cp
-    n_exp = max(1, n_dense // layout.ep)
-    stride_exp = layout.tp * layout.cp * layout.ep
-    if layout.nvlink_dp_pp is not None:
-        k = comm.per_domain(layout.cp, layout.tp, dom) * layout.nvlink_dp_pp[0]
-        return (n_dense, layout.tp, k), (n_exp, stride_exp, max(1, k // layout.ep))
-    dense = (n_dense, layout.tp, comm.per_domain(n_dense, layout.tp, dom))
-    return dense, (n_exp, stride_exp, comm.per_domain(n_exp, stride_exp, dom))
-
-
 def check_nvlink(layout: Layout, gpu: Gpu) -> None:
     """An NVLink placement must fit in one domain: tp·cp·(dp ranks)·(pp ranks) GPUs at most."""
     if layout.nvlink_dp_pp is None:
@@ -197,19 +186,6 @@ def check_nvlink(layout: Layout, gpu: Gpu) -> None:
             "lower the dp or pp ranks in it",
             field="nvlink_dp_pp",
         )
-
-
-def pipeline_same_domain(layout: Layout, gpu: Gpu, a: int, b: int) -> bool:
-    """Whether pipeline devices a and b share an NVLink domain (Megatron's order, or the placement's
-    consecutive pp ranks per domain)."""
-    per = layout.nvlink_dp_pp[1] if layout.nvlink_dp_pp is not None else 0
-    return _pipeline_same(a, b, layout.tp * layout.cp * layout.dp, gpu.nvlink_domain, per)
-
-
-def _pipeline_same(a: int, b: int, stride: int, domain: int, pp_per_domain: int) -> bool:
-    if pp_per_domain:
-        return a // pp_per_domain == b // pp_per_domain
-    return comm.same_domain(a * stride, b * stride, domain)
 
 
 def zero3_groups(layout: Layout, gpu: Gpu) -> tuple[tuple[int, int], tuple[int, int]] | None:
@@ -292,66 +268,22 @@ def p2p_links(model: Model, gpu: Gpu, layout: Layout, devices: int) -> tuple[tup
 def _links(seq: int, hidden: int, gpu: Gpu, mbs: int, tp: int, cp: int, dp: int, devices: int, pp_per_domain: int = 0):
     size = layer.BF16 * mbs * seq / cp * hidden / tp
     inside, outside = comm.p2p_s(size, True, gpu), comm.p2p_s(size, False, gpu)
-    same = [[_pipeline_same(a, b, tp * cp * dp, gpu.nvlink_domain, pp_per_domain) for b in range(devices)]
+    same = [[same_domain(a, b, tp * cp * dp, gpu.nvlink_domain, pp_per_domain) for b in range(devices)]
             for a in range(devices)]  # fmt: skip
     return tuple(
         tuple(0.0 if a == b else inside if same[a][b] else outside for b in range(devices)) for a in range(devices)
     )
 
 
-def boundary_p2p(links, schedule: Schedule) -> list[float]:
+def boundary_p2p(links, placement: Placement) -> list[float]:
     """Per cross-device stage boundary, in every direction, its transfer time."""
-    return [links[a][b] for row in schedule.placement.devices_of for a, b in zip(row, row[1:]) if a != b]
+    return [links[a][b] for row in placement.devices_of for a, b in zip(row, row[1:]) if a != b]
 
 
-def p2p_seconds(model: Model, gpu: Gpu, layout: Layout, schedule: Schedule) -> float:
+def p2p_seconds(model: Model, gpu: Gpu, layout: Layout, placement: Placement) -> float:
     """The fastest cross-device boundary's transfer of one microbatch: every dependency that crosses
     devices waits at least this long (a bound for searches; the simulation times each link)."""
-    return min(boundary_p2p(p2p_links(model, gpu, layout, schedule.devices), schedule), default=0.0)
-
-
-def estimate(
-    model: Model | str, gpu: Gpu | str, layout: Layout, *, schedule: Schedule | None = None, run: api.Run | None = None
-) -> Estimate:
-    """Estimate one training iteration of ``model`` on ``gpu`` GPUs laid out as ``layout``.
-
-    Pass ``schedule`` (built for this layout's pp and microbatches) to reuse it, and ``run`` (that
-    schedule already simulated) to reuse the simulation: it is used only when its costs equal this
-    layout's, e.g. for layouts that differ only in ZeRO stage (the search). Raises ValueError
-    with a message saying what to change when the inputs do not fit together.
-    """
-    model, gpu = resolve(model, gpu)
-    if not isinstance(layout, Layout):
-        raise SpecError("layout must be a ppviz.estimate.Layout", field="layout")
-    m = layout.microbatches
-    shape = shape_of(layout)
-    layer.check(model, shape)
-    check_nvlink(layout, gpu)
-    if schedule is None:
-        spec = schedules.get(layout.schedule)
-        uniform = _uniform_costs(model, gpu, layout) if spec.uses_costs else None
-        schedule = schedule_for(layout, uniform)
-    elif schedule.devices != layout.pp or schedule.microbatches != m * iterations(schedule)[0]:
-        raise SpecError(
-            f"the given schedule has {schedule.devices} devices and {schedule.microbatches} microbatches; "
-            f"the layout needs pp {layout.pp} and {m} per iteration",
-            field="pp",
-        )
-    S = schedule.stages
-    pl = schedule.placement
-    tied_shared = any(row[0] == row[-1] for row in pl.devices_of)
-    plan = stage_plan(model, gpu, layout, S, tied_shared)
-    links = p2p_links(model, gpu, layout, schedule.devices)
-    p2p = max(boundary_p2p(links, schedule), default=0.0)
-    overlap = pair_overlap(plan) if layout.pair_overlap else 1.0
-    costs = Costs(p2p=p2p, overlap=overlap, b_frees=layout.b_frees, link_p2p=links if p2p else (),
-                  exact_stage_times=tuple(zip(plan.f, plan.b, plan.w)))  # fmt: skip
-    if iterations(schedule)[0] > 1:  # the steps between iterations come from the run without them
-        first = Estimate(model, gpu, layout, api.evaluate(schedule, costs), costs, plan, p2p)
-        costs = replace(costs, optimizer_step=tuple(first.optimizer_step_s.tolist()))
-    if run is None or run.schedule is not schedule or run.costs != costs:
-        run = api.evaluate(schedule, costs)
-    return Estimate(model, gpu, layout, run, costs, plan, p2p)
+    return min(boundary_p2p(p2p_links(model, gpu, layout, placement.devices), placement), default=0.0)
 
 
 def pair_overlap(plan: StagePlan) -> float:
@@ -374,310 +306,171 @@ def _uniform_costs(model: Model, gpu: Gpu, layout: Layout) -> Costs:
     return Costs(plan.f[0] / p, plan.b[0] / p, plan.w[0] / p, p2p=0.0, b_frees=layout.b_frees)
 
 
+def estimate(
+    model: Model | str, gpu: Gpu | str, layout: Layout, *, schedule: Schedule | None = None, run: api.Run | None = None
+) -> Estimate:
+    """Estimate one training iteration of ``model`` on ``gpu`` GPUs laid out as ``layout``.
+
+    Pass ``schedule`` (built for this layout's pp and microbatches) to reuse it, and ``run`` (that
+    schedule already simulated) to reuse the simulation: it is used only when its costs equal this
+    layout's, e.g. for layouts that differ only in ZeRO stage (the search). Raises ValueError
+    with a message saying what to change when the inputs do not fit together.
+    """
+    return complete(totals(simulate_layout(model, gpu, layout, schedule=schedule, run=run)))
+
+
 @dataclass(frozen=True, eq=False)
-class Estimate:
-    """One estimated iteration: the simulated Run (times in seconds), its Costs, and the figures."""
+class Simulation:
+    """A layout's schedule simulated under its real costs: what every figure of an estimate is computed from."""
 
     model: Model
     gpu: Gpu
     layout: Layout
-    run: api.Run
+    run: api.Run  # times in seconds
     costs: Costs
     plan: StagePlan
     p2p_s: float  # the slowest stage boundary's transfer
 
-    # --- time -----------------------------------------------------------------------------
 
-    @property
-    def makespan_s(self) -> float:
-        return self.run.metrics.makespan
-
-    @cached_property
-    def _device_times(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Per device: first start, last end, last op's duration, first F's duration."""
-        r = self.run.result
-        p = self.run.schedule.devices
-        first = np.full(p, np.inf)
-        last = np.full(p, -np.inf)
-        np.minimum.at(first, r.slot_device, r.slot_start)
-        np.maximum.at(last, r.slot_device, r.slot_end)
-        dur = r.slot_end - r.slot_start
-        bounds = np.searchsorted(r.slot_device, np.arange(p + 1))
-        last_op = np.array([dur[bounds[d + 1] - 1] if bounds[d + 1] > bounds[d] else 0.0 for d in range(p)])
-        first_op = np.array([dur[bounds[d]] if bounds[d + 1] > bounds[d] else 0.0 for d in range(p)])
-        return first, last, last_op, first_op
-
-    @cached_property
-    def params_per_device(self) -> np.ndarray:
-        """Parameters on each device: every stage it holds for a direction that carries microbatches."""
-        return self._held(self.plan.params)
-
-    @cached_property
-    def expert_params_per_device(self) -> np.ndarray:
-        """The routed-expert part of params_per_device."""
-        return self._held(self.plan.expert_params)
-
-    def _held(self, per_stage: np.ndarray) -> np.ndarray:
-        sched = self.run.schedule
-        used = {0} if sched.directions is None else set(sched.directions)
-        out = np.zeros(sched.devices)
-        for dev, held in enumerate(sched.placement.held()):
-            out[dev] = sum(per_stage[s] for d, s in held if d in used)
-        return out
-
-    @property
-    def _groups(self) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        return dp_groups(self.layout, self.gpu)
-
-    def _sharded(self, bytes_per_param: float, from_zero: int) -> np.ndarray:
-        """Per device: bytes_per_param × its parameters, divided over their DP group from ZeRO stage ``from_zero``."""
-        (nd, _, _), (ne, _, _) = self._groups
-        expert = self.expert_params_per_device
-        dense = self.params_per_device - expert
-        if self.layout.zero >= from_zero:
-            return bytes_per_param * (dense / nd + expert / ne)
-        return bytes_per_param * (dense + expert)
-
-    @cached_property
-    def _dp_exposed(self) -> np.ndarray:
-        lay, gpu = self.layout, self.gpu
-        expert = self.expert_params_per_device
-        dense = self.params_per_device - expert
-        rs = np.zeros(len(dense))
-        ag = np.zeros(len(dense))
-        if lay.zero == 3:  # gathered and reduce-scattered layer by layer inside the ops (StagePlan.zero3)
-            return self._tied_sync_s
-        for (n, _, k), params in zip(self._groups, (dense, expert)):
-            for d, q in enumerate(params):
-                if lay.zero >= 1:
-                    rs[d] += comm.reduce_scatter_s(GRAD_B * q, n, k, gpu)
-                    ag[d] += comm.all_gather_s(WEIGHT_B * q, n, k, gpu)
-                else:
-                    rs[d] += comm.all_reduce_s(GRAD_B * q, n, k, gpu)
-        _, _, last_op, first_op = self._device_times
-        if lay.dp_overlap:
-            exposed = np.maximum(0.0, rs - last_op) + np.maximum(0.0, ag - first_op)
-        else:
-            exposed = rs + ag
-        return exposed + self._tied_sync_s
-
-    @cached_property
-    def _tied_sync_s(self) -> np.ndarray:
-        """Tied embeddings on different devices: their gradients are all-reduced between the two."""
-        sched = self.run.schedule
-        out = np.zeros(sched.devices)
-        if not self.model.tied_embeddings:
-            return out
-        for row in sched.placement.devices_of:
-            a, b = row[0], row[-1]
-            if a != b:
-                same = pipeline_same_domain(self.layout, self.gpu, a, b)
-                size = GRAD_B * self.model.vocab * self.model.hidden / self.layout.tp
-                t = comm.all_reduce_s(size, 2, 2 if same else 1, self.gpu)
-                out[a] = max(out[a], t)
-                out[b] = max(out[b], t)
-        return out
-
-    @cached_property
-    def dp_sync_s(self) -> float:
-        """Exposed DP synchronisation: how much later than the makespan the last device is done."""
-        first, last, _, _ = self._device_times
-        start = float(first[np.isfinite(first)].min())
-        done = np.where(np.isfinite(last), last, start) + self._dp_exposed
-        return max(0.0, float(done.max()) - start - self.makespan_s)
-
-    @cached_property
-    def optimizer_device_s(self) -> np.ndarray:
-        """Per device, Adam over its share of the optimizer state: a roofline of its bytes at HBM
-        bandwidth and its FLOPs at the vector peak (the bytes bound it)."""
-        updated = self._sharded(1.0, from_zero=1)
-        bytes_s = ADAM_BYTES_PER_PARAM * updated / (self.gpu.hbm_bytes_per_s * self.gpu.hbm_efficiency)
-        return np.maximum(bytes_s, ADAM_FLOPS_PER_PARAM * updated / self.gpu.vector_flops)
-
-    @cached_property
-    def optimizer_s(self) -> float:
-        """The optimizer step after the run: the slowest device's."""
-        return float(self.optimizer_device_s.max())
-
-    @cached_property
-    def optimizer_step_s(self) -> np.ndarray:
-        """Per device, its work between two iterations: its exposed DP sync, then its optimizer step."""
-        return self._dp_exposed + self.optimizer_device_s
-
-    @property
-    def iterations(self) -> int:
-        """Iterations the run holds (the schedule's ``iterations``, else 1)."""
-        return iterations(self.run.schedule)[0]
-
-    @cached_property
-    def run_s(self) -> float:
-        """All the run's iterations: the makespan (with the steps between them), then the last sync and step."""
-        return self.makespan_s + self.dp_sync_s + self.optimizer_s
-
-    @cached_property
-    def iteration_s(self) -> float:
-        """One iteration on average: run_s / iterations."""
-        return self.run_s / self.iterations
-
-    # --- throughput -------------------------------------------------------------------------
-
-    @property
-    def microbatches(self) -> int:
-        """Per iteration (the run holds ``iterations`` times as many)."""
-        return self.run.schedule.microbatches // self.iterations
-
-    @property
-    def global_batch(self) -> int:
-        return self.microbatches * self.layout.dp * self.layout.mbs
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.global_batch * self.model.seq / self.iteration_s
-
-    @property
-    def samples_per_s(self) -> float:
-        return self.global_batch / self.iteration_s
-
-    @cached_property
-    def model_flops(self) -> float:
-        """FLOPs of one iteration by the definition in FLOPS_DEFINITION (whole cluster)."""
-        shape = shape_of(self.layout)
-        dense = layer.layer(self.model, self.gpu, shape, False)
-        moe = layer.layer(self.model, self.gpu, shape, True) if self.model.moe else dense
-        n_moe = sum(1 for i in range(self.model.layers) if self.model.is_moe_layer(i))
-        hd = layer.head(self.model, self.gpu, shape, True)
-        per_mb_gpu = (self.model.layers - n_moe) * dense.model_flops + n_moe * moe.model_flops + hd.model_flops
-        return per_mb_gpu * self.layout.tp * self.layout.cp * self.microbatches * self.layout.dp
-
-    @cached_property
-    def hardware_flops(self) -> float:
-        """Model FLOPs plus the recomputed ones."""
-        return self.model_flops + self.plan.recompute_flops * self.layout.tp * self.layout.cp * self.microbatches * (
-            self.layout.dp
+def simulate_layout(
+    model: Model | str, gpu: Gpu | str, layout: Layout, *, schedule: Schedule | None = None, run: api.Run | None = None
+) -> Simulation:
+    """The first step of ``estimate`` (same arguments): the layout checked, its stages costed in
+    seconds, its schedule built and simulated, with the optimizer steps between iterations."""
+    model, gpu = resolve(model, gpu)
+    if not isinstance(layout, Layout):
+        raise SpecError("layout must be a ppviz.Layout", field="layout")
+    m = layout.microbatches
+    shape = shape_of(layout)
+    layer.check(model, shape)
+    check_nvlink(layout, gpu)
+    if schedule is None:
+        spec = schedules.get(layout.schedule)
+        uniform = _uniform_costs(model, gpu, layout) if spec.uses_costs else None
+        schedule = schedule_for(layout, uniform)
+    elif schedule.devices != layout.pp or schedule.microbatches != m * iterations(schedule)[0]:
+        raise SpecError(
+            f"the given schedule has {schedule.devices} devices and {schedule.microbatches} microbatches; "
+            f"the layout needs pp {layout.pp} and {m} per iteration",
+            field="pp",
         )
+    pl = schedule.placement
+    tied_shared = any(row[0] == row[-1] for row in pl.devices_of)
+    plan = stage_plan(model, gpu, layout, schedule.stages, tied_shared)
+    links = p2p_links(model, gpu, layout, schedule.devices)
+    p2p = max(boundary_p2p(links, pl), default=0.0)
+    overlap = pair_overlap(plan) if layout.pair_overlap else 1.0
+    costs = Costs(p2p=p2p, overlap=overlap, b_frees=layout.b_frees, link_p2p=links if p2p else (),
+                  exact_stage_times=tuple(zip(plan.f, plan.b, plan.w)))  # fmt: skip
+    if iterations(schedule)[0] > 1:  # the steps between iterations come from the run without them
+        params, expert = params_per_device(plan, schedule)
+        _, _, last_op, first_op = device_times(api.evaluate(schedule, costs))
+        steps = devices.dp_exposed_s(model, gpu, layout, pl, params, expert, last_op, first_op)
+        steps = steps + devices.optimizer_s(layout, gpu, params, expert)
+        costs = replace(costs, optimizer_step=tuple(steps.tolist()))
+    if run is None or run.schedule is not schedule or run.costs != costs:
+        run = api.evaluate(schedule, costs)
+    return Simulation(model, gpu, layout, run, costs, plan, p2p)
 
-    @property
-    def peak_flops(self) -> float:
-        return layer.peak_flops(self.gpu, self.layout.precision)
 
-    @property
-    def tflops_per_gpu(self) -> float:
-        return self.model_flops / self.iteration_s / self.layout.gpus / 1e12
+def params_per_device(plan: StagePlan, schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
+    """Per device, the parameters of every stage it holds for a direction that carries
+    microbatches, and the routed-expert part of them."""
+    pl, used = schedule.placement, schedule.directions
+    return devices.held(pl, used, plan.params), devices.held(pl, used, plan.expert_params)
 
-    @property
-    def mfu(self) -> float:
-        return self.model_flops / (self.iteration_s * self.layout.gpus * self.peak_flops)
 
-    @property
-    def hfu(self) -> float:
-        return self.hardware_flops / (self.iteration_s * self.layout.gpus * self.peak_flops)
+def device_times(run: api.Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per device of a simulated run: first start, last end, last op's duration, first op's duration."""
+    r = run.result
+    p = run.schedule.devices
+    first = np.full(p, np.inf)
+    last = np.full(p, -np.inf)
+    np.minimum.at(first, r.slot_device, r.slot_start)
+    np.maximum.at(last, r.slot_device, r.slot_end)
+    dur = r.slot_end - r.slot_start
+    bounds = np.searchsorted(r.slot_device, np.arange(p + 1))
+    last_op = np.array([dur[bounds[d + 1] - 1] if bounds[d + 1] > bounds[d] else 0.0 for d in range(p)])
+    first_op = np.array([dur[bounds[d]] if bounds[d + 1] > bounds[d] else 0.0 for d in range(p)])
+    return first, last, last_op, first_op
 
-    # --- memory -----------------------------------------------------------------------------
 
-    @cached_property
-    def activation(self) -> memory.MemoryCurves:
-        """Activation bytes over time (seconds) per device, every stage at its real size."""
-        return memory.activation(self.run.result, self.plan.activation_bytes)
+@dataclass(frozen=True, eq=False)
+class Totals(Simulation):
+    """A simulation's iteration time and each device's peak bytes (what ranks a layout), with the
+    figures they are made of."""
 
-    @cached_property
-    def layer_activation(self) -> memory.MemoryCurves:
-        """The same for the transformer layers alone (what Korthikanti's Figure 1 counts)."""
-        return memory.activation(self.run.result, self.plan.layer_activation_bytes)
+    iterations: int  # the run holds (the schedule's ``iterations``, else 1)
+    makespan_s: float
+    dp_exposed_s: np.ndarray  # per device, the DP synchronisation its ops do not hide
+    dp_sync_s: float  # exposed DP synchronisation: how much later than the makespan the last device is done
+    optimizer_device_s: np.ndarray  # per device, Adam over its share of the optimizer state
+    optimizer_s: float  # the optimizer step after the run: the slowest device's
+    optimizer_step_s: np.ndarray  # per device, its work between two iterations: exposed DP sync, then its step
+    run_s: float  # all the run's iterations: the makespan (with the steps between them), the last sync and step
+    iteration_s: float  # one iteration on average: run_s / iterations
+    params_per_device: np.ndarray  # every stage a device holds for a direction that carries microbatches
+    expert_params_per_device: np.ndarray  # the routed-expert part of params_per_device
+    static_bytes: dict[str, np.ndarray]  # per device: "weight", "grad", "optimizer"
+    activation: memory.MemoryCurves  # activation bytes over time (seconds) per device, every stage at its size
+    peak_bytes: np.ndarray  # per device, static bytes + its activation peak
 
-    @cached_property
-    def static_bytes(self) -> dict[str, np.ndarray]:
-        versions = self.run.schedule.param_versions
-        return {
-            "weight": self._sharded(WEIGHT_B, from_zero=3) * versions,
-            "grad": self._sharded(GRAD_B, from_zero=2),
-            "optimizer": self._sharded(OPTIMIZER_B, from_zero=1),
-        }
 
-    @property
-    def bytes_per_param(self) -> float:
-        """Static bytes per dense parameter (routed experts shard over dp·cp/ep instead of dp·cp)."""
-        lay = self.layout
-        n = lay.dp * lay.cp
-        return (
-            WEIGHT_B / (n if lay.zero >= 3 else 1)
-            + GRAD_B / (n if lay.zero >= 2 else 1)
-            + OPTIMIZER_B / (n if lay.zero >= 1 else 1)
-        )
+def totals(sim: Simulation) -> Totals:
+    """The second step of ``estimate``: time and memory of a simulation (all a search ranks by)."""
+    lay, gpu, sched = sim.layout, sim.gpu, sim.run.schedule
+    k = iterations(sched)[0]
+    makespan = sim.run.metrics.makespan
+    first, last, last_op, first_op = device_times(sim.run)
+    params, expert = params_per_device(sim.plan, sched)
+    exposed = devices.dp_exposed_s(sim.model, gpu, lay, sched.placement, params, expert, last_op, first_op)
+    start = float(first[np.isfinite(first)].min())
+    done = np.where(np.isfinite(last), last, start) + exposed
+    dp_sync = max(0.0, float(done.max()) - start - makespan)
+    opt = devices.optimizer_s(lay, gpu, params, expert)
+    optimizer = float(opt.max())
+    run_s = makespan + dp_sync + optimizer
+    static = devices.static_bytes(lay, gpu, params, expert, sched.param_versions)
+    activation = memory.activation(sim.run.result, sim.plan.activation_bytes)
+    peak = static["weight"] + static["grad"] + static["optimizer"] + activation.peak
+    return Totals(**_fields(sim, Simulation), iterations=k, makespan_s=makespan, dp_exposed_s=exposed,
+                  dp_sync_s=dp_sync, optimizer_device_s=opt, optimizer_s=optimizer, optimizer_step_s=exposed + opt,
+                  run_s=run_s, iteration_s=run_s / k, params_per_device=params, expert_params_per_device=expert,
+                  static_bytes=static, activation=activation, peak_bytes=peak)  # fmt: skip
 
-    @cached_property
-    def peak_bytes(self) -> np.ndarray:
-        st = self.static_bytes
-        return st["weight"] + st["grad"] + st["optimizer"] + self.activation.peak
 
-    @property
-    def capacity_bytes(self) -> float:
-        return self.gpu.hbm_bytes
+def _fields(record, cls) -> dict:
+    return {f.name: getattr(record, f.name) for f in fields(cls)}
 
-    @property
-    def fits(self) -> bool:
-        return bool(self.peak_bytes.max() <= self.capacity_bytes)
 
-    @property
-    def verdict(self) -> str:
-        """One line for people: "fits: peak 64.1 GB of 80 GB" or "does not fit by 3.6 GB (device 0: …)"."""
-        peak = self.peak_bytes
-        d = int(np.argmax(peak))
-        cap = self.capacity_bytes
-        if self.fits:
-            return f"fits: peak {peak[d] / 1e9:.1f} GB of {cap / 1e9:.0f} GB (device {d})"
-        return (
-            f"does not fit by {self.over_bytes / 1e9:.1f} GB (device {d}: {peak[d] / 1e9:.1f} GB of {cap / 1e9:.0f} GB)"
-        )
+@dataclass(frozen=True, eq=False)
+class Estimate(Totals):
+    """One estimated iteration, every figure computed once by ``estimate``: the simulated Run (times
+    in seconds) and its Costs, time, throughput, FLOPs, memory and the breakdown."""
 
-    @property
-    def over_bytes(self) -> float:
-        """How far the fullest device is over capacity (0 when it fits)."""
-        return max(0.0, float(self.peak_bytes.max()) - self.capacity_bytes)
-
-    # --- breakdown --------------------------------------------------------------------------
-
-    @cached_property
-    def breakdown(self) -> dict[str, float]:
-        """Seconds of the iteration on its busiest device: compute, TP/CP/EP communication, ZeRO-3's
-        exposed per-layer gathers and reduce-scatters, p2p waits, the rest of the pipeline bubble,
-        exposed DP sync, optimizer. They sum to iteration_s; over k iterations each is the average
-        (the busiest device's k − 1 steps between iterations, and the last one after the run)."""
-        r = self.run.result
-        p = self.run.schedule.devices
-        comm_of = np.zeros((4, self.run.schedule.stages))
-        comm_of[_F], comm_of[_B], comm_of[_W] = self.plan.comm
-        comm_of[_BW] = self.plan.comm[1] + self.plan.comm[2]
-        dur = np.asarray(self.costs.durations(self.run.schedule.stages, p))
-        factor = np.where(r.paired, self.costs.overlap, 1.0)
-        busy = np.bincount(r.device, weights=dur[r.kind, r.stage] * factor, minlength=p)
-        comm_busy = np.bincount(r.device, weights=comm_of[r.kind, r.stage] * factor, minlength=p)
-        z3_of = np.zeros((4, self.run.schedule.stages))
-        z3_of[_F], z3_of[_B], z3_of[_W] = self.plan.zero3
-        z3_of[_BW] = self.plan.zero3[1] + self.plan.zero3[2]
-        z3_busy = np.bincount(r.device, weights=z3_of[r.kind, r.stage] * factor, minlength=p)
-        d = int(np.argmax(busy))
-        no_p2p = _makespan_without_p2p(self.run.schedule, self.costs) if self.p2p_s else None
-        p2p_wait = max(0.0, self.makespan_s - no_p2p) if no_p2p is not None else 0.0
-        k = self.iterations
-        between = k - 1 if any(self.costs.optimizer_step) else 0  # steps inside the makespan, per device
-        dp_between = between * float(self._dp_exposed[d])
-        opt_between = between * float(self.optimizer_device_s[d])
-        bubble = max(0.0, self.makespan_s - float(busy[d]) - p2p_wait - dp_between - opt_between)
-        return {
-            "compute_s": float(busy[d] - comm_busy[d] - z3_busy[d]) / k,
-            "tp_comm_s": float(comm_busy[d]) / k,
-            "zero3_comm_s": float(z3_busy[d]) / k,
-            "p2p_s": p2p_wait / k,
-            "bubble_s": bubble / k,
-            "dp_sync_s": (dp_between + self.dp_sync_s) / k,
-            "optimizer_s": (opt_between + self.optimizer_s) / k,
-        }
+    microbatches: int  # per iteration (the run holds ``iterations`` times as many)
+    global_batch: int
+    tokens_per_s: float
+    samples_per_s: float
+    model_flops: float  # of one iteration by the definition in FLOPS_DEFINITION (whole cluster)
+    hardware_flops: float  # model FLOPs plus the recomputed ones
+    peak_flops: float
+    tflops_per_gpu: float
+    mfu: float
+    hfu: float
+    layer_activation: memory.MemoryCurves  # the transformer layers alone (what Korthikanti's Figure 1 counts)
+    bytes_per_param: float  # static bytes per dense parameter (routed experts shard over dp·cp/ep instead)
+    capacity_bytes: float
+    fits: bool
+    over_bytes: float  # how far the fullest device is over capacity (0 when it fits)
+    verdict: str  # "fits: peak 64.1 GB of 80 GB" or "does not fit by 3.6 GB (device 0: …)"
+    breakdown: dict[str, float]  # seconds of the iteration on its busiest device (see ``breakdown``)
 
     # --- the CLI contract -------------------------------------------------------------------
 
     def layer_times_s(self) -> layer.Part:
-        shape = shape_of(self.layout)
-        return layer.layer(self.model, self.gpu, shape, self.model.moe)
+        """One transformer layer's F, B and W (the model's MoE layer when it has them)."""
+        return layer.layer(self.model, self.gpu, shape_of(self.layout), self.model.moe)
 
     def to_dict(self, ops: bool = True) -> dict:
         """The `ppviz estimate --json` contract: seconds and bytes (layer and stage times in ms)."""
@@ -709,7 +502,7 @@ class Estimate:
                 for s in range(len(plan.layers))
             ],
             "p2p_ms": self.p2p_s * 1e3,
-            "p2p_boundary_ms": [x * 1e3 for x in boundary_p2p(self.costs.link_p2p, self.run.schedule)]
+            "p2p_boundary_ms": [x * 1e3 for x in boundary_p2p(self.costs.link_p2p, self.run.schedule.placement)]
             if self.costs.link_p2p
             else [],
             "dp_sync_s": self.dp_sync_s,
@@ -730,6 +523,83 @@ class Estimate:
             "verdict": self.verdict,
             "run": run,
         }
+
+
+def complete(t: Totals) -> Estimate:
+    """The last step of ``estimate``: throughput, FLOPs, the fit and the breakdown of a simulation's totals."""
+    lay, gpu, model = t.layout, t.gpu, t.model
+    m = t.run.schedule.microbatches // t.iterations
+    gbs = m * lay.dp * lay.mbs
+    shape = shape_of(lay)
+    dense = layer.layer(model, gpu, shape, False)
+    moe = layer.layer(model, gpu, shape, True) if model.moe else dense
+    n_moe = sum(1 for i in range(model.layers) if model.is_moe_layer(i))
+    hd = layer.head(model, gpu, shape, True)
+    per_mb_gpu = (model.layers - n_moe) * dense.model_flops + n_moe * moe.model_flops + hd.model_flops
+    model_flops = per_mb_gpu * lay.tp * lay.cp * m * lay.dp
+    hardware_flops = model_flops + t.plan.recompute_flops * lay.tp * lay.cp * m * lay.dp
+    peak_flops = layer.peak_flops(gpu, lay.precision)
+    n = lay.dp * lay.cp
+    capacity = gpu.hbm_bytes
+    fullest = float(t.peak_bytes.max())
+    return Estimate(
+        **_fields(t, Totals), microbatches=m, global_batch=gbs, tokens_per_s=gbs * model.seq / t.iteration_s,
+        samples_per_s=gbs / t.iteration_s, model_flops=model_flops, hardware_flops=hardware_flops,
+        peak_flops=peak_flops, tflops_per_gpu=model_flops / t.iteration_s / lay.gpus / 1e12,
+        mfu=model_flops / (t.iteration_s * lay.gpus * peak_flops),
+        hfu=hardware_flops / (t.iteration_s * lay.gpus * peak_flops),
+        layer_activation=memory.activation(t.run.result, t.plan.layer_activation_bytes),
+        bytes_per_param=devices.bytes_per_param(lay.zero, n), capacity_bytes=capacity, fits=fullest <= capacity,
+        over_bytes=max(0.0, fullest - capacity), verdict=verdict(t.peak_bytes, capacity), breakdown=breakdown(t),
+    )  # fmt: skip
+
+
+def verdict(peak_bytes: np.ndarray, capacity: float) -> str:
+    """One line for people: "fits: peak 64.1 GB of 80 GB" or "does not fit by 3.6 GB (device 0: …)"."""
+    d = int(np.argmax(peak_bytes))
+    peak = peak_bytes[d]
+    if peak <= capacity:
+        return f"fits: peak {peak / 1e9:.1f} GB of {capacity / 1e9:.0f} GB (device {d})"
+    over = max(0.0, float(peak_bytes.max()) - capacity)
+    return f"does not fit by {over / 1e9:.1f} GB (device {d}: {peak / 1e9:.1f} GB of {capacity / 1e9:.0f} GB)"
+
+
+def breakdown(t: Totals) -> dict[str, float]:
+    """Seconds of the iteration on its busiest device: compute, TP/CP/EP communication, ZeRO-3's
+    exposed per-layer gathers and reduce-scatters, p2p waits, the rest of the pipeline bubble,
+    exposed DP sync, optimizer. They sum to iteration_s; over k iterations each is the average
+    (the busiest device's k − 1 steps between iterations, and the last one after the run)."""
+    r = t.run.result
+    sched = t.run.schedule
+    p = sched.devices
+    comm_of = np.zeros((4, sched.stages))
+    comm_of[_F], comm_of[_B], comm_of[_W] = t.plan.comm
+    comm_of[_BW] = t.plan.comm[1] + t.plan.comm[2]
+    dur = np.asarray(t.costs.durations(sched.stages, p))
+    factor = np.where(r.paired, t.costs.overlap, 1.0)
+    busy = np.bincount(r.device, weights=dur[r.kind, r.stage] * factor, minlength=p)
+    comm_busy = np.bincount(r.device, weights=comm_of[r.kind, r.stage] * factor, minlength=p)
+    z3_of = np.zeros((4, sched.stages))
+    z3_of[_F], z3_of[_B], z3_of[_W] = t.plan.zero3
+    z3_of[_BW] = t.plan.zero3[1] + t.plan.zero3[2]
+    z3_busy = np.bincount(r.device, weights=z3_of[r.kind, r.stage] * factor, minlength=p)
+    d = int(np.argmax(busy))
+    no_p2p = _makespan_without_p2p(sched, t.costs) if t.p2p_s else None
+    p2p_wait = max(0.0, t.makespan_s - no_p2p) if no_p2p is not None else 0.0
+    k = t.iterations
+    between = k - 1 if any(t.costs.optimizer_step) else 0  # steps inside the makespan, per device
+    dp_between = between * float(t.dp_exposed_s[d])
+    opt_between = between * float(t.optimizer_device_s[d])
+    bubble = max(0.0, t.makespan_s - float(busy[d]) - p2p_wait - dp_between - opt_between)
+    return {
+        "compute_s": float(busy[d] - comm_busy[d] - z3_busy[d]) / k,
+        "tp_comm_s": float(comm_busy[d]) / k,
+        "zero3_comm_s": float(z3_busy[d]) / k,
+        "p2p_s": p2p_wait / k,
+        "bubble_s": bubble / k,
+        "dp_sync_s": (dp_between + t.dp_sync_s) / k,
+        "optimizer_s": (opt_between + t.optimizer_s) / k,
+    }
 
 
 def _without_p2p(costs: Costs) -> Costs:

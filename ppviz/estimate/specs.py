@@ -24,6 +24,42 @@ class SpecError(InputError):
     """An input the estimate cannot use; the message says what to change."""
 
 
+def _flag(default, flag: str | None = None, unit: float = 1.0, help: str | None = None):
+    """A field whose command-line override differs from the plain ``--field-name`` in its
+    spelling, its unit (``--hbm-gb 40`` is hbm_bytes 40e9) or its help."""
+    return dataclasses.field(default=default, metadata={"flag": flag, "unit": unit, "help": help})
+
+
+@dataclass(frozen=True)
+class OverrideFlag:
+    """The command-line flag that overrides one field of a Model or a Gpu (`ppviz estimate`,
+    `render --model`, `search`): ``--name VALUE`` sets the field to VALUE × unit; a bool is
+    ``--name`` / ``--no-name``."""
+
+    name: str  # without the dashes: "peak-tflops"
+    field: str  # "bf16_flops"
+    type: type  # int, float or bool
+    unit: float
+    help: str
+
+
+_TYPES = {"int": int, "float": float, "bool": bool}
+
+
+def override_flags(cls: type) -> tuple[OverrideFlag, ...]:
+    """The override flag of every field of ``cls`` (Model or Gpu) but its name: numbers in field
+    order, then the switches."""
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.name == "name":
+            continue
+        meta = f.metadata
+        name = meta.get("flag") or f.name.replace("_", "-")
+        text = meta.get("help") or f"override the {cls.__name__.lower()}'s {f.name}"
+        out.append(OverrideFlag(name, f.name, _TYPES[f.type], meta.get("unit", 1.0), text))
+    return tuple(sorted(out, key=lambda o: o.type is bool))
+
+
 @dataclass(frozen=True)
 class Model:
     """A decoder-only transformer. ``head_dim`` 0 means hidden / heads; ``experts`` 0 means dense.
@@ -102,21 +138,21 @@ class Gpu:
     """
 
     name: str = "custom"
-    bf16_flops: float = 1e12  # dense tensor-core peak, FLOP/s
-    fp8_flops: float = 0.0  # 0: no FP8 tensor cores
-    vector_flops: float = 1e12  # non-tensor-core (elementwise) peak, FLOP/s
-    hbm_bytes: float = 80e9
-    hbm_bytes_per_s: float = 2e12
-    nvlink_bytes_per_s: float = 300e9  # per direction
-    nvlink_domain: int = 8  # GPUs that share NVLink (8; 72 for NVL72)
-    network_bytes_per_s: float = 25e9  # per GPU, per direction
-    nvlink_latency_s: float = 2e-6  # per ring step / message
-    network_latency_s: float = 5e-6
-    matmul_efficiency: float = 0.75
-    hbm_efficiency: float = 0.85
-    nvlink_efficiency: float = 0.72
-    network_efficiency: float = 0.8
-    kernel_overhead_s: float = 4e-6
+    bf16_flops: float = _flag(1e12, "peak-tflops", 1e12, "dense BF16 peak, TFLOP/s")  # tensor cores
+    fp8_flops: float = _flag(0.0, "fp8-tflops", 1e12, "dense FP8 peak, TFLOP/s")  # 0: no FP8 tensor cores
+    vector_flops: float = _flag(1e12, "vector-tflops", 1e12, "non-tensor-core peak, TFLOP/s")  # elementwise ops
+    hbm_bytes: float = _flag(80e9, "hbm-gb", 1e9, "HBM capacity, GB (10^9 bytes)")
+    hbm_bytes_per_s: float = _flag(2e12, "hbm-gbps", 1e9, "HBM bandwidth, GB/s")
+    nvlink_bytes_per_s: float = _flag(300e9, "nvlink-gbps", 1e9, "NVLink bandwidth per direction, GB/s")
+    network_bytes_per_s: float = _flag(25e9, "network-gbps", 1e9, "network bandwidth per GPU, GB/s")  # per direction
+    nvlink_latency_s: float = _flag(2e-6, "nvlink-latency-us", 1e-6, "NVLink latency, µs")  # per ring step / message
+    network_latency_s: float = _flag(5e-6, "network-latency-us", 1e-6, "network latency, µs")
+    matmul_efficiency: float = _flag(0.75, help="fraction of the peak a GEMM reaches")
+    hbm_efficiency: float = _flag(0.85, help="fraction of the HBM bandwidth reached")
+    nvlink_efficiency: float = _flag(0.72, help="fraction of the NVLink bandwidth reached")
+    network_efficiency: float = _flag(0.8, help="fraction of the network bandwidth reached")
+    kernel_overhead_s: float = _flag(4e-6, "kernel-overhead-us", 1e-6, "launch overhead per kernel, µs")
+    nvlink_domain: int = _flag(8, help="GPUs per NVLink domain")  # 8; 72 for NVL72
 
     def __post_init__(self) -> None:
         for name in ("bf16_flops", "vector_flops", "hbm_bytes", "hbm_bytes_per_s", "nvlink_bytes_per_s",
@@ -275,6 +311,11 @@ class Layout:
                 field="summa_blocks",
             )
 
+    def replace(self, **changes) -> Layout:
+        """A copy with ``changes``, checked as every Layout is: ``dataclasses.replace`` at half its
+        cost (the search derives a layout per schedule it bounds, tens of thousands)."""
+        return Layout(**{**self.__dict__, **changes})
+
     @property
     def blocks(self) -> int:
         """SUMMA steps per matmul under tp_mode 2d (summa_blocks, or the lcm of the grid sides)."""
@@ -376,4 +417,16 @@ def _check_float(name: str, v: object, positive: bool, *, field: str) -> None:
         raise SpecError(f"{name} must be {'> 0' if positive else '≥ 0'} (got {v:g})", field=field)
 
 
-__all__ = ["Gpu", "Layout", "Model", "SpecError", "gpu", "gpu_names", "model", "model_names", "override"]
+__all__ = [
+    "Gpu",
+    "Layout",
+    "Model",
+    "OverrideFlag",
+    "SpecError",
+    "gpu",
+    "gpu_names",
+    "model",
+    "model_names",
+    "override",
+    "override_flags",
+]

@@ -30,7 +30,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import comm
-from .layer import BF16, FP32, Part, Pass, Shape, _Acc, _divisors, activation_bytes, attention_core, peak_flops
+from .parts import BF16, FP32, Acc, Part, Pass, Shape, activation_bytes, attention_core, divisors, peak_flops
 from .specs import Gpu, Model, SpecError
 
 
@@ -49,7 +49,7 @@ def step_bytes(T: float, K: float, N: float, R: int, C: int, nb: int) -> tuple[f
     return BF16 * T / C * K / nb, BF16 * K / nb * N / R
 
 
-def matmul(acc: _Acc, gpu: Gpu, shape: Shape, T: float, K: float, N: float) -> None:
+def matmul(acc: Acc, gpu: Gpu, shape: Shape, T: float, K: float, N: float) -> None:
     """One matmul by SUMMA: ``blocks`` panel GEMMs per pass, each step's broadcast and reduce timed
     on the tier its row or column group sits on."""
     R, C, nb, kr, kc = grid(gpu, shape)
@@ -78,7 +78,7 @@ def check(model: Model, shape: Shape) -> None:
                     ("vocabulary", model.vocab)):  # fmt: skip
         if n % R:
             raise SpecError(
-                f"the hidden side {R} of tp2d must divide the {n} {what}: use one of {_divisors(n)}", field="tp2d"
+                f"the hidden side {R} of tp2d must divide the {n} {what}: use one of {divisors(n)}", field="tp2d"
             )
     if (shape.mbs * model.seq) % C:
         raise SpecError(f"the sequence side {C} of tp2d must divide the tokens per microbatch (mbs·seq)", field="tp2d")
@@ -91,7 +91,7 @@ def check(model: Model, shape: Shape) -> None:
             raise SpecError(f"summa_blocks {nb} must divide the {what} {n} (each panel whole)", field="summa_blocks")
 
 
-def _norm(acc: _Acc, gpu: Gpu, shape: Shape, T: float, h: int) -> None:
+def _norm(acc: Acc, gpu: Gpu, shape: Shape, T: float, h: int) -> None:
     """A norm on the local block; its mean/variance (two fp32 per token) all-reduced along the row."""
     R, C, _, kr, _ = grid(gpu, shape)
     acc.elementwise(BF16 * 2 * T * h / (R * C), flops_per_byte=2.5)
@@ -110,8 +110,8 @@ def layer(model: Model, gpu: Gpu, shape: Shape) -> Part:
     T = shape.mbs * s  # tokens of one microbatch (all of them: the grid splits them over C)
     x = T * h
     drop = model.dropout
-    acc = _Acc(gpu, peak_flops(gpu, shape.precision))
-    core = _Acc(gpu, peak_flops(gpu, shape.precision))
+    acc = Acc(gpu, peak_flops(gpu, shape.precision))
+    core = Acc(gpu, peak_flops(gpu, shape.precision))
 
     def residual():
         acc.elementwise(BF16 * 3 * x / t + (x / t if drop else 0), flops_per_byte=1.0)
@@ -169,7 +169,7 @@ def embedding(model: Model, gpu: Gpu, shape: Shape) -> Part:
     t = R * C
     h, T = model.hidden, shape.mbs * model.seq
     x = T * h
-    acc = _Acc(gpu, peak_flops(gpu, shape.precision))
+    acc = Acc(gpu, peak_flops(gpu, shape.precision))
     acc.elementwise(BF16 * 2 * x / t * (2 if model.learned_positions else 1), backward=0)
     acc.op("w", 0.0, (BF16 + 2 * FP32) * x / t, 0.0, tensor=False)
     acc.comm("f", comm.reduce_scatter_s(BF16 * x / R, C, kc, gpu))
@@ -187,7 +187,7 @@ def head(model: Model, gpu: Gpu, shape: Shape, own_weights: bool) -> Part:
     R, C, _, kr, _ = grid(gpu, shape)
     t = R * C
     h, V, T = model.hidden, model.vocab, shape.mbs * model.seq
-    acc = _Acc(gpu, peak_flops(gpu, shape.precision))
+    acc = Acc(gpu, peak_flops(gpu, shape.precision))
     _norm(acc, gpu, shape, T, h)
     matmul(acc, gpu, shape, T, h, V)
     acc.elementwise(FP32 * 3 * T * V / t, flops_per_byte=1.0)

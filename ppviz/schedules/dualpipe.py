@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..costs import Costs
 from ..errors import InputError
 from ..ir import BW, Action, B, F, Overlap, Placement, Schedule, Step, W, make_schedule
-from .interleaved import CHUNKS, GROUP_SIZE, _check_interleaved, megatron_table
+from .interleaved import CHUNKS, GROUP_SIZE, check_interleaved, megatron_table
 from .registry import Spec, register
 
 
@@ -178,7 +178,7 @@ def interleaved_overlap(p: int, m: int, chunks: int = 2, group_size: int | None 
 
 def _check_interleaved_overlap(p: int, m: int, chunks: int, group_size: int | None) -> None:
     try:
-        _check_interleaved(p, m, chunks, group_size)
+        check_interleaved(p, m, chunks, group_size)
     except InputError as e:
         raise InputError(str(e).replace("interleaved-1f1b", "interleaved-1f1b-overlap"), field=e.field) from None
 

@@ -50,7 +50,7 @@ def interleaved_1f1b(p: int, m: int, chunks: int = 2, group_size: int | None = N
     return make_schedule(Placement.looped(p, v), m, order)
 
 
-def _check_interleaved(p: int, m: int, chunks: int, group_size: int | None) -> None:
+def check_interleaved(p: int, m: int, chunks: int, group_size: int | None) -> None:
     n = group_size or p
     if m < p:
         raise InputError(
@@ -100,7 +100,7 @@ register(
             CHUNKS,
             GROUP_SIZE,
         ),
-        check=_check_interleaved,
+        check=check_interleaved,
         formula=_interleaved_formula,
         formula_text="m(f+b+w) + (p−1)(f+b+w)/v",
         chunks=None,

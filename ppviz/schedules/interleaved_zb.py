@@ -13,7 +13,7 @@ from collections import deque
 
 from ..errors import InputError
 from ..ir import Action, B, F, Placement, Schedule, Step, W, make_schedule
-from .interleaved import CHUNKS, GROUP_SIZE, _check_interleaved, megatron_table
+from .interleaved import CHUNKS, GROUP_SIZE, check_interleaved, megatron_table
 from .registry import Spec, register
 
 
@@ -42,7 +42,7 @@ def interleaved_zb(p: int, m: int, chunks: int = 2, group_size: int | None = Non
 
 def _check(p: int, m: int, chunks: int, group_size: int | None) -> None:
     try:
-        _check_interleaved(p, m, chunks, group_size)
+        check_interleaved(p, m, chunks, group_size)
     except InputError as e:
         raise InputError(str(e).replace("interleaved-1f1b", "interleaved-zb"), field=e.field) from None
 

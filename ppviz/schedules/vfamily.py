@@ -24,11 +24,12 @@ which blocks are built first (``likely_first``). Memory counts are in half devic
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import threading
 from functools import cache, lru_cache
 from itertools import chain, repeat
 
 import numpy as np
+from cachetools import LRUCache, cached
 
 from ..ir import Action, B, F, W
 from . import vtiming
@@ -343,31 +344,19 @@ def _cut(rows: list[list[str]], m: int) -> None:
                     seen[c] += 1
 
 
-_BUILT: OrderedDict[tuple[int, int, Block], tuple[list[str], int] | None] = OrderedDict()
-_BUILT_OPS = 4_000_000  # ops kept across searches (least recently used dropped first): about 10 MB
-_HELD = [0]  # ops held now
+def _letters(built: tuple[list[str], int] | None) -> int:
+    """What a built block holds: its ops (one letter each)."""
+    return 1 if built is None else max(1, sum(map(len, built[0])))
 
 
+@cached(LRUCache(maxsize=4_000_000, getsizeof=_letters), lock=threading.Lock())  # about 10 MB of ops
 def build_rows(p: int, m: int, block: Block) -> tuple[list[str], int] | None:
     """(per-device letter strings, peak in half shares) of one block, or None where the
     authors' rules reject it (peak above 2p, or raised by the warm-up or cool-down).
 
-    Orders do not depend on op times, so the recent ones are kept: a search at another limit or
-    under other times, or another V schedule at the same size, builds nothing twice."""
-    key = (p, m, block)
-    if key in _BUILT:
-        _BUILT.move_to_end(key)
-        return _BUILT[key]
-    built = _build_rows(p, m, block)
-    _BUILT[key] = built
-    _HELD[0] += 6 * p * m
-    while _HELD[0] > _BUILT_OPS and len(_BUILT) > 1:
-        (kp, km, _), _ = _BUILT.popitem(last=False)
-        _HELD[0] -= 6 * kp * km
-    return built
-
-
-def _build_rows(p: int, m: int, block: Block) -> tuple[list[str], int] | None:
+    Orders do not depend on op times, so the recent ones are kept (least recently used dropped
+    first, locked for the server's threads): a search at another limit or under other times, or
+    another V schedule at the same size, builds nothing twice."""
     n = max(m, 2 * p)
     rows = _repeated(p, n, block)
     first_peak = max(_peaks(rows))

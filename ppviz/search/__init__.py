@@ -3,20 +3,8 @@ schedule. No Dash. ``ppviz.search(model, gpu, gpus, global_batch, ...)`` returns
 whose ``to_dict()`` is the `ppviz search --json` contract.
 """
 
-import sys
-
 from .engine import search
 from .result import SearchResult, command, row_of
 from .space import Options
 
 __all__ = ["Options", "SearchResult", "command", "row_of", "search"]
-
-
-class _CallableModule(sys.modules[__name__].__class__):
-    """``ppviz.search(...)`` calls ``search``, while ``from ppviz.search import Options`` still works."""
-
-    def __call__(self, *args, **kw) -> SearchResult:
-        return search(*args, **kw)
-
-
-sys.modules[__name__].__class__ = _CallableModule

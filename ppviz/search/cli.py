@@ -17,7 +17,7 @@ import time
 
 from ..cli_limits import DEVICES, OVERSUBSCRIBE, SEARCH_ACTIONS, cores, default_memory_gb, memory_cap
 from ..cli_types import ascii_float, ascii_int, ascii_ints
-from ..estimate.cli import _grid, add_spec_overrides, specs_from_args
+from ..estimate.cli import add_spec_overrides, specs_from_args, tp2d_grid
 from .engine import search
 from .parallel import search_parallel
 from .result import SearchResult
@@ -66,7 +66,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--tp2d",
-        type=_grid,
+        type=tp2d_grid,
         action="append",
         metavar="R,C",
         help="restrict 2D grids to hidden ways R × sequence ways C (repeat for more; implies --tp-mode 2d)",

@@ -2,11 +2,13 @@
 
 Groups of layouts (same per-layer costs) and then single layouts sit in one heap ordered by a
 lower bound on their iteration time. The cheapest bound is popped first: a group is expanded into
-its layouts (each with a tighter bound and its peak memory, both without simulating), a layout is
-simulated by ``ppviz.estimate``. Once the popped bound exceeds the k-th best time found, nothing
-left can enter the top k. The Pareto front of time against peak memory is exact the same way: a
-layout is skipped only when a simulated layout that fits is no slower than its time bound and no
-larger than its memory bound. Simulations are shared by layouts that differ only in ZeRO stage.
+its layouts (each with a tighter bound and its peak memory, both without simulating, by the
+estimate layer's ``devices`` functions), a layout is simulated by the estimate layer's first two
+steps (``simulate_layout``, ``totals``: its time and peak memory). Once the popped bound exceeds the
+k-th best time found, nothing left can enter the top k. The Pareto front of time against peak
+memory is exact the same way: a layout is skipped only when a simulated layout that fits is no
+slower than its time bound and no larger than its memory bound. Simulations are shared by layouts
+that differ only in ZeRO stage; only the rows returned are completed into Estimates.
 """
 
 from __future__ import annotations
@@ -15,15 +17,26 @@ import bisect
 import heapq
 import itertools
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property, partial
 
 import numpy as np
+from cachetools import LRUCache
 
 from .. import schedules
-from ..estimate import layer
-from ..estimate.iteration import Estimate, estimate, p2p_seconds, resolve, schedule_for, shape_of, stage_plan
+from ..estimate import devices, layer
+from ..estimate.iteration import (
+    Totals,
+    complete,
+    p2p_seconds,
+    resolve,
+    schedule_for,
+    shape_of,
+    simulate_layout,
+    stage_plan,
+    totals,
+)
 from ..estimate.specs import Gpu, Layout, Model
 from . import bounds, space
 from .result import SearchResult, row_of
@@ -32,9 +45,7 @@ from .result import SearchResult, row_of
 # so its stage times differ: it is its own simulation (run key) and its own DP-sync floor (none at the end)
 ZEROS = (0, 1, 2)
 ORDER_CACHE = 4096  # built schedules kept (each distinct (schedule, pp, m, vpp) is built once)
-# static bytes per parameter that no ZeRO stage goes below, before sharding: bf16 weight, fp32
-# gradient, fp32 master + Adam moments (the estimate layer's Megatron accounting)
-WEIGHT_B, GRAD_B, OPTIMIZER_B = 2, 4, 12
+RUN_CACHE = 32  # simulations kept for the layouts that share one (they differ only in ZeRO stage 0 to 2)
 
 
 @dataclass(eq=False)
@@ -74,19 +85,26 @@ class _Variant:
     lb_s: float
     mem: float  # lower bound over the ZeRO stages
     count: int
-    pre: Estimate  # the estimate layer's pre-simulation view (static bytes, optimizer)
+    params: np.ndarray  # per device, its parameters (the estimate layer's ``params_per_device``)
+    expert: np.ndarray  # the routed-expert part of them
     slot: np.ndarray  # per device, the longest slot it can run (seconds)
 
 
 @dataclass(eq=False)
 class _Leaf:
-    layout: Layout
+    lay: Layout  # the schedule's layout, at any ZeRO stage
+    zero: int
     variant: space.Variant
     order: bounds.Order
     lb_s: float
     mem: float  # exact peak bytes when ``exact``, else a lower bound
     exact: bool
     run_key: tuple
+
+    @cached_property
+    def layout(self) -> Layout:
+        """The layout this leaf stands for, built when it is simulated (most leaves are pruned before)."""
+        return self.lay.replace(zero=self.zero)
 
 
 class _Front:
@@ -135,7 +153,7 @@ def search(
     memory among the layouts at most ``pareto_within`` (a fraction) slower than the best.
 
     ``restrictions`` (or ``options``) restrict dimensions: ``tp=[4, 8]``, ``schedules=["1f1b", "zb-v"]``,
-    ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.Options``). Schedules that search
+    ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.space.Options``). Schedules that search
     their order (v-*, zb-auto) are simulated while their total time stays under ``budget_s``; the result
     says how many were cut. ``progress(done, total)`` is called as layouts are decided; when ``cancel()``
     returns True the search stops and returns what it has, marked ``cancelled``. ``partition`` (i, n)
@@ -172,19 +190,18 @@ class _Search:
         self.seq = itertools.count()
         self.heap: list = []
         self.best: list = []  # max-heap of (-time, -rank key) of the k best that fit
-        self.estimates: dict[tuple, Estimate] = {}
+        self.estimates: dict[tuple, Totals] = {}
         self.front = _Front()
-        self.orders: OrderedDict = OrderedDict()
+        self.orders: LRUCache = LRUCache(ORDER_CACHE)
         self.plans: dict = {}
         self.dp_floors: dict = {}
         self.held: dict = {}
         self.group_bounds: dict = {}
         self.p2ps: dict = {}
-        self.runs: OrderedDict = OrderedDict()
+        self.runs: LRUCache = LRUCache(RUN_CACHE)
         self.searched = self.pruned_time = self.pruned_memory = self.simulated = self.over = self.cut = 0
         self.searching_s = 0.0
         self.cancelled = False
-        self.closest: Estimate | None = None
         self.invalid = 0
         self._last_progress = 0.0
         self.partition: tuple[int, int] | None = None
@@ -224,18 +241,17 @@ class _Search:
                         self._skip(rest)
                     self.heap.clear()
                 continue
-            if isinstance(node, _Group):
-                self._expand(node)
-            elif isinstance(node, _Raw):
-                self._bound(node)
-            elif isinstance(node, _Variant):
-                self._leaves(node)
-            else:
+            if isinstance(node, _Leaf):
                 self._simulate(node)
+            else:
+                self._children(node, self._push, self.capacity)
             self._progress()
         self._progress(force=True)
         if not self.best and not self.cancelled and self.partition is None:
             raise ValueError(self._nothing_fits(all_groups))
+
+    def _push(self, node) -> None:
+        heapq.heappush(self.heap, (node.lb_s, next(self.seq), node))
 
     def _threshold(self) -> float:
         return -self.best[0][0] if len(self.best) >= self.top else np.inf
@@ -288,12 +304,7 @@ class _Search:
         work = one.f[0] + one.b[0] + one.w[0]  # every device's busy time averages m·work/pp
         lb_s = g.microbatches * work / g.pp
         shard = g.dp * g.cp
-        z = max(self.zeros)
-        bpp = (
-            WEIGHT_B / (shard if z >= 3 else 1)
-            + GRAD_B / (shard if z >= 2 else 1)
-            + OPTIMIZER_B / (shard if z >= 1 else 1)
-        )
+        bpp = devices.bytes_per_param(max(self.zeros), shard)
         shape = shape_of(lay)
         kinds = [
             layer.layer(self.model, self.gpu, shape, moe) for moe in ((False, True) if self.model.moe else (False,))
@@ -318,21 +329,25 @@ class _Search:
                 if len(o.placement.devices_of) > 1:  # how microbatches split between directions: build it
                     o = self._order(lay, v, True)
             self.orders[key] = o
-            if len(self.orders) > ORDER_CACHE:
-                self.orders.popitem(last=False)
-        else:
-            self.orders.move_to_end(key)
         return o
 
-    def _expand(self, grp: _Group) -> None:
+    def _children(self, node, push: Callable[[object], None], capacity: float) -> None:
+        """``push`` what a group, a schedule or its bounds open into; those over ``capacity`` are pruned."""
+        if isinstance(node, _Group):
+            self._expand(node, push)
+        elif isinstance(node, _Raw):
+            self._bound(node, push, capacity)
+        else:
+            self._leaves(node, push, capacity)
+
+    def _expand(self, grp: _Group, push) -> None:
         """A group into its schedules, each bounded by its makespan floor alone (the rest when popped)."""
         g = grp.g
         base = g.layout(self.gbs)
         for v in grp.variants:
-            lay = _with(base, schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
+            lay = base.replace(schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
             order = self._order(lay, v, False)
-            raw = self._raw(lay, v, order, grp.mem_lb)
-            heapq.heappush(self.heap, (raw.lb_s, next(self.seq), raw))
+            push(self._raw(lay, v, order, grp.mem_lb))
 
     def _raw(self, lay: Layout, v: space.Variant, order: bounds.Order, mem_lb: float) -> _Raw:
         pl = order.placement
@@ -344,74 +359,74 @@ class _Search:
         key = (lay.tp, lay.cp, lay.dp, lay.mbs, lay.nvlink_dp_pp, pl.devices_of)
         p2p = self.p2ps.get(key)
         if p2p is None:
-            p2p = self.p2ps[key] = p2p_seconds(self.model, self.gpu, lay, bounds.Unsimulated(order).schedule)
+            p2p = self.p2ps[key] = p2p_seconds(self.model, self.gpu, lay, pl)
         span = order.makespan_floor_s(np.asarray(plan.f), np.asarray(plan.b), np.asarray(plan.w), p2p)
         return _Raw(lay, v, order, plan, p2p, span, span, mem_lb, len(self.zeros))
 
-    def _bound(self, raw: _Raw) -> None:
+    def _bound(self, raw: _Raw, push, capacity: float) -> None:
         """A schedule's full bounds: memory from the placement, optimizer and DP-sync floors."""
-        node = self._variant(raw.lay, raw.variant, raw.order, max(self.zeros), raw)
-        if node.mem > self.capacity * (1 + bounds.SAFETY):
+        node = self._variant(raw.lay, raw.variant, raw.order, raw)
+        if node.mem > capacity * (1 + bounds.SAFETY):
             self.pruned_memory += node.count
         else:
-            heapq.heappush(self.heap, (node.lb_s, next(self.seq), node))
+            push(node)
 
-    def _variant(self, lay: Layout, v: space.Variant, order: bounds.Order, zero: int, raw: _Raw | None = None):
+    def _variant(self, lay: Layout, v: space.Variant, order: bounds.Order, raw: _Raw | None = None) -> _Variant:
+        """A schedule bounded over every ZeRO stage searched (their least memory and time)."""
         if raw is None or raw.order is not order:
             raw = self._raw(lay, v, order, 0.0)
         plan, p2p, span = raw.plan, raw.p2p, raw.span
-        stub = bounds.Unsimulated(order)
         pl = order.placement
         f, b, w = np.asarray(plan.f), np.asarray(plan.b), np.asarray(plan.w)
         act, exact = order.activation_peak(np.asarray(plan.activation_bytes), lay.b_frees)
         slot = order.slot_ceiling_s(f, b, w)
-        pre = Estimate(self.model, self.gpu, _with(lay, zero=zero), stub, None, plan, p2p)
         key = (pl.devices_of, order.used, id(plan))
         held = self.held.get(key)
         if held is None:  # parameters per device, by the estimate layer's code, once per placement and plan
-            held = self.held[key] = {"params_per_device": pre.params_per_device,
-                                     "expert_params_per_device": pre.expert_params_per_device}  # fmt: skip
-        pre.__dict__.update(held)
-        st = pre.static_bytes
+            held = self.held[key] = (devices.held(pl, order.directions, plan.params),
+                                     devices.held(pl, order.directions, plan.expert_params))  # fmt: skip
+        params, expert = held
+        zero = max(self.zeros)
+        st = devices.static_bytes(lay, self.gpu, params, expert, order.param_versions, zero)
         mem = float((st["weight"] + st["grad"] + st["optimizer"] + act).max())
         # ZeRO 0 all-reduces, ZeRO ≥ 1 reduce-scatters and all-gathers: the smaller exposure bounds all stages
-        dp = min(self._dp_floor(pre, z, slot) for z in {_sync_mode(z) for z in self.zeros})
-        lb = span + pre.optimizer_s + dp
-        return _Variant(lay, v, order, plan, p2p, span, act, exact, lb, mem, len(self.zeros), pre, slot)
+        dp = min(self._dp_floor(lay, pl, plan, params, expert, z, slot) for z in {_sync_mode(z) for z in self.zeros})
+        lb = span + float(devices.optimizer_s(lay, self.gpu, params, expert, zero).max()) + dp
+        return _Variant(lay, v, order, plan, p2p, span, act, exact, lb, mem, len(self.zeros), params, expert, slot)
 
-    def _dp_floor(self, pre: Estimate, zero: int, slot: np.ndarray) -> float:
-        """The DP-sync floor, shared by layouts with the same DP groups, parameters per device and slots."""
-        lay = pre.layout
-        key = (lay.tp, lay.cp, lay.dp, lay.ep, lay.nvlink_dp_pp, _sync_mode(zero),
-               pre.run.schedule.placement.devices_of, id(pre.plan), tuple(slot))  # fmt: skip
+    def _dp_floor(self, lay: Layout, pl, plan, params, expert, zero: int, slot: np.ndarray) -> float:
+        """A lower bound on the exposed DP sync, by the estimate layer's own code, shared by layouts with
+        the same DP groups, parameters per device and slots: a device's exposed reduction only grows as
+        its last (and first) op gets shorter, so every op is taken at the longest a slot of that device
+        can last; the device that ends the makespan then still waits at least the least of these."""
+        key = (lay.tp, lay.cp, lay.dp, lay.ep, lay.nvlink_dp_pp, _sync_mode(zero), pl.devices_of, id(plan),
+               tuple(slot))  # fmt: skip
         out = self.dp_floors.get(key)
         if out is None:
-            out = self.dp_floors[key] = _dp_floor_s(_rezero(pre, zero), slot)
+            exposed = devices.dp_exposed_s(self.model, self.gpu, lay, pl, params, expert, slot, slot, zero)
+            out = self.dp_floors[key] = float(np.min(exposed))
         return out
 
-    def _leaves(self, node: _Variant) -> None:
+    def _leaves(self, node: _Variant, push, capacity: float) -> None:
         """A schedule into its ZeRO stages, with the exact activation peak once the order is built."""
         lay, v = node.lay, node.variant
         if not node.exact and not v.uses_costs:
             order = self._order(lay, v, True)
-            node = self._variant(lay, v, order, max(self.zeros))
-            if node.mem > self.capacity * (1 + bounds.SAFETY):
+            node = self._variant(lay, v, order)
+            if node.mem > capacity * (1 + bounds.SAFETY):
                 self.pruned_memory += node.count
                 return
-        keep = {
-            k: node.pre.__dict__[k] for k in ("params_per_device", "expert_params_per_device") if k in node.pre.__dict__
-        }
+        pl, versions = node.order.placement, node.order.param_versions
         for z in self.zeros:
-            pre = Estimate(self.model, self.gpu, _with(lay, zero=z), node.pre.run, None, node.plan, node.p2p)
-            pre.__dict__.update(keep)  # zero-independent, already computed by the estimate layer's code
-            st = pre.static_bytes
+            st = devices.static_bytes(lay, self.gpu, node.params, node.expert, versions, z)
             mem = float((st["weight"] + st["grad"] + st["optimizer"] + node.act).max())
-            lb = node.span + pre.optimizer_s + self._dp_floor(pre, z, node.slot)
-            leaf = _Leaf(pre.layout, v, node.order, lb, mem, node.exact, (lay, v.vpp, z == 3))
-            if mem > self.capacity * (1 + bounds.SAFETY):
+            opt = float(devices.optimizer_s(lay, self.gpu, node.params, node.expert, z).max())
+            lb = node.span + opt + self._dp_floor(lay, pl, node.plan, node.params, node.expert, z, node.slot)
+            leaf = _Leaf(lay, z, v, node.order, lb, mem, node.exact, (lay, v.vpp, z == 3))
+            if mem > capacity * (1 + bounds.SAFETY):
                 self.pruned_memory += 1
             else:
-                heapq.heappush(self.heap, (leaf.lb_s, next(self.seq), leaf))
+                push(leaf)
 
     # --- simulation ---------------------------------------------------------------------------
 
@@ -421,15 +436,12 @@ class _Search:
                 self.cut += 1
                 return
             t = time.perf_counter()
-            est = estimate(self.model, self.gpu, leaf.layout)
+            est = totals(simulate_layout(self.model, self.gpu, leaf.layout))
             self.searching_s += time.perf_counter() - t
         else:
             run = self.runs.get(leaf.run_key)
-            est = estimate(self.model, self.gpu, leaf.layout, schedule=leaf.order.schedule, run=run)
+            est = totals(simulate_layout(self.model, self.gpu, leaf.layout, schedule=leaf.order.schedule, run=run))
             self.runs[leaf.run_key] = est.run
-            self.runs.move_to_end(leaf.run_key)
-            if len(self.runs) > 32:
-                self.runs.popitem(last=False)
         self.simulated += 1
         peak = float(est.peak_bytes.max())
         if peak > self.capacity:
@@ -496,9 +508,11 @@ class _Search:
 
     def result(self, seconds: float) -> SearchResult:
         ranked = sorted((-t, _unneg(nk)) for t, nk in self.best)
-        rows = [row_of(self.estimates[k], i + 1) for i, (_, k) in enumerate(ranked)]
         limit = (1 + self.pareto_within) * self._best_time()
-        front = [row_of(self.estimates[k], None) for t, k in zip(self.front.t, self.front.keys) if t <= limit]
+        shown = [k for t, k in zip(self.front.t, self.front.keys) if t <= limit]
+        done = {k: complete(self.estimates[k]) for k in {k for _, k in ranked} | set(shown)}  # the rest of each
+        rows = [row_of(done[k], i + 1) for i, (_, k) in enumerate(ranked)]
+        front = [row_of(done[k], None) for k in shown]
         return SearchResult(
             model=self.model.name, gpu=self.gpu.name, gpus=self.gpus, global_batch=self.gbs, layouts=rows,
             pareto=front, searched=self.searched, pruned=self.pruned_time + self.pruned_memory,
@@ -508,65 +522,32 @@ class _Search:
         )  # fmt: skip
 
 
-def _with(lay: Layout, **fields) -> Layout:
-    """A copy of a checked layout with fields the space already checked (a schedule the registry
-    accepts, its chunks and split, a ZeRO stage): dataclasses.replace without re-running the checks."""
-    out = object.__new__(Layout)
-    out.__dict__.update(lay.__dict__)
-    out.__dict__.update(fields)
-    return out
-
-
 def _sync_mode(zero: int) -> int:
     """ZeRO stages that synchronise alike: 0 all-reduces at the end, 1 and 2 reduce-scatter and
     all-gather at the end, 3 gathers and reduce-scatters layer by layer inside the ops."""
     return zero if zero in (0, 3) else 1
 
 
-def _rezero(pre: Estimate, zero: int) -> Estimate:
-    out = Estimate(pre.model, pre.gpu, _with(pre.layout, zero=zero), pre.run, None, pre.plan, pre.p2p_s)
-    out.__dict__.update(
-        {k: pre.__dict__[k] for k in ("params_per_device", "expert_params_per_device") if k in pre.__dict__}
-    )
-    return out
+def _push_by_time(heap: list, seq, node) -> None:
+    heapq.heappush(heap, (node.lb_s, next(seq), node))
 
 
-def _dp_floor_s(pre: Estimate, slot_s: np.ndarray) -> float:
-    """A lower bound on the exposed DP sync, by the estimate layer's own code: a device's exposed
-    reduction only grows as its last (and first) op gets shorter, so every op is taken at the
-    longest a slot of that device can last; the device that ends the makespan then still waits at
-    least the smallest of these exposures."""
-    p = len(slot_s)
-    pre.__dict__["_device_times"] = (np.zeros(p), np.zeros(p), slot_s, slot_s)
-    return float(np.min(pre._dp_exposed))
-
-
-def closest(s: _Search, groups: list[_Group]) -> Estimate | None:
+def closest(s: _Search, groups: list[_Group]) -> Totals | None:
     """The layout with the least simulated peak memory (best first on the memory bounds)."""
     heap = [(grp.mem_lb, next(s.seq), grp) for grp in groups]
     heapq.heapify(heap)
-    cap, s.capacity = s.capacity, np.inf
-    try:
-        while heap:
-            _, _, node = heapq.heappop(heap)
-            if isinstance(node, Estimate):
-                return node
-            if isinstance(node, _Leaf):
-                est = estimate(s.model, s.gpu, node.layout)
-                heapq.heappush(heap, (float(est.peak_bytes.max()), next(s.seq), est))
-                continue
-            saved, s.heap = s.heap, []
-            if isinstance(node, _Group):
-                s._expand(node)
-            elif isinstance(node, _Raw):
-                s._bound(node)
-            else:
-                s._leaves(node)
-            for _, _, child in s.heap:
-                heapq.heappush(heap, (getattr(child, "mem", None) or child.mem_lb, next(s.seq), child))
-            s.heap = saved
-    finally:
-        s.capacity = cap
+    while heap:
+        _, _, node = heapq.heappop(heap)
+        if isinstance(node, Totals):
+            return node
+        if isinstance(node, _Leaf):
+            est = totals(simulate_layout(s.model, s.gpu, node.layout))
+            heapq.heappush(heap, (float(est.peak_bytes.max()), next(s.seq), est))
+            continue
+        children: list = []
+        s._children(node, partial(_push_by_time, children, s.seq), np.inf)
+        for _, _, child in children:
+            heapq.heappush(heap, (getattr(child, "mem", None) or child.mem_lb, next(s.seq), child))
     return None
 
 

@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass, field
 
 from ..estimate import specs
-from ..estimate.cli import GPU_FLAGS, MODEL_BOOLS, MODEL_FLAGS
 from ..estimate.iteration import Estimate
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recompute", "sequence_parallel", "zero",
@@ -22,21 +21,18 @@ def overrides(est: Estimate) -> list[str]:
     """The model and GPU override flags (``--seq 2048``, ``--hbm-gb 40`` ...) that turn the presets
     named ``est.model.name`` and ``est.gpu.name`` into the model and GPU this estimate used."""
     out = []
-    if est.model.name in specs.model_names():
-        base = specs.model(est.model.name)
-        for flag, f, _ in MODEL_FLAGS:
-            if getattr(est.model, f) != getattr(base, f):
-                out.append(f"--{flag} {getattr(est.model, f)}")
-        for f in MODEL_BOOLS:
-            if getattr(est.model, f) != getattr(base, f):
-                out.append(f"--{'' if getattr(est.model, f) else 'no-'}{f.replace('_', '-')}")
-    if est.gpu.name in specs.gpu_names():
-        base = specs.gpu(est.gpu.name)
-        for flag, f, k, _ in GPU_FLAGS:
-            if getattr(est.gpu, f) != getattr(base, f):
-                out.append(f"--{flag} {_in_unit(getattr(est.gpu, f), k)}")
-        if est.gpu.nvlink_domain != base.nvlink_domain:
-            out.append(f"--nvlink-domain {est.gpu.nvlink_domain}")
+    for spec, names, preset in ((est.model, specs.model_names(), specs.model), (est.gpu, specs.gpu_names(), specs.gpu)):
+        if spec.name not in names:
+            continue
+        base = preset(spec.name)
+        for f in specs.override_flags(type(spec)):
+            v = getattr(spec, f.field)
+            if v == getattr(base, f.field):
+                continue
+            if f.type is bool:
+                out.append(f"--{'' if v else 'no-'}{f.name}")
+            else:
+                out.append(f"--{f.name} {v if f.unit == 1 else _in_unit(v, f.unit)}")
     return out
 
 

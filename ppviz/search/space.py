@@ -15,7 +15,8 @@ import numpy as np
 from .. import schedules
 from ..errors import InputError
 from ..estimate import layer
-from ..estimate.iteration import dp_groups, pipeline_same_domain, shape_of
+from ..estimate.devices import dp_groups, pipeline_same_domain
+from ..estimate.iteration import shape_of
 from ..estimate.specs import RECOMPUTE, TP_MODES, Gpu, Layout, Model, SpecError
 from ..ir import Placement
 

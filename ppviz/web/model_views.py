@@ -45,11 +45,11 @@ class ModelView:
     estimates: list = field(default_factory=list)
 
 
-_CACHE: OrderedDict[tuple, ppviz.estimate.Estimate] = OrderedDict()
+_CACHE: OrderedDict[tuple, ppviz.Estimate] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def estimate_of(state: ModelState, schedule: str) -> ppviz.estimate.Estimate:
+def estimate_of(state: ModelState, schedule: str) -> ppviz.Estimate:
     """``ppviz.estimate`` of one schedule of the view, remembering the last few (keyed by their inputs)."""
     key = (model_state.model_of(state), model_state.gpu_of(state), model_state.layout_of(state, schedule))
     with _LOCK:
