@@ -142,6 +142,8 @@ BOUNDS: dict[str, Bound] = {
     "--gpus": _sizes(GPUS, "the largest published clusters hold about 100,000 GPUs"),
     "--top": _sizes(1_000, "layouts ranked and printed"),
     "--headroom": Bound(0, 1, "a fraction of HBM", high_open=True),
+    "--tokens": Bound(0, 1e16, "a token budget; the largest published runs train on tens of trillions", low_open=True),
+    "--gpu-hour-price": Bound(0, 1e6, "a price per GPU-hour"),
     "--budget": Bound(0, 86_400, "seconds, a day"),
     "--pareto-within": Bound(0, 100, "a fraction of the best time"),
     "--jobs": _sizes(1, "replaced by the cores at check time"),

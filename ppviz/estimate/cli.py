@@ -13,7 +13,7 @@ import sys
 from .. import formats
 from ..cli_types import NUMBER_TYPES, ascii_float, ascii_int, ascii_ints
 from ..schedules import REGISTRY
-from . import specs
+from . import hf_config, planning, specs
 from .iteration import FLOPS_DEFINITION, Estimate, estimate
 
 GIB = 2**30
@@ -60,6 +60,11 @@ def add_parsers(sub) -> None:
     out.add_argument("--trace", action="store_true",
                      help="print a Chrome / Perfetto trace: real time, activation bytes per device")  # fmt: skip
     p.add_argument("--no-ops", action="store_true", help="with --json, leave the run's ops out")
+    p.add_argument(
+        "--tokens", type=ascii_float, help="a token budget (e.g. 1e12): adds the days and GPU-hours it takes"
+    )
+    p.add_argument("--gpu-hour-price", type=ascii_float, metavar="PRICE",
+                   help="with --tokens, the price of one GPU-hour: adds the cost (in that currency)")  # fmt: skip
 
 
 def add_layout_args(p: argparse.ArgumentParser, *, render: bool = False) -> None:
@@ -69,7 +74,7 @@ def add_layout_args(p: argparse.ArgumentParser, *, render: bool = False) -> None
     argument and ``--model`` and ``--gpu`` are checked by the command (which says what is missing).
     Unset flags are None (or False), so a caller can tell which were given.
     """
-    p.add_argument("--model", required=not render, help="model preset (see `ppviz presets`)")
+    add_model_args(p, required=not render)
     p.add_argument("--gpu", required=not render, help="GPU preset (see `ppviz presets`)")
     for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
         p.add_argument(f"--{name}", type=ascii_int, help=f"{name} (default 1)")
@@ -107,6 +112,15 @@ def add_layout_args(p: argparse.ArgumentParser, *, render: bool = False) -> None
     add_spec_overrides(p)
 
 
+def add_model_args(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """The model: a preset name, or a Hugging Face config.json (read locally, never downloaded)."""
+    g = p.add_mutually_exclusive_group(required=required)
+    g.add_argument("--model", help="model preset (see `ppviz presets`)")
+    g.add_argument("--hf-config", metavar="PATH",
+                   help="a Hugging Face config.json (Llama, Mistral, Mixtral, Qwen2/3, DeepSeek-V3, GPT-2); "
+                   "give --seq for the training sequence length")  # fmt: skip
+
+
 def add_spec_overrides(p: argparse.ArgumentParser) -> None:
     """Flags that override any field of the model and GPU presets (estimate, render and search),
     as the specs define them (``specs.override_flags``)."""
@@ -121,7 +135,7 @@ def add_spec_overrides(p: argparse.ArgumentParser) -> None:
 
 def given_flags(args: argparse.Namespace) -> list[str]:
     """The model, GPU and layout flags given on a `ppviz render` line in real units."""
-    plain = ["model", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
+    plain = ["model", "hf_config", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
              "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "precision", "layer_split", "edge_fewer",
              "no_dp_overlap", "pair_overlap", "tp_comm_overlap"]  # fmt: skip
     flags = {n: n.replace("_", "-") for n in plain}
@@ -135,7 +149,11 @@ def specs_from_args(args: argparse.Namespace) -> tuple[specs.Model, specs.Gpu]:
     for prefix, cls in SPECS:
         given = ((f, getattr(args, f"{prefix}_{f.field}")) for f in specs.override_flags(cls))
         over[prefix] = {f.field: v if f.unit == 1 else v * f.unit for f, v in given if v is not None}
-    return specs.model(args.model, **over["model"]), specs.gpu(args.gpu, **over["gpu"])
+    if getattr(args, "hf_config", None):
+        model = specs.override(hf_config.model_from_config(args.hf_config, name=args.hf_config), **over["model"])
+    else:
+        model = specs.model(args.model, **over["model"])
+    return model, specs.gpu(args.gpu, **over["gpu"])
 
 
 def _or(value, default):
@@ -173,18 +191,34 @@ def main(args: argparse.Namespace) -> int:
     if args.command == "presets":
         _presets(args.json)
         return 0
+    if args.gpu_hour_price is not None and args.tokens is None:
+        raise ValueError("--gpu-hour-price prices a token budget: add --tokens (e.g. --tokens 1e12)")
     est = build(args)
     if args.no_ops and not args.json:
         raise ValueError("--no-ops applies to --json only: drop it, or add --json")
+    plan = None if args.tokens is None else plan_of(est, args.tokens, args.gpu_hour_price)
     if args.json:
-        sys.stdout.write(json.dumps(est.to_dict(ops=not args.no_ops)) + "\n")
+        out = est.to_dict(ops=not args.no_ops)
+        if plan is not None:
+            out["plan"] = plan.to_dict()
+        sys.stdout.write(json.dumps(out) + "\n")
     elif args.csv:
         sys.stdout.write(formats.ops_csv(est.run, time_unit="s"))
     elif args.trace:
         sys.stdout.write(formats.chrome_trace(est.run, **formats.trace_kwargs(est)))
     else:
-        sys.stdout.write(summary(est))
+        sys.stdout.write(summary(est) + ("" if plan is None else plan_line(plan) + "\n"))
     return 0
+
+
+def plan_of(est: Estimate, tokens: float, gpu_hour_price: float | None) -> planning.TrainingPlan:
+    """What ``tokens`` take at this estimate's throughput on all of its GPUs."""
+    return planning.training_plan(est.tokens_per_s, est.layout.gpus, tokens, gpu_hour_price)
+
+
+def plan_line(plan: planning.TrainingPlan) -> str:
+    cost = "" if plan.cost is None else f", cost {plan.cost:,.0f} at {plan.gpu_hour_price:g} per GPU-hour"
+    return f"plan           {plan.tokens:.4g} tokens: {plan.days:,.1f} days, {plan.gpu_hours:,.0f} GPU-hours{cost}"
 
 
 def summary(est: Estimate) -> str:

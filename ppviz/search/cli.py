@@ -17,7 +17,7 @@ import time
 
 from ..cli_limits import DEVICES, OVERSUBSCRIBE, SEARCH_ACTIONS, cores, default_memory_gb, memory_cap
 from ..cli_types import ascii_float, ascii_int, ascii_ints
-from ..estimate.cli import add_spec_overrides, specs_from_args, tp2d_grid
+from ..estimate.cli import add_model_args, add_spec_overrides, specs_from_args, tp2d_grid
 from .engine import search
 from .parallel import search_parallel
 from .result import SearchResult
@@ -41,7 +41,7 @@ def _names(text: str) -> list[str]:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("search", help="rank every parallel layout of a model on N GPUs by simulated iteration time")
-    p.add_argument("--model", required=True, help="model preset (see `ppviz presets`)")
+    add_model_args(p, required=True)
     p.add_argument("--gpu", required=True, help="GPU preset (see `ppviz presets`)")
     p.add_argument("--gpus", type=ascii_int, required=True, help="number of GPUs")
     p.add_argument("--gbs", type=ascii_int, required=True, help="global batch in sequences")

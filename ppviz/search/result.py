@@ -8,23 +8,41 @@ tokens_per_s, mfu, peak_bytes[], fits`` ...) and the layout itself under the nam
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 
-from ..estimate import specs
+from ..errors import InputError
+from ..estimate import hf_config, specs
 from ..estimate.iteration import Estimate
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recompute", "sequence_parallel", "zero",
                  "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "tp_comm_overlap")  # fmt: skip
 
 
+def model_flag(model: specs.Model) -> str:
+    """``--model NAME`` for a preset; ``--hf-config PATH`` for a model read from a config.json."""
+    if model.name in specs.model_names():
+        return f"--model {model.name}"
+    return f"--hf-config {shlex.quote(model.name)}"
+
+
+def _base_model(name: str) -> specs.Model | None:
+    if name in specs.model_names():
+        return specs.model(name)
+    try:
+        return hf_config.model_from_config(name, name=name)
+    except InputError:  # not a file (a model built in Python): no base to state overrides against
+        return None
+
+
 def overrides(est: Estimate) -> list[str]:
     """The model and GPU override flags (``--seq 2048``, ``--hbm-gb 40`` ...) that turn the presets
     named ``est.model.name`` and ``est.gpu.name`` into the model and GPU this estimate used."""
     out = []
-    for spec, names, preset in ((est.model, specs.model_names(), specs.model), (est.gpu, specs.gpu_names(), specs.gpu)):
-        if spec.name not in names:
+    gpu_base = specs.gpu(est.gpu.name) if est.gpu.name in specs.gpu_names() else None
+    for spec, base in ((est.model, _base_model(est.model.name)), (est.gpu, gpu_base)):
+        if base is None:
             continue
-        base = preset(spec.name)
         for f in specs.override_flags(type(spec)):
             v = getattr(spec, f.field)
             if v == getattr(base, f.field):
@@ -50,7 +68,7 @@ def command(est: Estimate) -> str:
     """The `ppviz estimate` command line that reproduces this row: the presets, every model and GPU
     override the search was given, and the layout."""
     lay = est.layout
-    parts = ["ppviz estimate", f"--model {est.model.name}", f"--gpu {est.gpu.name}", *overrides(est)]
+    parts = ["ppviz estimate", model_flag(est.model), f"--gpu {est.gpu.name}", *overrides(est)]
     parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs")]
     parts += [f"--gbs {lay.gbs}", f"--schedule {lay.schedule}", f"--recompute {lay.recompute}", f"--zero {lay.zero}"]
     if lay.sequence_parallel:
