@@ -229,3 +229,22 @@ def test_the_page_shows_its_place_in_the_queue(tmp_path, monkeypatch):
         time.sleep(0.1)
     assert "searching and simulating" in status
     jobs.manager().terminate_job(mine["job"].split("~")[0])
+
+
+def test_a_forked_worker_leaving_does_not_remove_the_servers_folder(tmp_path):
+    """gunicorn's workers are forks of the process that made the folder and run its atexit hooks when
+    they exit (a worker recycled after max_requests): the folder must outlive them, and not its maker."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != job_table.ENV_DIR}
+    code = (
+        "import os, sys; from ppviz.web import job_table; p = job_table.private_dir(); "
+        "pid = os.fork()\n"
+        "if pid == 0:\n    sys.exit(0)  # the worker's exit: atexit hooks run here\n"
+        "os.waitpid(pid, 0); print(p, os.path.isdir(os.path.join(p, 'table')))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    path, kept = run.stdout.split()
+    assert kept == "True", "a worker's exit removed the server's jobs folder"
+    assert not os.path.exists(path), "the folder outlived its server"

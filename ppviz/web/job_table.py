@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 ENV_DIR = "PPVIZ_JOBS_DIR"
 KILL_WAIT_S = 1.0
-_made_here: list[str] = []  # the private folder this process created (removed at its exit)
+_made_here: list[tuple[str, int]] = []  # (folder, pid of the process that made it): removed at that process's exit
 
 
 def _env_number(name: str, default: float) -> float:
@@ -85,7 +85,7 @@ def private_dir() -> str:
     if not path:
         path = tempfile.mkdtemp(prefix="ppviz-jobs-")
         os.environ[ENV_DIR] = path
-        _made_here.append(path)
+        _made_here.append((path, os.getpid()))
         atexit.register(remove_private_dir)
     else:
         os.makedirs(path, mode=0o700, exist_ok=True)
@@ -110,12 +110,16 @@ def _check_private(path: str) -> None:
 
 
 def remove_private_dir() -> None:
-    """End the jobs of the folder this process made, and remove it (nothing if it came from the environment)."""
-    if _made_here and os.environ.get(ENV_DIR) in _made_here:
+    """End the jobs of the folder this process made, and remove it (nothing if it came from the
+    environment). A forked child (a gunicorn worker) inherits the atexit hook but not the folder:
+    only the process that made it removes it, so a recycled worker leaves the server's jobs alone."""
+    mine = [path for path, pid in _made_here if pid == os.getpid()]
+    if os.environ.get(ENV_DIR) in mine:
         with contextlib.suppress(OSError):
             stop_all()
-    while _made_here:
-        shutil.rmtree(_made_here.pop(), ignore_errors=True)
+    for path in mine:
+        shutil.rmtree(path, ignore_errors=True)
+    _made_here.clear()
 
 
 def _path(*parts: str) -> str:
