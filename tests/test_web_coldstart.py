@@ -78,6 +78,7 @@ def stop(proc: subprocess.Popen) -> None:
         proc.communicate(timeout=20)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not GUNICORN.exists(), reason="gunicorn is not installed in this environment")
 def test_twenty_cold_starts_serve_every_asset_of_the_first_load():
     paths = asset_paths()
