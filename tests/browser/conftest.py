@@ -49,11 +49,12 @@ class SharedDuo(DashComposite):
         self.window = self.driver.get_window_size()
 
     def fresh_page(self, download_path: Path) -> None:
-        """The same tab on a blank page at the first window size, with no screen emulation, storage or
-        granted permissions left for the app's origin, downloads into ``download_path``; then the app
-        loaded anew. (Not a new tab: in one, a chart of test_model_page missed its redraw.)"""
+        """The same tab on a blank page with no history, at the first window size, with no screen emulation,
+        storage or granted permissions left for the app's origin, downloads into ``download_path``; then the
+        app loaded anew. (Not a new tab: in one, a chart of test_model_page missed its redraw.)"""
         driver = self.driver
         driver.get("about:blank")
+        driver.execute_cdp_cmd("Page.resetNavigationHistory", {})  # Chromium keeps 50 entries at most
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         driver.set_window_size(self.window["width"], self.window["height"])
         driver.execute_cdp_cmd("Browser.resetPermissions", {})
