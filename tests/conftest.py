@@ -7,8 +7,10 @@ from hypothesis import settings
 
 import ppviz
 
-# Property tests stay modest on this 2-core machine and are never timed.
-settings.register_profile("ppviz", max_examples=60, deadline=None)
+# Property tests are never timed. A developer's loop draws 20 examples per property; scripts/test.sh (and so
+# CI) selects `--hypothesis-profile=full`, 60 each. The web fuzz tests keep their own counts and are `slow`.
+settings.register_profile("ppviz", max_examples=20, deadline=None)
+settings.register_profile("full", max_examples=60, deadline=None)
 settings.load_profile("ppviz")
 
 

@@ -56,6 +56,7 @@ def least_cpu(view: str, link: str) -> dict:
     return min(runs, key=lambda r: r["cpu_s"])
 
 
+@pytest.mark.slow  # a fresh process per view: empty caches are what it measures
 @pytest.mark.parametrize(
     ("view", "name", "which"),
     [("abstract", n, w) for n, w in CASES] + [("model", n, w) for n, w in MODEL_CASES],

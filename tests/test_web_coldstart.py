@@ -78,13 +78,17 @@ def stop(proc: subprocess.Popen) -> None:
         proc.communicate(timeout=20)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not GUNICORN.exists(), reason="gunicorn is not installed in this environment")
 def test_twenty_cold_starts_serve_every_asset_of_the_first_load():
     paths = asset_paths()
     assert len(paths) >= 20 and any("async-graph" in p for p in paths)
     failures = []
     env = {**os.environ, "WEB_CONCURRENCY": "2"}  # the shipped config: 2 gthread workers × 4 threads
-    with ThreadPoolExecutor(len(paths)) as pool:
+    stopping = []
+    # A stop takes seconds of waiting (gunicorn's master outlives its workers): each runs in the
+    # background while the next server starts cold; all have ended before the test does.
+    with ThreadPoolExecutor(len(paths)) as pool, ThreadPoolExecutor(4) as stops:
         for start in range(STARTS):
             port = free_port()
             cmd = [str(GUNICORN), "app:server", "-c", "gunicorn.conf.py", "-b", f"127.0.0.1:{port}"]
@@ -98,5 +102,7 @@ def test_twenty_cold_starts_serve_every_asset_of_the_first_load():
                 codes = list(pool.map(lambda p, b=base: status(b + p), paths))
                 failures += [(start, p, c) for p, c in zip(paths, codes) if c != 200]
             finally:
-                stop(proc)
+                stopping.append(stops.submit(stop, proc))
+    for stopped in stopping:
+        stopped.result()  # a stop that failed fails the test
     assert failures == [], failures[:10]

@@ -40,6 +40,9 @@ PLAUSIBLE = {
 }  # the slowest synchronous answer allowed (the budget is about 0.5 s of CPU)
 
 
+pytestmark = pytest.mark.slow  # fuzz at full example counts
+
+
 @pytest.fixture(scope="module")
 def page() -> Page:
     views.clear_run_cache()

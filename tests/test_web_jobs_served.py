@@ -97,6 +97,7 @@ def ended(pid: int) -> bool:
         return True
 
 
+@pytest.mark.slow  # its own gunicorn, started with this test's limits
 @pytest.mark.skipif(not GUNICORN.exists(), reason="gunicorn is not installed")
 def test_a_hundred_jobs_in_bursts_all_end_within_their_limits(page, tmp_path):
     """Five bursts of 20 jobs, a second apart, nobody polling: each job runs (2 slots) or waits,
@@ -128,6 +129,7 @@ def test_a_hundred_jobs_in_bursts_all_end_within_their_limits(page, tmp_path):
         served.stop()
 
 
+@pytest.mark.slow  # its own gunicorn, started with this test's limits
 @pytest.mark.skipif(not GUNICORN.exists(), reason="gunicorn is not installed")
 def test_one_client_cannot_hold_more_than_its_share(page, tmp_path):
     """Behind the proxy (PPVIZ_PROXY_HOPS=1) each forwarded address is a client with 1 job at most:

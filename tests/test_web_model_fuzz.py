@@ -33,6 +33,7 @@ def test_the_views_have_callbacks_to_fuzz(page):
     )  # the lines picker's options and list_baselines too
 
 
+@pytest.mark.slow  # fuzz at its full example count
 @settings(
     max_examples=120,
     deadline=None,

@@ -28,6 +28,7 @@ from ppviz.web.protocol import MAX_BODY_BYTES
 needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (scripts/test.sh installs Debian's)")
 
 
+@pytest.mark.slow  # its own deployment (nginx and gunicorn), started here
 @needs_nginx
 def test_sixteen_slow_bodies_and_four_slow_headers_delay_a_cheap_request_by_under_a_second_behind_nginx():
     served = serve(proxy=True)  # the Dockerfile's CMD, as the container runs it
@@ -56,6 +57,7 @@ def test_sixteen_slow_bodies_and_four_slow_headers_delay_a_cheap_request_by_unde
     assert not served.left_behind
 
 
+@pytest.mark.slow  # its own deployment: the test stops its nginx
 @needs_nginx
 def test_the_container_command_ends_when_nginx_ends():
     served = serve(proxy=True)
@@ -71,6 +73,7 @@ def test_the_container_command_ends_when_nginx_ends():
     assert not served.left_behind
 
 
+@pytest.mark.slow  # its own gunicorn, whose threads the slow clients hold
 def test_gunicorn_alone_answers_408_to_requests_not_sent_in_time():
     served = serve(proxy=False)
     try:
