@@ -21,12 +21,14 @@ from web_dispatch import Page, answer, id_key, text_of
 import app as page_app
 import ppviz
 from ppviz import figures
-from ppviz.web import callbacks, limits, protocol, views
-from ppviz.web.url_state import parse
+from ppviz.web import protocol
+from ppviz.web.common import limits
+from ppviz.web.pages.abstract import budget, callbacks, render
+from ppviz.web.pages.abstract.state import parse
 
 SERVER = page_app.server
 PAGE = "gantt.figure...memory.figure"
-# The callbacks of this page (ppviz/web/callbacks.py); other views register their own.
+# The callbacks of this page (ppviz/web/pages/abstract/callbacks.py); other views register their own.
 OWN = {
     k
     for k, v in page_app.app.callback_map.items()
@@ -36,7 +38,7 @@ OWN = {
 
 @pytest.fixture
 def page() -> Page:
-    views.clear_run_cache()
+    render.clear_run_cache()
     p = Page.open(SERVER)
     p.load()
     return p
@@ -151,7 +153,7 @@ def test_the_limit_box_in_single_mode_patches_only_the_limit_line(page):
         out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): limit}))
         assert set(out) <= {"url", "link-notes", "memory"}  # the Gantt chart, cards and the rest stay
         assert "__dash_patch_update" in out["memory"]["figure"]
-        full = views.render(parse(page.value("url", "search")).state).memory
+        full = render.render(parse(page.value("url", "search")).state).memory
         assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
         names = [t.get("name") for t in page.value("memory", "figure")["data"]]
         assert (f"limit {limit}" in names) == (limit is not None)
@@ -165,7 +167,7 @@ def test_at_16_devices_memory_is_a_band_and_the_limit_patch_lands_after_it(page)
     for limit in (3, 5, None):
         out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): limit}))
         assert "__dash_patch_update" in out["memory"]["figure"]
-        full = views.render(parse(page.value("url", "search")).state).memory
+        full = render.render(parse(page.value("url", "search")).state).memory
         assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
 
 
@@ -187,7 +189,7 @@ def test_the_memory_lines_picker_chooses_the_devices_over_the_band_and_lives_in_
     assert names == ["min", "min–max of 16 devices", "device 3", "device 9", "peak"]
     assert "over the min–max band of all 16 devices" in message(page, "lines")
     out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): 4}))  # the patch lands after them
-    full = views.render(parse(page.value("url", "search")).state).memory
+    full = render.render(parse(page.value("url", "search")).state).memory
     assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
 
     link = "?schedule=1f1b&devices=32&microbatches=8&lines=31,5,99,x"
@@ -295,7 +297,7 @@ def test_a_sweep_of_searching_schedules_is_priced_and_drawn_by_a_background_job(
     """zb-auto searches (20 units an action): its sweep along m = 4 … 256 at p = 8 is past a request's budget."""
     search = "?mode=compare&compare=zb-auto,1f1b&devices=8&microbatches=32&show=sweep"
     state = parse(search).state
-    assert limits.work(replace(state, compare_show="charts")) <= limits.SYNC_WORK < limits.work(state)
+    assert budget.work(replace(state, compare_show="charts")) <= limits.SYNC_WORK < budget.work(state)
     out = open_compare(page, search)
     assert "in the background" in out["gantt"]["figure"]["layout"]["annotations"][0]["text"]
     page.run_background(page.callback("job-error.children"), [("job-request", "data")])
@@ -345,7 +347,7 @@ def test_all_zero_op_times_are_refused_beside_the_f_slider(page):
 def test_a_heavy_view_is_drawn_by_a_background_job_with_progress(page):
     """v-auto at 16 × 64 (6,144 actions, each searched) is past the synchronous budget."""
     search = "?schedule=v-auto&devices=16&microbatches=64"
-    assert limits.in_background(parse(search).state)
+    assert budget.in_background(parse(search).state)
     out = answer(page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search}))
     assert "in the background" in out["gantt"]["figure"]["layout"]["annotations"][0]["text"]
     assert out["job-request"]["data"]["search"] == search
@@ -507,7 +509,7 @@ def test_zooming_into_a_run_drawn_in_the_background_is_a_background_job_too(page
     answer(page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search}))
     page.run_background(page.callback("job-error.children"), [("job-request", "data")])
     assert page.value("render-stamp", "children") == "overview:262144"
-    views.clear_run_cache()  # as in another worker
+    render.clear_run_cache()  # as in another worker
     event = {"xaxis.range[0]": 1000.0, "xaxis.range[1]": 1003.0}
     out = answer(
         page.fire(page.callback("zoom-job.data"), [("zoom-request", "data")], {("zoom-request", "data"): event})
@@ -565,7 +567,7 @@ def test_an_upload_of_exactly_256_kib_is_taken_and_one_byte_more_is_refused(page
     """The decoded size counts base64's padding out (the estimate from the length alone refused 256 KiB)."""
     dep = page.callback("upload-store.data")
     order = ppviz.to_torch_csv(ppviz.build("1f1b", 3, 4))
-    limit = views.UPLOAD_MAX_BYTES
+    limit = render.UPLOAD_MAX_BYTES
     assert limit == 256 * 1024
     exact = order + "\n" * (limit - len(order))  # trailing blank rows are not rows
     out = answer(page.fire(dep, [("upload-checked", "data")], {("upload-checked", "data"): upload_data(exact)}))
@@ -577,7 +579,7 @@ def test_an_upload_of_exactly_256_kib_is_taken_and_one_byte_more_is_refused(page
 
 
 def test_every_server_callback_of_this_page_is_covered_here(page):
-    """A new server callback in ppviz/web/callbacks.py must get its triggers tested above."""
+    """A new server callback in ppviz/web/pages/abstract/callbacks.py must get its triggers tested above."""
     covered = {"url.search", "row-compare.style", "download.data", "upload-store.data", "job-error"}
     covered |= {"zoom-job.data", "zoom-stamp.children@"}  # zoom_detail, zoom_in_background
     covered |= {"microbatches.value@"}  # pick_microbatches
@@ -594,7 +596,7 @@ def test_every_process_signs_job_handles_with_the_same_secret():
     import sys
 
     other = subprocess.run(
-        [sys.executable, "-c", "from ppviz.web import jobs; print(jobs.secret_key().hex())"],
+        [sys.executable, "-c", "from ppviz.web.common import jobs; print(jobs.secret_key().hex())"],
         capture_output=True,
         text=True,
         check=True,

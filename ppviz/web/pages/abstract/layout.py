@@ -1,4 +1,4 @@
-"""The page: a header, the control panel, metric cards, the Gantt and memory charts on one time axis."""
+"""The abstract page: the control panel, metric cards, the Gantt and memory charts on one time axis."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from dash.dash_table import FormatTemplate
 
 from ppviz import REGISTRY
 
-from . import controls, model_layout, search_layout, widgets
-from .url_state import SLIDERS, ViewState
-from .views import GRAPH_CONFIG, IMAGE_FORMATS, UPLOAD_MAX_BYTES
+from ...common import charts, widgets
+from ...common.charts import GRAPH_CONFIG, IMAGE_FORMATS
+from . import controls
+from .ids import msg_id
+from .render import UPLOAD_MAX_BYTES
+from .state import SLIDERS, ViewState
 
 UPLOAD_KB = UPLOAD_MAX_BYTES // 1024
 
@@ -48,10 +51,10 @@ EXPORTS = [
 
 
 def layout() -> html.Div:
+    """The abstract page: its stores, the control panel and the charts."""
     state = ViewState()
     return html.Div(
         [
-            dcc.Location(id="url", refresh=False),
             dcc.Download(id="download"),
             dcc.Store(id="upload-store"),
             dcc.Store(id="upload-checked"),
@@ -60,38 +63,11 @@ def layout() -> html.Div:
             dcc.Store(id="zoom-job"),
             dcc.Store(id="axes-sync"),
             dcc.Store(id="zoom-request"),
-            header(),
-            html.Div([panel(state), views()], className="main", id="abstract-view"),
-            model_layout.model_view(),
-            search_layout.search_view(),
+            panel(state),
+            views(),
         ],
-        className="page",
-    )
-
-
-def header() -> html.Header:
-    return html.Header(
-        [
-            html.Div(
-                [
-                    html.H1("ppviz"),
-                    html.Span(
-                        "exact simulation of pipeline-parallel training schedules",
-                        className="subtitle",
-                    ),
-                ],
-                className="brand",
-            ),
-            model_layout.view_tabs(),  # in the header row: a row of its own cost the charts 36 px of an 800 px screen
-            html.Div(
-                [
-                    html.Span("copy link", className="copy-label"),
-                    dcc.Clipboard(id="copy-link", title="copy a link to this exact view", className="clipboard"),
-                ],
-                className="share",
-            ),
-        ],
-        className="header",
+        className="main",
+        id="abstract-view",
     )
 
 
@@ -118,7 +94,7 @@ def panel(state: ViewState) -> html.Aside:
                         optionHeight=48,
                     ),
                     html.Div(controls.schedule_info(state.schedule), id="schedule-info", className="info"),
-                    html.Div(id=controls.msg_id("schedule"), className="control-msg"),
+                    html.Div(id=msg_id("schedule"), className="control-msg"),
                 ],
                 id="row-schedule",
                 className="control",
@@ -129,7 +105,7 @@ def panel(state: ViewState) -> html.Aside:
                     dcc.Dropdown(
                         id="compare", options=controls.compare_options(), value=list(state.compare), multi=True
                     ),
-                    html.Div(id=controls.msg_id("compare"), className="control-msg"),
+                    html.Div(id=msg_id("compare"), className="control-msg"),
                 ],
                 id="row-compare",
                 className="control",
@@ -181,7 +157,7 @@ def stage_table(state: ViewState) -> list:
             style_data_conditional=[{"if": {"column_editable": False}, "color": "#667"}],
         ),
         html.Button("reset to the sliders", id="stage-reset", n_clicks=0, className="button small"),
-        html.Div(id=controls.msg_id("stage_times"), className="control-msg"),
+        html.Div(id=msg_id("stage_times"), className="control-msg"),
     ]
 
 
@@ -214,7 +190,7 @@ def export_panel() -> list:
             className="upload",
         ),
         html.Div(id="upload-error", className="control-msg"),
-        html.Div(id=controls.msg_id("upload"), className="control-msg"),
+        html.Div(id=msg_id("upload"), className="control-msg"),
     ]
 
 
@@ -282,13 +258,13 @@ def views() -> html.Section:
             ),
             job_box(),
             dcc.Loading(
-                dcc.Graph(id="gantt", config=GRAPH_CONFIG, figure=_empty()),
+                dcc.Graph(id="gantt", config=GRAPH_CONFIG, figure=charts.empty()),
                 custom_spinner=_working(),
                 target_components={"gantt": "figure"},
                 delay_show=400,
                 overlay_style={"visibility": "visible", "opacity": 0.6},
             ),
-            html.Div(dcc.Graph(id="memory", config=GRAPH_CONFIG, figure=_empty()), id="memory-box"),
+            html.Div(dcc.Graph(id="memory", config=GRAPH_CONFIG, figure=charts.empty()), id="memory-box"),
             html.Div("", id="render-stamp", className="stamp"),
             html.Div("", id="zoom-stamp", className="stamp"),
             html.Footer(
@@ -306,10 +282,6 @@ def views() -> html.Section:
 def job_box() -> html.Div:
     """Progress of a view drawn in the background (big sizes, searching schedules), with a stop button."""
     return widgets.job_box()
-
-
-def _empty() -> dict:
-    return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 200}}
 
 
 def _working() -> html.Div:

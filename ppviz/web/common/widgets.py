@@ -32,3 +32,8 @@ def job_box(prefix: str = "job-", suffix: str = "", cancel: str = "stop", top: i
         style={"display": "none"},
     )
     return html.Div([box, html.Div(id=f"{prefix}error{suffix}", className="control-msg")] if error else [box])
+
+
+def device_options(devices: int) -> list[dict]:
+    """The picker's choices: every device of the view."""
+    return [{"label": f"device {d}", "value": d} for d in range(max(int(devices), 0))]

@@ -1,62 +1,30 @@
-"""Callbacks of the model & cluster view, and the switch between the page's views.
+"""Callbacks of the model & cluster page.
 
 One callback keeps the controls and the URL's hash in step (in both directions) and draws the
 view from the resulting state, like the abstract view's; a view past the synchronous budget is
 drawn by a background job (``jobs.manager()``) with progress and a stop button. Both send only
-the outputs that changed (see ``model_outputs``).
+the outputs that changed (see ``outputs``).
 """
 
 from __future__ import annotations
 
 import time
 
-from dash import Input, Output, State, callback, clientside_callback, ctx, no_update
+from dash import Input, Output, State, callback, ctx, no_update
 
-from . import controls, jobs, model_outputs, model_state, model_views, views, widgets
-from .model_layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, cid, control_values, msg_id
-from .model_outputs import unsent, view_parts
-from .model_state import ModelState
-
-clientside_callback(
-    """function(hash, tab, a, m, s) {
-        const nu = window.dash_clientside.no_update;
-        const views = ["abstract", "model", "search"];
-        const trig = (window.dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
-        const params = new URLSearchParams((hash || "").replace(/^#/, ""));
-        let view = views.includes(params.get("view")) ? params.get("view") : "abstract";
-        let newHash = nu;
-        if (trig.includes("view-tabs.value") && views.includes(tab) && tab !== view) {
-            view = tab;
-            params.set("view", view);
-            const only = Array.from(params.keys()).length === 1;
-            newHash = view === "abstract" && only ? "" : "#" + params.toString();
-        }
-        // Only the styles that change: an unchanged view is not rendered again.
-        const show = (v, now) => {
-            const hidden = !!(now && now.display === "none");
-            return hidden === (v !== view) ? nu : (v === view ? {} : {display: "none"});
-        };
-        return [newHash, tab === view ? nu : view, show("abstract", a), show("model", m), show("search", s)];
-    }""",
-    Output("url", "hash", allow_duplicate=True),
-    Output("view-tabs", "value"),
-    Output("abstract-view", "style"),
-    Output("model-view", "style"),
-    Output("search-view", "style"),
-    Input("url", "hash"),
-    Input("view-tabs", "value"),
-    State("abstract-view", "style"),
-    State("model-view", "style"),
-    State("search-view", "style"),
-    prevent_initial_call="initial_duplicate",
-)
+from ...common import charts, cluster, jobs, url_hash, widgets
+from ...common.cluster import ModelState
+from . import outputs, render
+from .ids import cid, msg_id
+from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, control_values
+from .outputs import unsent, view_parts
 
 
 @callback(
     Output("url", "hash", allow_duplicate=True),
     *[Output(cid(name), "value") for name in CONTROLS],
     Output("notes-model", "children"),
-    *model_outputs.view_outputs(),
+    *outputs.view_outputs(),
     Output("memory-box-model", "style"),
     *[Output(msg_id(name), "children") for name in MESSAGE_NAMES],
     Output("row-schedule-model", "style"),
@@ -75,33 +43,33 @@ def update_model_view(hash_, *args):
     controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
     values = dict(zip(CONTROLS, args[: len(CONTROLS)]))
     drawn, sent = args[len(CONTROLS) :]
-    nothing = (no_update,) * (len(CONTROLS) + 2) + model_outputs.unchanged() + (no_update,)
+    nothing = (no_update,) * (len(CONTROLS) + 2) + outputs.unchanged() + (no_update,)
     nothing += (no_update,) * (len(MESSAGE_NAMES) + 5)
     trigger = ctx.triggered_id
     if trigger in (None, "url"):
-        if model_state.view_of(hash_) != "model":
+        if url_hash.view_of(hash_) != "model":
             return nothing
-        state, notes = model_state.parse(hash_)
-        key = model_state.write_hash(model_state.encode(state))
+        state, notes = cluster.parse(hash_)
+        key = url_hash.write_hash(cluster.encode(state))
         if key == drawn:
             return nothing
         controls = control_values(state)
         new_hash = no_update
     else:
-        previous = model_state.parse(hash_).state
+        previous = cluster.parse(hash_).state
         state, notes = _from_controls(values, previous, trigger)
-        own = {"view": "model", **model_state.encode(state)}
-        new_hash = model_state.merge(hash_, own, model_state.MODEL_KEYS | {"view"})
-        key = model_state.write_hash(model_state.encode(state))
+        own = {"view": "model", **cluster.encode(state)}
+        new_hash = url_hash.merge(hash_, own, cluster.MODEL_KEYS | {"view"})
+        key = url_hash.write_hash(cluster.encode(state))
         preset = trigger in (cid("model"), cid("gpu"))
         controls = control_values(state) if notes or preset else None
         if controls is not None and not preset:
             controls = {k: v for k, v in controls.items() if k != "compare"}
         if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
             controls = {**(controls or {}), "baseline": state.reference}
-    view = model_views.render(state)
+    view = render.render(state)
     control_out = [controls.get(n, no_update) if controls else no_update for n in CONTROLS]
-    job = {"hash": model_state.write_hash(model_state.encode(state)), "at": time.time()}
+    job = {"hash": url_hash.write_hash(cluster.encode(state)), "at": time.time()}
     compare = state.mode == "compare"
     drawn_parts = view_parts(view)
     small = {
@@ -119,7 +87,7 @@ def update_model_view(hash_, *args):
         new_hash,
         *control_out,
         out["notes"],
-        *model_outputs.values(view, out),
+        *outputs.values(view, out),
         out["memory-box"],
         *[out[f"msg {n}"] for n in MESSAGE_NAMES],
         out["row-schedule"],
@@ -135,7 +103,7 @@ def _hidden(hide: bool) -> dict:
 
 
 @callback(
-    *model_outputs.view_outputs(allow_duplicate=True),
+    *outputs.view_outputs(allow_duplicate=True),
     Output("job-error-model", "children"),
     Input("job-model", "data"),
     background=True,
@@ -149,16 +117,16 @@ def _hidden(hide: bool) -> dict:
 def estimate_in_background(set_progress, request):
     """Estimate a view past the synchronous budget (searching schedules at big sizes) in a background job."""
     hash_ = request.get("hash") if isinstance(request, dict) else None
-    state = model_state.parse(hash_).state
+    state = cluster.parse(hash_).state
     names = " and ".join(state.shown)
     try:
         jobs.watch(on_wait=lambda text: set_progress((0, f"{names}: {text}")))
         set_progress((1, f"{names}: building the schedule and simulating…"))
-        view = model_views.render(state, background=True)
+        view = render.render(state, background=True)
     except jobs.STOPPED as e:
-        cli = model_state.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
+        cli = cluster.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
         text = f"{names}: {jobs.why(e)}; or use the CLI: {cli}"
-        view = model_views.ModelView(model_views.views.message_figure(text), None, None, [], [])
+        view = render.ModelView(charts.message_figure(text), None, None, [], [])
         return (*drawn_outputs(view), widgets.message(("error", text)))
     error = next((m for m in view.messages.values() if m[0] == "error"), None)
     return (*drawn_outputs(view), widgets.message(error))
@@ -174,9 +142,9 @@ def estimate_in_background(set_progress, request):
 def line_options(hash_, shown, was_disabled):
     """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose.
     Sent only when that changes (every move writes the hash)."""
-    state = model_state.parse(hash_).state
-    options = controls.device_options(state.pp)
-    disabled = state.pp <= views.MEMORY_LINES or state.mode == "compare"
+    state = cluster.parse(hash_).state
+    options = widgets.device_options(state.pp)
+    disabled = state.pp <= charts.MEMORY_LINES or state.mode == "compare"
     return (no_update if options == shown else options, no_update if disabled == was_disabled else disabled)
 
 
@@ -189,9 +157,9 @@ def list_baselines(compare):
     return list(dict.fromkeys(n for n in compare if isinstance(n, str))) if isinstance(compare, list) else []
 
 
-def drawn_outputs(view: model_views.ModelView) -> tuple:
+def drawn_outputs(view: render.ModelView) -> tuple:
     """Every output of a view (a job's answer: what the page shows before it is not known)."""
-    return model_outputs.values(view, unsent(view_parts(view), None)[0])
+    return outputs.values(view, unsent(view_parts(view), None)[0])
 
 
 def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:
@@ -210,7 +178,7 @@ def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelSt
         raw["nvlink"] = previous.nvlink_dp_pp
     skip = set(MODEL_FIELDS) if trigger == cid("model") else set(GPU_FIELDS) if trigger == cid("gpu") else set()
     numbers = {}
-    for name in model_state.NUMBER_FIELDS:
+    for name in cluster.NUMBER_FIELDS:
         if name in skip:
             continue
         value = values.get(name)
@@ -219,4 +187,4 @@ def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelSt
         raw["model"] = previous.model
     if not isinstance(raw["gpu"], str) or not raw["gpu"]:
         raw["gpu"] = previous.gpu
-    return model_state.bounded({k: v for k, v in raw.items() if v is not None}, numbers)
+    return cluster.bounded({k: v for k, v in raw.items() if v is not None}, numbers)

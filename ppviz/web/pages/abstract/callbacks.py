@@ -21,7 +21,8 @@ from dash import (
     no_update,
 )
 
-from . import controls, jobs, limits, sync, views, widgets
+from ...common import charts, jobs, widgets
+from . import budget, controls, render, sync
 from .layout import COMPARE_BAR_STYLE, EXPORTS
 
 PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
@@ -104,7 +105,7 @@ def update_page(search, *args):
 def drawn(state, message_names: list[str], background: bool = False) -> tuple:
     """The view outputs: charts, cards, ranking, messages next to controls, disabled controls; last,
     how the Gantt chart is drawn ("queued" when the work is left to a background job)."""
-    view = views.render(state, background=background)
+    view = render.render(state, background=background)
     compare = state.mode == "compare"
     return (
         view.gantt,
@@ -144,7 +145,7 @@ VIEW_OUTPUTS = 9 + len(TOGGLED)  # what drawn() returns before how the Gantt is 
 def _limit_patch(before, after):
     """A Patch of the memory chart's limit line, no_update when the line stays, None to redraw instead."""
     try:
-        change = views.limit_change(before, after)
+        change = render.limit_change(before, after)
     except (LookupError, ValueError):  # not held here, or the view cannot be drawn: the full path says why
         return None
     if change is None:
@@ -195,17 +196,17 @@ def draw_in_background(set_progress, request):
     names = " and ".join(state.shown)
     try:
         jobs.watch(on_wait=lambda text: set_progress((0, f"{names}: {text}")))
-        set_progress((1, f"{names}: {'searching and ' if limits.in_background(state) else ''}simulating…"))
+        set_progress((1, f"{names}: {'searching and ' if budget.in_background(state) else ''}simulating…"))
         for name in state.shown:
-            views.cached_run(state, name)  # the slow part; drawing below reuses it
+            render.cached_run(state, name)  # the slow part; drawing below reuses it
         set_progress((2, f"{names}: drawing…"))
         view = drawn(state, [], background=True)
     except jobs.STOPPED as e:
-        cli = limits.cli_command(state, state.shown[0]) if state.shown else "ppviz simulate"
+        cli = budget.cli_command(state, state.shown[0]) if state.shown else "ppviz simulate"
         text = f"{names}: {jobs.why(e)}; or use the CLI: {cli}"
-        return views.message_figure(text), no_update, [], [], "none:0", widgets.message(("error", text))
+        return charts.message_figure(text), no_update, [], [], "none:0", widgets.message(("error", text))
     except ValueError as e:  # drawn() shows the core's messages; this is a bound refused on the way
-        return views.message_figure(str(e)), no_update, [], [], "none:0", widgets.message(("error", str(e)))
+        return charts.message_figure(str(e)), no_update, [], [], "none:0", widgets.message(("error", str(e)))
     gantt, memory, _, cards, ranking = view[:5]
     return gantt, memory, cards, ranking, view[-2], None
 
@@ -263,20 +264,20 @@ def show_controls(mode, schedule, compare):
 def download_export(*args):
     """Build the chosen export from the view in the URL, in a background job (big traces take seconds).
 
-    Named after the schedule and size (``zb-v_p8_m32_ops.csv``); past ``limits.EXPORT_MAX_OPS`` ops
+    Named after the schedule and size (``zb-v_p8_m32_ops.csv``); past ``budget.EXPORT_MAX_OPS`` ops
     the message gives the CLI command instead.
     """
     search = args[-1]
     kind = str(ctx.triggered_id).removeprefix("export-")
     try:
         jobs.watch()
-        return views.export(sync.read(search).state, kind), ""
+        return render.export(sync.read(search).state, kind), ""
     except jobs.STOPPED as e:
         return no_update, widgets.message(("error", f"the export {jobs.why(e)}; or use the CLI"))
     except ValueError as e:
         return no_update, widgets.message(("error", f"cannot export: {e}"))
     except Exception as e:  # a bug: a message by the buttons, never a 500
-        views.log.exception("export %s of %s failed", kind, search)
+        render.log.exception("export %s of %s failed", kind, search)
         return no_update, widgets.message(("error", f"cannot export ({type(e).__name__}); please report it"))
 
 
@@ -295,11 +296,11 @@ def read_upload(checked):
     checked = checked if isinstance(checked, dict) else {}
     filename = checked.get("filename") if isinstance(checked.get("filename"), str) else "the file"
     try:
-        return views.read_upload(checked.get("contents"), filename), widgets.message(("reason", f"showing {filename}"))
+        return render.read_upload(checked.get("contents"), filename), widgets.message(("reason", f"showing {filename}"))
     except ValueError as e:  # strict parsing refuses anything but a valid order; say why
         return no_update, widgets.message(("error", str(e)))
     except Exception as e:  # a bug: say so, never a 500
-        views.log.exception("reading the upload %s failed", filename)
+        render.log.exception("reading the upload %s failed", filename)
         return no_update, widgets.message(("error", f"cannot read {filename} ({type(e).__name__}); please report it"))
 
 
@@ -321,7 +322,7 @@ def zoom_detail(relayout, search, stamp, last):
     Acts only on a single view drawn as an overview; the stamp of the window last drawn keeps a
     repeated event (the memory chart's axis sync echoes zooms) from drawing it twice.
     """
-    window = views.zoom_window(relayout)
+    window = render.zoom_window(relayout)
     nothing = (no_update,) * 4
     if window is None or not str(stamp or "").startswith("overview"):
         return nothing
@@ -332,24 +333,24 @@ def zoom_detail(relayout, search, stamp, last):
     if state.mode != "single":
         return nothing
     try:
-        figure, drawn_as = views.zoomed(state, window)
+        figure, drawn_as = render.zoomed(state, window)
         size = _size_patch(state, window, drawn_as)
     except LookupError:  # past the budget and drawn by a background job: zoom in one too
         return no_update, no_update, {"search": search, "window": window, "key": key}, no_update
     except ValueError:  # refused: the overview stays
         return nothing
     except Exception:  # the view drew a moment ago; if it cannot now, the overview stays as it is
-        views.log.exception("zooming into %s failed", search)
+        render.log.exception("zooming into %s failed", search)
         return nothing
     return figure, "" if window == "full" else f"{key}|{drawn_as}", no_update, size
 
 
 def _size_patch(state, window, drawn_as: str) -> Patch:
     """The size card's detail for the window now drawn (the card said "overview" while bars showed)."""
-    run = views.cached_run(state, state.schedule)
+    run = render.cached_run(state, state.schedule)
     patch = Patch()
-    detail = views.size_detail(run, drawn_as, None if window == "full" else window)
-    patch[views.SIZE_CARD]["props"]["children"][2]["props"]["children"] = detail
+    detail = render.size_detail(run, drawn_as, None if window == "full" else window)
+    patch[render.SIZE_CARD]["props"]["children"][2]["props"]["children"] = detail
     return patch
 
 
@@ -369,13 +370,13 @@ def zoom_in_background(request):
     request = request if isinstance(request, dict) else {}
     window = request.get("window")
     window = tuple(window) if isinstance(window, list) and len(window) == 2 else window
-    checked = views.zoom_window({"xaxis.range": list(window)} if isinstance(window, tuple) else {"xaxis.autorange": 1})
+    checked = render.zoom_window({"xaxis.range": list(window)} if isinstance(window, tuple) else {"xaxis.autorange": 1})
     state = sync.read(request.get("search")).state
     if checked is None or state.mode != "single":
         return no_update, no_update, no_update
     try:
         jobs.watch()
-        figure, drawn_as = views.zoomed(state, checked, background=True)
+        figure, drawn_as = render.zoomed(state, checked, background=True)
         size = _size_patch(state, checked, drawn_as)
     except (ValueError, *jobs.STOPPED):
         return no_update, no_update, no_update
@@ -385,7 +386,7 @@ def zoom_in_background(request):
 @callback(Output("lines", "options"), Input("url", "search"))
 def line_options(search):
     """The memory-lines picker offers the devices of the view in the link."""
-    return controls.device_options(sync.read(search).state.devices)
+    return widgets.device_options(sync.read(search).state.devices)
 
 
 clientside_callback(

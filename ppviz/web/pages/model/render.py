@@ -8,6 +8,7 @@ estimate error is about.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections import OrderedDict
@@ -17,8 +18,11 @@ import ppviz
 from ppviz import figures
 from ppviz import sweep as sweeps
 
-from . import bars, model_state, views
-from .model_state import ModelState
+from ...common import charts, cluster
+from ...common.cluster import ModelState
+from . import bars, budget
+
+log = logging.getLogger(__name__)
 
 MS = 1e3  # seconds → ms on every time axis
 GB = 1e-9  # bytes → GB (10⁹ bytes, as GPUs are sold: an H100 holds 80 GB)
@@ -51,7 +55,7 @@ _LOCK = threading.Lock()
 
 def estimate_of(state: ModelState, schedule: str) -> ppviz.estimate.Estimate:
     """``ppviz.estimate`` of one schedule of the view, remembering the last few (keyed by their inputs)."""
-    key = (model_state.model_of(state), model_state.gpu_of(state), model_state.layout_of(state, schedule))
+    key = (cluster.model_of(state), cluster.gpu_of(state), cluster.layout_of(state, schedule))
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
@@ -75,17 +79,17 @@ def render(state: ModelState, background: bool = False) -> ModelView:
     (a background job draws it) unless ``background``."""
     names = state.shown
     if not names:
-        text = f"pick 2–{model_state.MAX_COMPARE} schedules to compare"
+        text = f"pick 2–{cluster.MAX_COMPARE} schedules to compare"
         return _failed(state, text, {"compare": ("error", text)})
     try:
-        model_state.check(state)
+        budget.check(state)
     except ValueError as e:
         return _failed(state, str(e), {control_for(str(e), state): ("error", str(e))})
-    if not background and model_state.in_background(state):
+    if not background and budget.in_background(state):
         text = (
             f"Estimating {' and '.join(names)} at pp {state.pp} × {state.microbatches} microbatches in the background…"
         )
-        fig = views.message_figure(text)
+        fig = charts.message_figure(text)
         return ModelView(fig, None, None, [], [], {}, "queued")
     estimates = []
     for name in names:
@@ -95,7 +99,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             text = f"{name}: {e}" if len(names) > 1 else str(e)
             return _failed(state, text, {control_for(str(e), state): ("error", text)})
         except Exception as e:  # a bug, not a bad input: say so on the page, never a 500
-            views.log.exception("estimating %s failed", name)
+            log.exception("estimating %s failed", name)
             text = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
             return _failed(state, text, {"schedule": ("error", text)})
     notes = _iteration_notes(state)
@@ -109,7 +113,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
         fig = figures.compare_memory(
             [e.run for e in estimates],
             titles=[_title(e) for e in estimates],
-            max_bars=views.BARS_MAX_OPS // len(estimates),
+            max_bars=charts.BARS_MAX_OPS // len(estimates),
             time_scale=MS,
             time_unit="ms",
             memory_kwargs=[memory_kwargs(e) for e in estimates],
@@ -118,32 +122,30 @@ def render(state: ModelState, background: bool = False) -> ModelView:
     est = estimates[0]
     gantt, drawn_as = gantt_figure(est)
     with figures.plain():
-        both = views.ready(figures.stacked(gantt, memory_figure(est, views.lines_of(state, est.run))))
-    notes = {**notes, "lines": views.lines_reason(state, est.run, est.peak_bytes)}
+        both = charts.ready(figures.stacked(gantt, memory_figure(est, charts.lines_of(state, est.run))))
+    notes = {**notes, "lines": charts.lines_reason(state, est.run, est.peak_bytes)}
     return ModelView(both, None, breakdown, cards(est), [], notes, drawn_as, estimates)
 
 
 def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
     """Beside the iterations box: which schedules on screen run one iteration whatever it says."""
-    single = [n for n in state.shown if not model_state.takes_iterations(n)]
+    single = [n for n in state.shown if not cluster.takes_iterations(n)]
     if state.iterations == 1 or not single:
         return {}
-    text = (
-        f"{', '.join(single)} run{'s' if len(single) == 1 else ''} one iteration: only {model_state.ITERATED} take more"
-    )
+    text = f"{', '.join(single)} run{'s' if len(single) == 1 else ''} one iteration: only {cluster.ITERATED} take more"
     return {"iterations": ("reason", text)}
 
 
 def gantt_figure(est) -> tuple[dict, str]:
-    """The Gantt in ms (its overview past ``views.BARS_MAX_OPS`` ops) as a plain figure, and which it is."""
+    """The Gantt in ms (its overview past ``charts.BARS_MAX_OPS`` ops) as a plain figure, and which it is."""
     run = est.run
     k = est.iterations
     of = f"{k} iterations of {est.microbatches} microbatches" if k > 1 else f"{est.microbatches} microbatches"
     title = f"{_title(est)} · {run.schedule.devices} devices · {of}"
     # capped as in the abstract view, so that the cards, both charts and the time axis fit a 1280×800 screen
-    height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), views.GANTT_MAX_PX)
+    height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), charts.GANTT_MAX_PX)
     with figures.plain():  # no plotly objects built: a third of the server's time (see figures.plain)
-        if len(run.result) <= views.BARS_MAX_OPS:
+        if len(run.result) <= charts.BARS_MAX_OPS:
             return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
         return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
 
@@ -172,8 +174,8 @@ def memory_figure(est, lines: list[int] | None = None) -> dict:
             capacity=est.capacity_bytes,
             time_scale=MS,
             time_unit="ms",
-            height=views.MEMORY_PX,
-            band_over=views.MEMORY_LINES,
+            height=charts.MEMORY_PX,
+            band_over=charts.MEMORY_LINES,
             lines=lines,
             device_legend=False,
             title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
@@ -189,7 +191,7 @@ def memory_figure(est, lines: list[int] | None = None) -> dict:
 def _colour_key(devices: int) -> str:
     """What the memory lines' colours mean: up to MEMORY_LINES devices they have no legend entries
     (see ``figures.memory``'s ``device_legend``)."""
-    if devices <= 1 or devices > views.MEMORY_LINES:
+    if devices <= 1 or devices > charts.MEMORY_LINES:
         return ""
     return f"line colour: device 0 dark → {devices - 1} light"
 
@@ -265,8 +267,8 @@ def _delta(est, base) -> str:
     """An estimate against the baseline's: iteration time in percent, peak memory in GB."""
     peak = (float(est.peak_bytes.max()) - float(base.peak_bytes.max())) * GB
     return (
-        f"{views.percent_change(est.iteration_s, base.iteration_s)} iteration, "
-        f"{views.signed(round(peak, 1), '.1f')} GB peak"
+        f"{charts.percent_change(est.iteration_s, base.iteration_s)} iteration, "
+        f"{charts.signed(round(peak, 1), '.1f')} GB peak"
     )
 
 
@@ -280,7 +282,7 @@ SWEEP_METRICS = [
 def sweep_rows(state: ModelState) -> list[dict]:
     """``ppviz.sweep_estimate`` of the compared schedules along the view's axis (m, vpp or pp), the
     rest of the layout as set; points past the page's work limit are gaps that say so."""
-    allowed, _ = model_state.sweep_plan(state)
+    allowed, _ = budget.sweep_plan(state)
 
     def guard(name: str, lay) -> str | None:
         axis = state.sweep_axis
@@ -288,16 +290,16 @@ def sweep_rows(state: ModelState) -> list[dict]:
         if (name, value) in allowed or (state.sweep_axis == "v" and not sweeps.takes_chunks(name)):
             return None
         point = replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs)
-        return f"past the page's work limit: use the CLI: {model_state.cli_command(point, name)}"
+        return f"past the page's work limit: use the CLI: {cluster.cli_command(point, name)}"
 
     return sweeps.sweep_estimate(
         list(state.compare),
         state.sweep_axis,
-        model_state.sweep_values(state),
-        model=model_state.model_of(state),
-        gpu=model_state.gpu_of(state),
-        layout=model_state.layout_of(state, state.compare[0]),
-        layout_for=lambda name, lay: model_state.layout_of(replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs), name),
+        budget.sweep_values(state),
+        model=cluster.model_of(state),
+        gpu=cluster.gpu_of(state),
+        layout=cluster.layout_of(state, state.compare[0]),
+        layout_for=lambda name, lay: cluster.layout_of(replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs), name),
         guard=guard,
     )
 
@@ -306,7 +308,7 @@ def sweep_figure(state: ModelState) -> object:
     """The sweep chart in real units: iteration and bubble in ms, peak memory in GB with the HBM line."""
     rows = sweep_rows(state)
     current = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
-    capacity = ("peak_bytes", model_state.gpu_of(state).hbm_bytes * GB)
+    capacity = ("peak_bytes", cluster.gpu_of(state).hbm_bytes * GB)
     title = f"the compared schedules along {figures.SWEEP_AXES[state.sweep_axis]} ({state.model} on {state.gpu})"
     return figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current, capacity=capacity, title=title)
 
@@ -355,7 +357,7 @@ def control_for(message: str, state: ModelState) -> str:
 
 
 def _failed(state: ModelState, text: str, messages: dict) -> ModelView:
-    fig = views.message_figure(f"Nothing to draw. {text}")
+    fig = charts.message_figure(f"Nothing to draw. {text}")
     return ModelView(fig, None, None, [], [], messages, "none")
 
 

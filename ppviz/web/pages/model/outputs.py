@@ -13,9 +13,10 @@ import hashlib
 
 from dash import Output, html, no_update
 
-from .model_layout import RANKING_COLUMNS, bar_id, card_id
-from .model_state import MAX_COMPARE
-from .model_views import CARD_LABELS, ModelView
+from ...common.cluster import MAX_COMPARE
+from .ids import bar_id, card_id
+from .layout import RANKING_COLUMNS
+from .render import CARD_LABELS, ModelView
 
 HIDDEN = {"display": "none"}
 CARD_KEYS = tuple(CARD_LABELS)

@@ -9,8 +9,11 @@ import time
 
 from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
-from . import jobs, model_state, search_state, search_views, views, widgets
-from .search_layout import CONTROLS, cid, control_values
+from ...common import charts, cluster, jobs, url_hash, widgets
+from . import render
+from . import state as search_state
+from .ids import cid
+from .layout import CONTROLS, control_values
 
 DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns what it has) before the job limit
 
@@ -36,7 +39,7 @@ def update_search(hash_, _clicks, *args):
     if ctx.triggered_id == "run-search":
         state, notes = search_state.bounded(values)
         own = {"view": "search", **search_state.encode(state)}
-        new_hash = model_state.merge(hash_, own, prefix=search_state.PREFIX)
+        new_hash = url_hash.merge(hash_, own, prefix=search_state.PREFIX)
         controls = control_values(state) if notes else {}
     else:
         if not search_state.in_view(hash_):
@@ -90,13 +93,13 @@ def search_in_background(set_progress, request):
     try:
         jobs.watch(on_wait=lambda text: set_progress((0, 1, f"the search is {text}")))
         set_progress((0, 1, f"{state.model} on {state.gpus:,} × {state.gpu}: listing the layouts…"))
-        result = search_views.run(state, progress=progress, deadline_s=DEADLINE_S)
+        result = render.run(state, progress=progress, deadline_s=DEADLINE_S)
     except jobs.STOPPED as e:
         text = f"the search {jobs.why(e)}: restrict it, or use the CLI: {cli(state)}"
-        return [], views.message_figure(text), "", _error(text)
+        return [], charts.message_figure(text), "", _error(text)
     except ValueError as e:  # nothing divides, nothing fits: the search says what to change
-        return [], views.message_figure(str(e)), "", _error(str(e))
-    return search_views.rows(result), search_views.scatter(result), search_views.summary(result), None
+        return [], charts.message_figure(str(e)), "", _error(str(e))
+    return render.rows(result), render.scatter(result), render.summary(result), None
 
 
 @callback(
@@ -115,10 +118,10 @@ def open_row(selected, hash_):
         target = search_state.model_link(state, row)
     except (KeyError, TypeError, ValueError):  # not a row of ours (a crafted request): nothing to open
         return no_update
-    pairs = model_state.encode(target)
-    checked = model_state.parse(model_state.write_hash(pairs)).state  # the same bounds as any link
-    own = {"view": "model", **model_state.encode(checked)}
-    return model_state.merge(hash_, own, model_state.MODEL_KEYS | {"view"})
+    pairs = cluster.encode(target)
+    checked = cluster.parse(url_hash.write_hash(pairs)).state  # the same bounds as any link
+    own = {"view": "model", **cluster.encode(checked)}
+    return url_hash.merge(hash_, own, cluster.MODEL_KEYS | {"view"})
 
 
 clientside_callback(
