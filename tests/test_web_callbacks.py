@@ -13,6 +13,7 @@ import pytest
 
 import ppviz
 from ppviz import figures
+from ppviz.errors import InputError
 from ppviz.web.common import charts, limits, validation
 from ppviz.web.pages.abstract import budget, render, sync
 from ppviz.web.pages.abstract.state import CUSTOM, ViewState, encode, pack_order, parse, unpack_order
@@ -248,9 +249,21 @@ def test_searching_schedules_are_built_under_the_page_op_times():
     assert run.metrics.makespan == expected.metrics.makespan
 
 
-def test_a_message_without_a_control_name_goes_to_the_schedule_picker():
-    assert render.control_for("the schedule deadlocks", ViewState(), "1f1b") == "schedule"
-    assert render.control_for("the schedule deadlocks", ViewState(mode="compare"), "1f1b") == "compare"
+def test_an_error_without_a_field_goes_to_the_schedule_picker():
+    """No field: the schedule picker, or compare's in compare mode; the message's words play no part."""
+    error = ValueError("the schedule deadlocks: lower devices")
+    assert render.control_for(error, ViewState(), "1f1b") == "schedule"
+    assert render.control_for(error, ViewState(mode="compare"), "1f1b") == "compare"
+
+
+def test_an_error_reaches_the_control_its_field_names():
+    """A field of the sizes goes to its slider, a schedule's own parameter to that schedule's box."""
+    assert render.control_for(InputError("any words", field="p2p"), ViewState(), "1f1b") == "p2p"
+    assert render.control_for(InputError("any words", field="chunks"), ViewState(), "interleaved-1f1b") == (
+        "interleaved-1f1b.chunks"
+    )
+    assert render.control_for(InputError("any words", field="order"), ViewState(), "1f1b") == "upload"
+    assert render.control_for(InputError("any words", field="devices"), ViewState(), "custom") == "upload"
 
 
 # --- exports and uploads ------------------------------------------------------------------------

@@ -53,12 +53,15 @@ def check_order(text: str) -> None:
     """An imported order's bounds, checked on its text before it is parsed."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_ORDER_BYTES:
-        raise InputError(f"the order is {size:,} bytes; the page takes up to {MAX_ORDER_BYTES // 1024} KB")
+        raise InputError(
+            f"the order is {size:,} bytes; the page takes up to {MAX_ORDER_BYTES // 1024} KB", field="order"
+        )
     ranks = len(torch_lines(text))  # the rows the parser will read, counted the parser's way
     if ranks > MAX_ORDER_RANKS:
         raise InputError(
             f"the order has {ranks:,} rows (ranks, blank rows included); the page takes at most {MAX_ORDER_RANKS}: "
-            f"remove the blank rows, or use the CLI: ppviz simulate --order order.csv"
+            f"remove the blank rows, or use the CLI: ppviz simulate --order order.csv",
+            field="order",
         )
 
 
@@ -67,10 +70,11 @@ def check_order_size(devices: int, microbatches: int) -> None:
     if microbatches > MAX_MICROBATCHES:
         raise InputError(
             f"the order has {microbatches:,} microbatches; the page takes at most {MAX_MICROBATCHES}: "
-            "use the CLI: ppviz simulate --order order.csv"
+            "use the CLI: ppviz simulate --order order.csv",
+            field="order",
         )
     if devices > MAX_ORDER_RANKS:
-        raise InputError(f"the order has {devices} devices; the page takes at most {MAX_ORDER_RANKS}")
+        raise InputError(f"the order has {devices} devices; the page takes at most {MAX_ORDER_RANKS}", field="order")
 
 
 def read_lines(value: object, notes: list[str]) -> tuple[int, ...]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ppviz import REGISTRY
+from ppviz.errors import InputError
 from ppviz.schedules.registry import resolve
 
 from ...common import limits, validation
@@ -118,7 +119,7 @@ def check(state: ViewState) -> None:
     for name in state.shown:
         units = cost(state, name)
         if units > limits.BACKGROUND_WORK:
-            raise ValueError(too_big(state, name, units))
+            raise InputError(too_big(state, name, units), field="devices")
 
 
 def too_big(state: ViewState, name: str, units: int) -> str:

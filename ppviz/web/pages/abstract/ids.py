@@ -12,3 +12,17 @@ def param_id(schedule: str, name: str) -> dict:
 
 def pick_id(value: int) -> dict:
     return {"type": "mb-pick", "value": value}
+
+
+# The control beside which an input error is shown, by the field it names (``ppviz.errors.InputError``);
+# a schedule's own parameters go to their slider or box, any other field to the schedule picker.
+FIELD_CONTROLS = {
+    **{name: name for name in ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees", "limit")},
+    "latency": "p2p",
+    "stage_times": "stage_times",
+    "order": "upload",
+    "gbs": "gbs",
+    "mbs": "gbs",
+    "lines": "lines",
+}
+SET_BY_ORDER = ("devices", "microbatches", "stage_times")  # with an uploaded order, its errors go to the upload

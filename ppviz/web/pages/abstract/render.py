@@ -11,7 +11,6 @@ import base64
 import logging
 import math
 import os
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field, replace
 import ppviz
 from ppviz import REGISTRY, figures, formats
 from ppviz import sweep as sweeps
+from ppviz.errors import InputError
 from ppviz.ir import KIND_INDEX, Kind
 
 from ...common import limits, validation
@@ -34,7 +34,7 @@ from ...common.charts import (
     ready,
     signed,
 )
-from . import budget
+from . import budget, ids
 from .state import CUSTOM, MAX_ORDER_CHARS, ViewState, batch_error, pack_order
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def schedule_of(state: ViewState, name: str, costs: ppviz.Costs | None = None) -
     """The order to show; searching schedules are built under ``costs`` (the view's op times)."""
     if name == CUSTOM:
         if state.order is None:
-            raise ValueError("no order uploaded: upload a PyTorch-format order CSV")
+            raise InputError("no order uploaded: upload a PyTorch-format order CSV", field="order")
         validation.check_order(state.order)
         schedule = formats.read_torch_csv(state.order, max_bytes=UPLOAD_MAX_BYTES)
         validation.check_order_size(schedule.devices, schedule.microbatches)
@@ -214,10 +214,10 @@ def render(state: ViewState, background: bool = False) -> View:
     try:
         batch = batch_error(state.gbs, state.mbs)
         if batch is not None and CUSTOM not in names:
-            raise ValueError(batch)
+            raise InputError(batch, field="gbs")
         budget.check(state)
     except ValueError as e:
-        errors[names[0]] = str(e)
+        errors[names[0]] = e
         names = names[:1]
     if not errors and not background and budget.in_background(state):
         text = f"Drawing {' and '.join(names)} at {state.devices} × {state.microbatches} in the background…"
@@ -228,15 +228,15 @@ def render(state: ViewState, background: bool = False) -> View:
         try:
             runs.append(cached_run(state, name))
         except ValueError as e:
-            errors[name] = str(e)
+            errors[name] = e
         except Exception as e:  # a bug, not a bad input: say so on the page instead of answering 500
             log.exception("simulating %s failed", name)
-            errors[name] = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
+            errors[name] = ValueError(f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it")
     disabled, messages = _disabled(state, runs)
     if errors:
-        name, text = next(iter(errors.items()))
-        shown = f"{name}: {text}" if len(names) > 1 else text
-        messages[control_for(text, state, name)] = ("error", shown)
+        name, error = next(iter(errors.items()))
+        shown = f"{name}: {error}" if len(names) > 1 else str(error)
+        messages[control_for(error, state, name)] = ("error", shown)
         # One empty state that says why (the memory chart is hidden, not drawn empty)
         return View(message_figure(f"Nothing to draw. {shown}"), None, [], [], messages, disabled, runs, "none")
     if state.mode == "compare":
@@ -410,41 +410,16 @@ def _own_limit(state: ViewState, name: str) -> float | None:
     return own if own is not None else state.limit
 
 
-def control_for(message: str, state: ViewState, schedule: str) -> str:
-    """The control a core error message is about: the earliest control name the message mentions."""
+def control_for(error: Exception, state: ViewState, schedule: str) -> str:
+    """The control an error belongs to, by the field it names (``InputError.field``): a parameter of
+    ``schedule``, a control of ``ids.FIELD_CONTROLS``, else the schedule picker (compare's in compare mode)."""
+    name = getattr(error, "field", None)
     spec = REGISTRY.get(schedule)
-    words: dict[str, str] = {}
-    if spec is not None:
-        for p in spec.params:
-            for form in (p.name, p.name.replace("_", " ")):
-                words[form] = f"{schedule}.{p.name}"
-    if schedule == CUSTOM:
-        for form in ("order", "rank", "row", "action", "stage", "microbatch"):
-            words[form] = "upload"
-    words.update(
-        {
-            "per-stage": "stage_times",
-            "stage": "stage_times",
-            "devices": "devices",
-            "microbatches": "microbatches",
-            "p2p": "p2p",
-            "latency": "p2p",
-            "overlap": "overlap",
-            "b_frees": "b_frees",
-            "memory limit": "limit",
-            "global batch": "gbs",
-            "micro-batch size": "gbs",
-            "F, B and W": "f",  # all-zero op times: beside the first of their sliders
-        }
-    )
-    best, where = "schedule", len(message) + 1
-    for form, control in words.items():
-        m = re.search(rf"(?<![\w-]){re.escape(form)}(?![\w-])", message)
-        if m and m.start() < where:
-            best, where = control, m.start()
-    if best == "schedule" and state.mode == "compare":
-        return "compare"
-    return best
+    if name is not None and spec is not None and spec.param(name) is not None:
+        return f"{schedule}.{name}"
+    if schedule == CUSTOM and name in ids.SET_BY_ORDER:
+        return "upload"
+    return ids.FIELD_CONTROLS.get(name, "compare" if state.mode == "compare" else "schedule")
 
 
 def export(state: ViewState, kind: str) -> dict:
@@ -480,22 +455,23 @@ def read_upload(contents: str, filename: str | None) -> str:
     name = filename if isinstance(filename, str) and filename else "the file"
     header, _, data = (contents if isinstance(contents, str) else "").partition(",")
     if not data or ";base64" not in header:
-        raise ValueError("the upload is empty: choose a PyTorch-format order CSV")
+        raise InputError("the upload is empty: choose a PyTorch-format order CSV", field="order")
     padding = len(data) - len(data.rstrip("="))  # base64 pads to 4 characters: 1 or 2 of them decode to nothing
     if len(data) * 3 // 4 - padding > UPLOAD_MAX_BYTES:
-        raise ValueError(f"{name} is larger than {UPLOAD_MAX_BYTES // 1024} KB: upload a smaller order")
+        raise InputError(f"{name} is larger than {UPLOAD_MAX_BYTES // 1024} KB: upload a smaller order", field="order")
     try:
         text = base64.b64decode(data, validate=True).decode("utf-8-sig")
     except (binascii.Error, UnicodeDecodeError):
-        raise ValueError(f"{name} is not UTF-8 text: upload a CSV") from None
+        raise InputError(f"{name} is not UTF-8 text: upload a CSV", field="order") from None
     validation.check_order(text)
     schedule = formats.read_torch_csv(text, max_bytes=UPLOAD_MAX_BYTES)  # ValueError on anything but a valid order
     validation.check_order_size(schedule.devices, schedule.microbatches)
 
     if len(pack_order(text)) > MAX_ORDER_CHARS:
-        raise ValueError(
+        raise InputError(
             f"{name} is too large to keep in a shareable link "
-            f"(more than {MAX_ORDER_CHARS:,} characters compressed): upload a smaller order"
+            f"(more than {MAX_ORDER_CHARS:,} characters compressed): upload a smaller order",
+            field="order",
         )
     return text
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 from ppviz import REGISTRY
+from ppviz.errors import InputError
 from ppviz.iterations import microbatches_for_batch
 from ppviz.schedules.registry import Param
 
@@ -256,12 +257,12 @@ def unpack_order(packed: str, max_chars: int = 256 * 1024) -> str:  # the upload
         inflater = zlib.decompressobj()
         data = inflater.decompress(raw, max_chars + 1)
         if len(data) > max_chars or inflater.unconsumed_tail:
-            raise ValueError("the order in the link is too large")
+            raise InputError("the order in the link is too large", field="order")
         if not inflater.eof:
             raise zlib.error("truncated")
         return data.decode("utf-8")
     except (binascii.Error, zlib.error, UnicodeDecodeError):
-        raise ValueError("the order in the link is damaged; upload it again") from None
+        raise InputError("the order in the link is damaged; upload it again", field="order") from None
 
 
 def field_names() -> list[str]:

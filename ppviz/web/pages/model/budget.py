@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ppviz import REGISTRY
+from ppviz.errors import InputError
 
 from ...common import limits
 from ...common.cluster import LAYOUT_FIELDS, ModelState, cli_command, iterations_of
@@ -17,24 +18,27 @@ def check(state: ModelState) -> None:
     """Refuse a view past what the page computes, saying what to change (cheap: nothing is built)."""
     m = state.microbatches
     if m is not None and m > limits.MAX_MICROBATCHES:
-        raise ValueError(
+        raise InputError(
             f"gbs {state.gbs} / (dp·mbs = {state.dp}·{state.mbs}) gives {m:,} microbatches; the page draws at most "
             f"{limits.MAX_MICROBATCHES}: raise mbs or dp, or lower gbs, or use the CLI: "
-            f"{cli_command(state, state.shown[0] if state.shown else state.schedule)}"
+            f"{cli_command(state, state.shown[0] if state.shown else state.schedule)}",
+            field="gbs",
         )
     for name in state.shown:
         k = iterations_of(state, name)
         if m is not None and k > 1 and m * k > limits.MAX_MICROBATCHES:
-            raise ValueError(
+            raise InputError(
                 f"iterations {k} × {m} microbatches make {m * k:,} in the run; the page draws at most "
-                f"{limits.MAX_MICROBATCHES}: lower iterations or gbs, or use the CLI: {cli_command(state, name)}"
+                f"{limits.MAX_MICROBATCHES}: lower iterations or gbs, or use the CLI: {cli_command(state, name)}",
+                field="iterations",
             )
         units = cost(state, name)
         if units > limits.BACKGROUND_WORK:
-            raise ValueError(
+            raise InputError(
                 f"{name} at pp {state.pp} × {m} microbatches is about {units:,} work units, past what the page "
                 f"computes ({limits.BACKGROUND_WORK:,}): lower pp or the microbatches, or use the CLI: "
-                f"{cli_command(state, name)}"
+                f"{cli_command(state, name)}",
+                field="pp",
             )
 
 

@@ -21,3 +21,24 @@ def bar_id(part: str, row: int) -> str:
 def msg_id(name: str) -> str:
     """A control's message box: a string id like the cards' (see ``card_id``)."""
     return f"msg-{name}-model"
+
+
+# The control beside which an input error is shown, by the field it names (``ppviz.errors.InputError``,
+# fields as the estimate spells them); any other field goes to the schedule picker.
+FIELD_CONTROLS = {
+    **{name: name for name in ("model", "gpu", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")},
+    **{name: name for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "iterations", "recompute", "zero")},
+    **{name: name for name in ("tflops", "hbm_gb", "hbm_tbs", "nvlink_gbs", "net_gbs", "domain")},
+    "chunks": "vpp",
+    "microbatches": "gbs",
+    "sequence_parallel": "sp",
+    "tp_comm_overlap": "tpo",
+    "layer_split": "split",
+    "edge_fewer": "split",
+    "nvlink_domain": "domain",
+    "precision": "gpu",
+    "tp_mode": "tp",
+    "tp2d": "tp",
+    "summa_blocks": "tp",
+    "nvlink_dp_pp": "domain",
+}

@@ -9,7 +9,6 @@ estimate error is about.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -20,7 +19,7 @@ from ppviz import sweep as sweeps
 
 from ...common import charts, cluster
 from ...common.cluster import ModelState
-from . import bars, budget
+from . import bars, budget, ids
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +83,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
     try:
         budget.check(state)
     except ValueError as e:
-        return _failed(state, str(e), {control_for(str(e), state): ("error", str(e))})
+        return _failed(state, str(e), {control_for(e, state): ("error", str(e))})
     if not background and budget.in_background(state):
         text = (
             f"Estimating {' and '.join(names)} at pp {state.pp} × {state.microbatches} microbatches in the background…"
@@ -97,7 +96,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             estimates.append(estimate_of(state, name))
         except ValueError as e:
             text = f"{name}: {e}" if len(names) > 1 else str(e)
-            return _failed(state, text, {control_for(str(e), state): ("error", text)})
+            return _failed(state, text, {control_for(e, state): ("error", text)})
         except Exception as e:  # a bug, not a bad input: say so on the page, never a 500
             log.exception("estimating %s failed", name)
             text = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
@@ -314,46 +313,11 @@ def sweep_figure(state: ModelState) -> object:
 
 
 # Words of the estimate's messages and the control each one is about (the earliest mention wins).
-CONTROL_WORDS = {
-    "tp": "tp",
-    "pp": "pp",
-    "dp": "dp",
-    "vpp": "vpp",
-    "chunks": "vpp",
-    "mbs": "mbs",
-    "micro-batch": "mbs",
-    "gbs": "gbs",
-    "global batch": "gbs",
-    "microbatches": "gbs",
-    "iterations": "iterations",
-    "sequence parallel": "sp",
-    "recompute": "recompute",
-    "zero": "zero",
-    "layers": "layers",
-    "layer_split": "split",
-    "edge_fewer": "split",
-    "cp": "cp",
-    "ep": "ep",
-    "hidden": "hidden",
-    "attention heads": "heads",
-    "heads": "heads",
-    "KV heads": "kv_heads",
-    "kv_heads": "kv_heads",
-    "FFN": "ffn",
-    "vocabulary": "vocab",
-    "sequence length": "seq",
-    "nvlink_domain": "domain",
-    "FP8": "gpu",
-}
-
-
-def control_for(message: str, state: ModelState) -> str:
-    best, where = "schedule" if state.mode == "single" else "compare", len(message) + 1
-    for word, control in CONTROL_WORDS.items():
-        m = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", message)
-        if m and m.start() < where:
-            best, where = control, m.start()
-    return best
+def control_for(error: Exception, state: ModelState) -> str:
+    """The control an error belongs to, by the field it names (``InputError.field``, see ``ids.FIELD_CONTROLS``);
+    the schedule picker (compare's in compare mode) for the rest."""
+    name = getattr(error, "field", None)
+    return ids.FIELD_CONTROLS.get(name, "schedule" if state.mode == "single" else "compare")
 
 
 def _failed(state: ModelState, text: str, messages: dict) -> ModelView:
