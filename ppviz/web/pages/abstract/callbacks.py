@@ -34,112 +34,105 @@ LAYOUT_TRIGGERS = {None, "url", "mode", "schedule", "compare", "upload-store"}
 EXPORT_IDS = [f"export-{key}" for key, _ in EXPORTS]
 
 
+# What drawing a view sets: the charts, cards, ranking, messages beside controls, disabled controls.
+VIEW = {
+    "gantt": Output("gantt", "figure"),
+    "memory": Output("memory", "figure"),
+    "memory_box": Output("memory-box", "style"),
+    "cards": Output("cards", "children"),
+    "ranking": Output("ranking", "data"),
+    "ranking_box": Output("ranking-box", "style"),
+    "messages": Output(MESSAGES, "children"),
+    "disabled": {name: Output(name, "disabled") for name in TOGGLED},
+    "info": Output("schedule-info", "children"),
+    "stamp": Output("render-stamp", "children"),
+}
+LAYOUT_PARTS = ("ranking_box", "info")  # what only a change of schedule or mode changes
+
+
 @callback(
-    Output("url", "search"),
-    *[Output(name, "value") for name in sync.CONTROLS],
-    Output(PARAMS, "value"),
-    Output("stage-table", "data"),
-    Output("schedule", "options"),
-    Output("link-notes", "children"),
-    Output("gantt", "figure"),
-    Output("memory", "figure"),
-    Output("memory-box", "style"),
-    Output("cards", "children"),
-    Output("ranking", "data"),
-    Output("ranking-box", "style"),
-    Output(MESSAGES, "children"),
-    *[Output(name, "disabled") for name in TOGGLED],
-    Output("schedule-info", "children"),
-    Output("render-stamp", "children"),
-    Output("job-request", "data"),
-    Input("url", "search"),
-    *[Input(name, "value") for name in sync.CONTROLS],
-    Input(PARAMS, "value"),
-    Input("stage-table", "data"),
-    Input("stage-reset", "n_clicks"),
-    Input("upload-store", "data"),
+    output={
+        "search": Output("url", "search"),
+        "controls": {name: Output(name, "value") for name in sync.CONTROLS},
+        "params": Output(PARAMS, "value"),
+        "rows": Output("stage-table", "data"),
+        "options": Output("schedule", "options"),
+        "notes": Output("link-notes", "children"),
+        **VIEW,
+        "job": Output("job-request", "data"),
+    },
+    inputs={
+        "search": Input("url", "search"),
+        "controls": {name: Input(name, "value") for name in sync.CONTROLS},
+        "params": Input(PARAMS, "value"),
+        "rows": Input("stage-table", "data"),
+        "reset": Input("stage-reset", "n_clicks"),
+        "upload": Input("upload-store", "data"),
+    },
 )
-def update_page(search, *args):
+def update_page(search, controls, params, rows, reset, upload):
     """One callback for both directions and the charts, so a slider release costs one round trip.
 
     URL → controls when the URL changed (page load, a shared link, back/forward); controls → URL
     otherwise. Either way the view is drawn from the resulting state, which ``sync`` has bounded.
     A view past a synchronous request's work budget is handed to ``draw_in_background``.
     """
-    n = len(sync.CONTROLS)
-    values = dict(zip(sync.CONTROLS, args[:n]))
-    param_list, rows, _reset, upload = args[n:]
-    ids = _pattern_ids(ctx.inputs_list, "param")
-    param_list = param_list if isinstance(param_list, list) and len(param_list) == len(ids) else [None] * len(ids)
-    out = sync.sync(_trigger(), search, values, list(zip(ids, param_list)), rows, upload)
-    control_out = [out.controls[name] if out.controls and name in out.controls else no_update for name in sync.CONTROLS]
-    synced = (
-        out.search if out.search is not None else no_update,
-        *control_out,
-        out.params if out.params is not None else [no_update] * len(ids),
-        out.rows if out.rows is not None else no_update,
-        out.options if out.options is not None else no_update,
-        widgets.notes(out.notes) if out.notes is not None else no_update,
-    )
-    names = [i.get("name") if isinstance(i, dict) else None for i in _pattern_ids(ctx.outputs_list, "control-msg")]
+    ids = _ids(ctx.args_grouping["params"])
+    params = params if isinstance(params, list) and len(params) == len(ids) else [None] * len(ids)
     trigger = _trigger()
-    if trigger == "limit" and out.state.mode == "single":
+    out = sync.sync(trigger, search, controls, list(zip(ids, params)), rows, upload)
+    synced = {
+        "search": out.search if out.search is not None else no_update,
+        "controls": {name: (out.controls or {}).get(name, no_update) for name in sync.CONTROLS},
+        "params": out.params if out.params is not None else [no_update] * len(ids),
+        "rows": out.rows if out.rows is not None else no_update,
+        "options": out.options if out.options is not None else no_update,
+        "notes": widgets.notes(out.notes) if out.notes is not None else no_update,
+        "job": no_update,
+    }
+    names = [i.get("name") for i in _ids(ctx.outputs_grouping["messages"])]
+    single = out.state.mode == "single"
+    if trigger == "limit" and single:
         patch = _limit_patch(sync.read(search).state, out.state)
         if patch is not None:  # the limit line is all that changed: a Patch of it, nothing drawn again
-            kept = [no_update] * VIEW_OUTPUTS
-            kept[1], kept[6] = patch, [no_update] * len(names)
-            return synced + tuple(kept) + (no_update,)
-    view = drawn(out.state, names)
-    if view[-1] == "queued":
-        job = {"search": out.search or search, "at": time.time()}  # `at`: a repeated request is a new job
-        return synced + view[:-1] + (job,)
-    if trigger == "limit" and out.state.mode == "single":
-        view = _only_memory(view, len(names))  # the limit line is all that changed: send the memory chart alone
-    elif trigger == "lines":
-        view = _keep_gantt(_keep_layout(view, out.state.mode == "compare"))  # the memory chart and the picker's note
-    elif trigger not in LAYOUT_TRIGGERS:
-        view = _keep_layout(view, out.state.mode == "compare")  # same schedule and mode: boxes stay
-    return synced + view[:-1] + (no_update,)
+            return {**synced, **_unchanged(len(names)), "memory": patch}
+    view, drawn_as = drawn(out.state, names)
+    if drawn_as == "queued":
+        return {**synced, **view, "job": {"search": out.search or search, "at": time.time()}}  # `at`: a new job
+    if trigger == "limit" and single:  # the limit line is all that changed: send the memory chart alone
+        return {**synced, **_unchanged(len(names)), "memory": view["memory"]}
+    kept = () if trigger in LAYOUT_TRIGGERS else LAYOUT_PARTS + (("ranking",) if single else ())
+    if trigger == "lines":  # the memory chart and the picker's note: neither the Gantt chart nor the cards
+        kept += ("gantt", "cards")
+    return {**synced, **view, **{part: no_update for part in kept}}
 
 
-def drawn(state, message_names: list[str], background: bool = False) -> tuple:
-    """The view outputs: charts, cards, ranking, messages next to controls, disabled controls; last,
-    how the Gantt chart is drawn ("queued" when the work is left to a background job)."""
+def drawn(state, message_names: list[str], background: bool = False) -> tuple[dict, str]:
+    """The view's outputs (``VIEW``'s names) and how the Gantt chart is drawn ("queued" when the work
+    is left to a background job)."""
     view = render.render(state, background=background)
     compare = state.mode == "compare"
-    return (
-        view.gantt,
-        view.memory if view.memory is not None else no_update,
-        {"display": "none"} if view.memory is None else {},
-        [_card(*c) for c in view.cards],
-        view.ranking,
-        {} if compare else {"display": "none"},
-        [widgets.message(view.messages.get(name)) for name in message_names],
-        *[view.disabled.get(name, False) for name in TOGGLED],
-        controls.schedule_info(state.schedule) if not compare else [],
-        f"{view.drawn_as}:{sum(len(r.result) for r in view.runs)}",
-        view.drawn_as,
-    )
+    return {
+        "gantt": view.gantt,
+        "memory": view.memory if view.memory is not None else no_update,
+        "memory_box": {"display": "none"} if view.memory is None else {},
+        "cards": [_card(*c) for c in view.cards],
+        "ranking": view.ranking,
+        "ranking_box": {} if compare else {"display": "none"},
+        "messages": [widgets.message(view.messages.get(name)) for name in message_names],
+        "disabled": {name: view.disabled.get(name, False) for name in TOGGLED},
+        "info": controls.schedule_info(state.schedule) if not compare else [],
+        "stamp": f"{view.drawn_as}:{sum(len(r.result) for r in view.runs)}",
+    }, view.drawn_as
 
 
-def _keep_layout(view: tuple, compare: bool) -> tuple:
-    """Leave alone the outputs that only a change of schedule or mode changes."""
-    kept = list(view)
-    for i in (5, len(view) - 3):  # ranking box, schedule info (the memory box shows or hides with its chart)
-        kept[i] = no_update
-    if not compare:
-        kept[4] = no_update  # the ranking (empty outside compare mode)
-    return tuple(kept)
-
-
-def _keep_gantt(view: tuple) -> tuple:
-    """Leave the Gantt chart and the cards as they are (a change of memory lines redraws neither)."""
-    kept = list(view)
-    kept[0] = kept[3] = no_update
-    return tuple(kept)
-
-
-VIEW_OUTPUTS = 9 + len(TOGGLED)  # what drawn() returns before how the Gantt is drawn
+def _unchanged(messages: int) -> dict:
+    """Every view output left as it is; a wildcard output (the messages) takes a list of no_update."""
+    return {
+        **{part: no_update for part in VIEW},
+        "messages": [no_update] * messages,
+        "disabled": {name: no_update for name in TOGGLED},
+    }
 
 
 def _limit_patch(before, after):
@@ -161,23 +154,18 @@ def _limit_patch(before, after):
     return patch
 
 
-def _only_memory(view: tuple, messages: int) -> tuple:
-    """Only the memory chart; a wildcard output (the messages) takes a list of no_update."""
-    kept = [no_update] * len(view)
-    kept[1] = view[1]
-    kept[6] = [no_update] * messages
-    kept[-1] = view[-1]
-    return tuple(kept)
+BACKGROUND_VIEW = ("gantt", "memory", "cards", "ranking", "stamp")
 
 
 @callback(
-    Output("gantt", "figure", allow_duplicate=True),
-    Output("memory", "figure", allow_duplicate=True),
-    Output("cards", "children", allow_duplicate=True),
-    Output("ranking", "data", allow_duplicate=True),
-    Output("render-stamp", "children", allow_duplicate=True),
-    Output("job-error", "children"),
-    Input("job-request", "data"),
+    output={
+        **{
+            part: Output(VIEW[part].component_id, VIEW[part].component_property, allow_duplicate=True)
+            for part in BACKGROUND_VIEW
+        },
+        "error": Output("job-error", "children"),
+    },
+    inputs=[Input("job-request", "data")],
     background=True,
     manager=jobs.manager(),
     interval=jobs.POLL_MS,
@@ -200,15 +188,26 @@ def draw_in_background(set_progress, request):
         for name in state.shown:
             render.cached_run(state, name)  # the slow part; drawing below reuses it
         set_progress((2, f"{names}: drawing…"))
-        view = drawn(state, [], background=True)
+        view, _ = drawn(state, [], background=True)
     except jobs.STOPPED as e:
         cli = budget.cli_command(state, state.shown[0]) if state.shown else "ppviz simulate"
-        text = f"{names}: {jobs.why(e)}; or use the CLI: {cli}"
-        return charts.message_figure(text), no_update, [], [], "none:0", widgets.message(("error", text))
+        return _refused(f"{names}: {jobs.why(e)}; or use the CLI: {cli}")
     except ValueError as e:  # drawn() shows the core's messages; this is a bound refused on the way
-        return charts.message_figure(str(e)), no_update, [], [], "none:0", widgets.message(("error", str(e)))
-    gantt, memory, _, cards, ranking = view[:5]
-    return gantt, memory, cards, ranking, view[-2], None
+        return _refused(str(e))
+    return {**{part: view[part] for part in BACKGROUND_VIEW}, "error": None}
+
+
+def _refused(text: str) -> dict:
+    """What a background drawing that could not finish shows: why, on the chart and by the stop button."""
+    figure = charts.message_figure(text)
+    return {
+        "gantt": figure,
+        "memory": no_update,
+        "cards": [],
+        "ranking": [],
+        "stamp": "none:0",
+        "error": widgets.message(("error", text)),
+    }
 
 
 @callback(
@@ -226,35 +225,34 @@ def pick_microbatches(_clicks):
 
 
 @callback(
-    Output(BLOCKS, "style"),
-    Output("row-schedule", "style"),
-    Output("row-compare", "style"),
-    Output("compare-bar", "style"),
-    Output("baseline", "options"),
-    Input("mode", "value"),
-    Input("schedule", "value"),
-    Input("compare", "value"),
+    output={
+        "blocks": Output(BLOCKS, "style"),
+        "schedule_row": Output("row-schedule", "style"),
+        "compare_row": Output("row-compare", "style"),
+        "compare_bar": Output("compare-bar", "style"),
+        "baselines": Output("baseline", "options"),
+    },
+    inputs=[Input("mode", "value"), Input("schedule", "value"), Input("compare", "value")],
 )
 def show_controls(mode, schedule, compare):
     """Show the parameter blocks of the schedules on screen, the picker of the mode, and in compare
     mode its bar (baseline, charts or sweep, the sweep's axis) with the compared schedules as baselines."""
-    names = [i["schedule"] for i in _pattern_ids(ctx.outputs_list, "param-block")]
+    names = [i.get("schedule") for i in _ids(ctx.outputs_grouping["blocks"])]
     compare_mode = mode == "compare"
     compared = [n for n in compare if isinstance(n, str)] if isinstance(compare, list) else []
-    return (
-        [controls.block_style(name, mode, schedule, compare) for name in names],
-        {"display": "none"} if compare_mode else {},
-        {} if compare_mode else {"display": "none"},
-        COMPARE_BAR_STYLE if compare_mode else {"display": "none"},
-        list(dict.fromkeys(compared)),
-    )
+    return {
+        "blocks": [controls.block_style(name, mode, schedule, compare) for name in names],
+        "schedule_row": {"display": "none"} if compare_mode else {},
+        "compare_row": {} if compare_mode else {"display": "none"},
+        "compare_bar": COMPARE_BAR_STYLE if compare_mode else {"display": "none"},
+        "baselines": list(dict.fromkeys(compared)),
+    }
 
 
 @callback(
-    Output("download", "data"),
-    Output("export-error", "children"),
-    *[Input(i, "n_clicks") for i in EXPORT_IDS],
-    State("url", "search"),
+    output={"download": Output("download", "data"), "error": Output("export-error", "children")},
+    inputs=[Input(i, "n_clicks") for i in EXPORT_IDS],
+    state=[State("url", "search")],
     background=True,
     manager=jobs.manager(),
     interval=jobs.POLL_MS,
@@ -271,20 +269,20 @@ def download_export(*args):
     kind = str(ctx.triggered_id).removeprefix("export-")
     try:
         jobs.watch()
-        return render.export(sync.read(search).state, kind), ""
+        return {"download": render.export(sync.read(search).state, kind), "error": ""}
     except jobs.STOPPED as e:
-        return no_update, widgets.message(("error", f"the export {jobs.why(e)}; or use the CLI"))
+        text = f"the export {jobs.why(e)}; or use the CLI"
     except ValueError as e:
-        return no_update, widgets.message(("error", f"cannot export: {e}"))
+        text = f"cannot export: {e}"
     except Exception as e:  # a bug: a message by the buttons, never a 500
         render.log.exception("export %s of %s failed", kind, search)
-        return no_update, widgets.message(("error", f"cannot export ({type(e).__name__}); please report it"))
+        text = f"cannot export ({type(e).__name__}); please report it"
+    return {"download": no_update, "error": widgets.message(("error", text))}
 
 
 @callback(
-    Output("upload-store", "data"),
-    Output("upload-error", "children"),
-    Input("upload-checked", "data"),
+    output={"order": Output("upload-store", "data"), "message": Output("upload-error", "children")},
+    inputs=[Input("upload-checked", "data")],
     prevent_initial_call=True,
 )
 def read_upload(checked):
@@ -296,23 +294,25 @@ def read_upload(checked):
     checked = checked if isinstance(checked, dict) else {}
     filename = checked.get("filename") if isinstance(checked.get("filename"), str) else "the file"
     try:
-        return render.read_upload(checked.get("contents"), filename), widgets.message(("reason", f"showing {filename}"))
+        order = render.read_upload(checked.get("contents"), filename)
+        return {"order": order, "message": widgets.message(("reason", f"showing {filename}"))}
     except ValueError as e:  # strict parsing refuses anything but a valid order; say why
-        return no_update, widgets.message(("error", str(e)))
+        text = str(e)
     except Exception as e:  # a bug: say so, never a 500
         render.log.exception("reading the upload %s failed", filename)
-        return no_update, widgets.message(("error", f"cannot read {filename} ({type(e).__name__}); please report it"))
+        text = f"cannot read {filename} ({type(e).__name__}); please report it"
+    return {"order": no_update, "message": widgets.message(("error", text))}
 
 
 @callback(
-    Output("gantt", "figure", allow_duplicate=True),
-    Output("zoom-stamp", "children"),
-    Output("zoom-job", "data"),
-    Output("cards", "children", allow_duplicate=True),
-    Input("zoom-request", "data"),
-    State("url", "search"),
-    State("render-stamp", "children"),
-    State("zoom-stamp", "children"),
+    output={
+        "gantt": Output("gantt", "figure", allow_duplicate=True),
+        "stamp": Output("zoom-stamp", "children"),
+        "job": Output("zoom-job", "data"),
+        "cards": Output("cards", "children", allow_duplicate=True),
+    },
+    inputs=[Input("zoom-request", "data")],
+    state=[State("url", "search"), State("render-stamp", "children"), State("zoom-stamp", "children")],
     prevent_initial_call=True,
 )
 def zoom_detail(relayout, search, stamp, last):
@@ -323,7 +323,7 @@ def zoom_detail(relayout, search, stamp, last):
     repeated event (the memory chart's axis sync echoes zooms) from drawing it twice.
     """
     window = render.zoom_window(relayout)
-    nothing = (no_update,) * 4
+    nothing = {"gantt": no_update, "stamp": no_update, "job": no_update, "cards": no_update}
     if window is None or not str(stamp or "").startswith("overview"):
         return nothing
     key = f"{stamp}|{search}|{window}"
@@ -334,31 +334,30 @@ def zoom_detail(relayout, search, stamp, last):
         return nothing
     try:
         figure, drawn_as = render.zoomed(state, window)
-        size = _size_patch(state, window, drawn_as)
     except LookupError:  # past the budget and drawn by a background job: zoom in one too
-        return no_update, no_update, {"search": search, "window": window, "key": key}, no_update
+        return {**nothing, "job": {"search": search, "window": window, "key": key}}
     except ValueError:  # refused: the overview stays
         return nothing
     except Exception:  # the view drew a moment ago; if it cannot now, the overview stays as it is
         render.log.exception("zooming into %s failed", search)
         return nothing
-    return figure, "" if window == "full" else f"{key}|{drawn_as}", no_update, size
+    stamp = "" if window == "full" else f"{key}|{drawn_as}"
+    return {"gantt": figure, "stamp": stamp, "job": no_update, "cards": _zoomed_cards(state, window, drawn_as)}
 
 
-def _size_patch(state, window, drawn_as: str) -> Patch:
-    """The size card's detail for the window now drawn (the card said "overview" while bars showed)."""
+def _zoomed_cards(state, window, drawn_as: str) -> list:
+    """The cards for the window now drawn: the size card counts the ops in view and says how they are drawn."""
     run = render.cached_run(state, state.schedule)
-    patch = Patch()
-    detail = render.size_detail(run, drawn_as, None if window == "full" else window)
-    patch[render.SIZE_CARD]["props"]["children"][2]["props"]["children"] = detail
-    return patch
+    return [_card(*c) for c in render.cards(run, drawn_as, None if window == "full" else window)]
 
 
 @callback(
-    Output("gantt", "figure", allow_duplicate=True),
-    Output("zoom-stamp", "children", allow_duplicate=True),
-    Output("cards", "children", allow_duplicate=True),
-    Input("zoom-job", "data"),
+    output={
+        "gantt": Output("gantt", "figure", allow_duplicate=True),
+        "stamp": Output("zoom-stamp", "children", allow_duplicate=True),
+        "cards": Output("cards", "children", allow_duplicate=True),
+    },
+    inputs=[Input("zoom-job", "data")],
     background=True,
     manager=jobs.manager(),
     interval=jobs.POLL_MS,
@@ -372,15 +371,16 @@ def zoom_in_background(request):
     window = tuple(window) if isinstance(window, list) and len(window) == 2 else window
     checked = render.zoom_window({"xaxis.range": list(window)} if isinstance(window, tuple) else {"xaxis.autorange": 1})
     state = sync.read(request.get("search")).state
+    nothing = {"gantt": no_update, "stamp": no_update, "cards": no_update}
     if checked is None or state.mode != "single":
-        return no_update, no_update, no_update
+        return nothing
     try:
         jobs.watch()
         figure, drawn_as = render.zoomed(state, checked, background=True)
-        size = _size_patch(state, checked, drawn_as)
+        cards = _zoomed_cards(state, checked, drawn_as)
     except (ValueError, *jobs.STOPPED):
-        return no_update, no_update, no_update
-    return figure, "" if checked == "full" else f"{request.get('key')}|{drawn_as}", size
+        return nothing
+    return {"gantt": figure, "stamp": "" if checked == "full" else f"{request.get('key')}|{drawn_as}", "cards": cards}
 
 
 @callback(Output("lines", "options"), Input("url", "search"))
@@ -430,13 +430,9 @@ clientside_callback(
 )
 
 
-def _pattern_ids(groups: list, kind: str) -> list[dict]:
-    """The ids matched by the pattern-matching input or output of this type."""
-    for group in groups:
-        first = group[0].get("id") if isinstance(group, list) and group and isinstance(group[0], dict) else None
-        if isinstance(first, dict) and first.get("type") == kind:
-            return [item.get("id") if isinstance(item, dict) else None for item in group]
-    return []
+def _ids(matched: list) -> list[dict]:
+    """The ids of the components a pattern-matching input or output matched, in order."""
+    return [item["id"] if isinstance(item.get("id"), dict) else {} for item in matched]
 
 
 def _trigger() -> str | None:

@@ -264,14 +264,16 @@ def render(state: ViewState, background: bool = False) -> View:
     return View(gantt, memory, cards(run, drawn_as), [], messages, disabled, runs, drawn_as)
 
 
-def cards(run: ppviz.Run, drawn_as: str = "bars") -> list[tuple[str, str, str]]:
-    """Metric cards: (label, value, detail)."""
+def cards(
+    run: ppviz.Run, drawn_as: str = "bars", window: tuple[float, float] | None = None
+) -> list[tuple[str, str, str]]:
+    """Metric cards: (label, value, detail); zoomed into a time ``window``, the size card counts the ops in view."""
     m = run.metrics
     peak = max(m.peak_activation)
     peak_dev = m.peak_activation.index(peak)
     spec = REGISTRY.get(run.schedule.name)
     fm, fb = m.formula_makespan, m.formula_bubble_fraction
-    ops = size_detail(run, drawn_as)
+    ops = size_detail(run, drawn_as, window)
     return [
         ("makespan", f"{m.makespan:g}", f"closed form {fm:g}" if fm is not None else "no closed form here"),
         (
@@ -291,9 +293,6 @@ def cards(run: ppviz.Run, drawn_as: str = "bars") -> list[tuple[str, str, str]]:
         ),
         ("size", f"{run.schedule.devices}×{run.schedule.microbatches}", ops),
     ]
-
-
-SIZE_CARD = 4  # the size card's place among the cards (a zoom patches its detail)
 
 
 def size_detail(run: ppviz.Run, drawn_as: str, window: tuple[float, float] | None = None) -> str:
