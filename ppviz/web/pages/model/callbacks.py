@@ -21,38 +21,38 @@ from .outputs import unsent, view_parts
 
 
 @callback(
-    Output("url", "hash", allow_duplicate=True),
-    *[Output(cid(name), "value") for name in CONTROLS],
-    Output("notes-model", "children"),
-    *outputs.view_outputs(),
-    Output("memory-box-model", "style"),
-    *[Output(msg_id(name), "children") for name in MESSAGE_NAMES],
-    Output("row-schedule-model", "style"),
-    Output("row-compare-model", "style"),
-    Output("drawn-model", "data"),
-    Output("job-model", "data"),
-    Output("sent-model", "data"),
-    Input("url", "hash"),
-    *[Input(cid(name), "value") for name in CONTROLS],
-    State("drawn-model", "data"),
-    State("sent-model", "data"),
+    output={
+        "hash": Output("url", "hash", allow_duplicate=True),
+        "controls": {name: Output(cid(name), "value") for name in CONTROLS},
+        "notes": Output("notes-model", "children"),
+        "view": outputs.view_outputs(),
+        "memory_box": Output("memory-box-model", "style"),
+        "messages": {name: Output(msg_id(name), "children") for name in MESSAGE_NAMES},
+        "schedule_row": Output("row-schedule-model", "style"),
+        "compare_row": Output("row-compare-model", "style"),
+        "drawn": Output("drawn-model", "data"),
+        "job": Output("job-model", "data"),
+        "sent": Output("sent-model", "data"),
+    },
+    inputs={
+        "hash_": Input("url", "hash"),
+        "values": {name: Input(cid(name), "value") for name in CONTROLS},
+        "drawn": State("drawn-model", "data"),
+        "sent": State("sent-model", "data"),
+    },
     prevent_initial_call="initial_duplicate",
 )
-def update_model_view(hash_, *args):
+def update_model_view(hash_, values, drawn, sent):
     """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
     controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
-    values = dict(zip(CONTROLS, args[: len(CONTROLS)]))
-    drawn, sent = args[len(CONTROLS) :]
-    nothing = (no_update,) * (len(CONTROLS) + 2) + outputs.unchanged() + (no_update,)
-    nothing += (no_update,) * (len(MESSAGE_NAMES) + 5)
     trigger = ctx.triggered_id
     if trigger in (None, "url"):
         if url_hash.view_of(hash_) != "model":
-            return nothing
+            return _unchanged()
         state, notes = cluster.parse(hash_)
         key = url_hash.write_hash(cluster.encode(state))
         if key == drawn:
-            return nothing
+            return _unchanged()
         controls = control_values(state)
         new_hash = no_update
     else:
@@ -68,7 +68,6 @@ def update_model_view(hash_, *args):
         if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
             controls = {**(controls or {}), "baseline": state.reference}
     view = render.render(state)
-    control_out = [controls.get(n, no_update) if controls else no_update for n in CONTROLS]
     job = {"hash": url_hash.write_hash(cluster.encode(state)), "at": time.time()}
     compare = state.mode == "compare"
     drawn_parts = view_parts(view)
@@ -83,19 +82,32 @@ def update_model_view(hash_, *args):
     out, shown = unsent(small, sent)
     if view.drawn_as == "queued":  # a job draws these next: what they show then is not known here
         shown = {k: v for k, v in shown.items() if k not in drawn_parts}
-    return (
-        new_hash,
-        *control_out,
-        out["notes"],
-        *outputs.values(view, out),
-        out["memory-box"],
-        *[out[f"msg {n}"] for n in MESSAGE_NAMES],
-        out["row-schedule"],
-        out["row-compare"],
-        key,
-        job if view.drawn_as == "queued" else no_update,
-        shown if shown != sent else no_update,
-    )
+    return {
+        "hash": new_hash,
+        "controls": {n: (controls or {}).get(n, no_update) for n in CONTROLS},
+        "notes": out["notes"],
+        "view": outputs.values(view, out),
+        "memory_box": out["memory-box"],
+        "messages": {n: out[f"msg {n}"] for n in MESSAGE_NAMES},
+        "schedule_row": out["row-schedule"],
+        "compare_row": out["row-compare"],
+        "drawn": key,
+        "job": job if view.drawn_as == "queued" else no_update,
+        "sent": shown if shown != sent else no_update,
+    }
+
+
+def _unchanged() -> dict:
+    """Nothing to send: the hash is another view's, or this state is drawn already."""
+    return {
+        "hash": no_update,
+        "controls": {n: no_update for n in CONTROLS},
+        "notes": no_update,
+        "view": outputs.unchanged(),
+        "memory_box": no_update,
+        "messages": {n: no_update for n in MESSAGE_NAMES},
+        **dict.fromkeys(("schedule_row", "compare_row", "drawn", "job", "sent"), no_update),
+    }
 
 
 def _hidden(hide: bool) -> dict:
@@ -103,9 +115,8 @@ def _hidden(hide: bool) -> dict:
 
 
 @callback(
-    *outputs.view_outputs(allow_duplicate=True),
-    Output("job-error-model", "children"),
-    Input("job-model", "data"),
+    output={"view": outputs.view_outputs(allow_duplicate=True), "error": Output("job-error-model", "children")},
+    inputs=[Input("job-model", "data")],
     background=True,
     manager=jobs.manager(),
     interval=jobs.POLL_MS,
@@ -127,17 +138,15 @@ def estimate_in_background(set_progress, request):
         cli = cluster.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
         text = f"{names}: {jobs.why(e)}; or use the CLI: {cli}"
         view = render.ModelView(charts.message_figure(text), None, None, [], [])
-        return (*drawn_outputs(view), widgets.message(("error", text)))
+        return {"view": drawn_outputs(view), "error": widgets.message(("error", text))}
     error = next((m for m in view.messages.values() if m[0] == "error"), None)
-    return (*drawn_outputs(view), widgets.message(error))
+    return {"view": drawn_outputs(view), "error": widgets.message(error)}
 
 
 @callback(
-    Output(cid("lines"), "options"),
-    Output(cid("lines"), "disabled"),
-    Input("url", "hash"),
-    State(cid("lines"), "options"),
-    State(cid("lines"), "disabled"),
+    output={"options": Output(cid("lines"), "options"), "disabled": Output(cid("lines"), "disabled")},
+    inputs=[Input("url", "hash")],
+    state=[State(cid("lines"), "options"), State(cid("lines"), "disabled")],
 )
 def line_options(hash_, shown, was_disabled):
     """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose.
@@ -145,7 +154,10 @@ def line_options(hash_, shown, was_disabled):
     state = cluster.parse(hash_).state
     options = widgets.device_options(state.pp)
     disabled = state.pp <= charts.MEMORY_LINES or state.mode == "compare"
-    return (no_update if options == shown else options, no_update if disabled == was_disabled else disabled)
+    return {
+        "options": no_update if options == shown else options,
+        "disabled": no_update if disabled == was_disabled else disabled,
+    }
 
 
 @callback(
@@ -157,7 +169,7 @@ def list_baselines(compare):
     return list(dict.fromkeys(n for n in compare if isinstance(n, str))) if isinstance(compare, list) else []
 
 
-def drawn_outputs(view: render.ModelView) -> tuple:
+def drawn_outputs(view: render.ModelView) -> dict:
     """Every output of a view (a job's answer: what the page shows before it is not known)."""
     return outputs.values(view, unsent(view_parts(view), None)[0])
 
