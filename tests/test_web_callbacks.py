@@ -14,7 +14,7 @@ import pytest
 import ppviz
 from ppviz import figures
 from ppviz.errors import InputError
-from ppviz.web.common import charts, limits, validation
+from ppviz.web.common import caches, charts, limits, validation
 from ppviz.web.pages.abstract import budget, render, sync
 from ppviz.web.pages.abstract.state import CUSTOM, ViewState, encode, pack_order, parse, unpack_order
 
@@ -360,20 +360,18 @@ def test_a_zoom_reuses_the_run_the_page_just_drew(monkeypatch):
     assert render.zoomed(s, (10.0, 20.0))[1] == "bars"
 
 
-def test_the_run_cache_keeps_the_most_recent_runs_within_its_bytes():
+def test_the_run_cache_keeps_the_most_recent_runs_within_its_bytes(monkeypatch):
     small = state("?schedule=1f1b&devices=4&microbatches=8")
     first = render.cached_run(small, "1f1b")  # 64 actions
     size = render.run_bytes(first, render.run_key(small, "1f1b"))
     columns = sum(v.nbytes for v in vars(first.result).values() if hasattr(v, "nbytes"))
     assert size >= columns + 64 * render.ACTION_BYTES and render.run_cache_bytes() == size
     assert render.cached_run(small, "1f1b") is first
-    render.RUN_CACHE_BYTES, budget = int(size * 1.5), render.RUN_CACHE_BYTES
-    try:
-        render.cached_run(state("?schedule=1f1b&devices=4&microbatches=6"), "1f1b")  # together past 1.5 × size
-        assert render.run_cache_bytes() <= render.RUN_CACHE_BYTES
-        assert render.cached_run(small, "1f1b") is not first
-    finally:
-        render.RUN_CACHE_BYTES = budget
+    monkeypatch.setattr(render, "RUNS", caches.Cache(int(size * 1.5), getsizeof=render.held_bytes))
+    first = render.cached_run(small, "1f1b")
+    render.cached_run(state("?schedule=1f1b&devices=4&microbatches=6"), "1f1b")  # together past 1.5 × size
+    assert render.run_cache_bytes() <= int(size * 1.5)
+    assert render.cached_run(small, "1f1b") is not first
 
 
 def test_an_order_of_idle_ranks_is_refused_before_it_is_parsed():

@@ -11,8 +11,6 @@ import base64
 import logging
 import math
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import ppviz
@@ -21,7 +19,7 @@ from ppviz import sweep as sweeps
 from ppviz.errors import InputError
 from ppviz.ir import KIND_INDEX, Kind
 
-from ...common import limits, validation
+from ...common import caches, limits, validation
 from ...common.charts import (
     BARS_MAX_OPS,
     GANTT_MAX_PX,
@@ -95,8 +93,12 @@ def run_of(state: ViewState, name: str) -> ppviz.Run:
     return ppviz.evaluate(schedule_of(state, name, costs), costs)
 
 
-_RUN_CACHE: OrderedDict[tuple, tuple[ppviz.Run, int]] = OrderedDict()
-_RUN_CACHE_LOCK = threading.Lock()
+def held_bytes(entry: tuple[ppviz.Run, int]) -> int:
+    """What a cached (run, bytes) entry holds (``run_bytes``, measured once when it was kept)."""
+    return entry[1]
+
+
+RUNS = caches.Cache(RUN_CACHE_BYTES, getsizeof=held_bytes)
 
 
 def cached_run(state: ViewState, name: str) -> ppviz.Run:
@@ -106,27 +108,16 @@ def cached_run(state: ViewState, name: str) -> ppviz.Run:
     limit line, switching mode or going back to a schedule shown before simulates nothing.
     """
     key = run_key(state, name)
-    with _RUN_CACHE_LOCK:
-        hit = _RUN_CACHE.get(key)
-        if hit is not None:
-            _RUN_CACHE.move_to_end(key)
-            return hit[0]
+    hit = RUNS.get(key)
+    if hit is not None:
+        return hit[0]
     run = run_of(state, name)
-    size = run_bytes(run, key)
-    if size > RUN_CACHE_BYTES:
-        return run  # bigger than the whole cache: kept only while it is drawn
-    with _RUN_CACHE_LOCK:
-        _RUN_CACHE[key] = (run, size)
-        held = sum(b for _, b in _RUN_CACHE.values())
-        while held > RUN_CACHE_BYTES:
-            _, (_, dropped) = _RUN_CACHE.popitem(last=False)
-            held -= dropped
+    RUNS.put(key, (run, run_bytes(run, key)))  # bigger than the whole cache: kept only while it is drawn
     return run
 
 
 def is_cached(state: ViewState, name: str) -> bool:
-    with _RUN_CACHE_LOCK:
-        return run_key(state, name) in _RUN_CACHE
+    return run_key(state, name) in RUNS
 
 
 def run_bytes(run: ppviz.Run, key: tuple = ()) -> int:
@@ -137,8 +128,7 @@ def run_bytes(run: ppviz.Run, key: tuple = ()) -> int:
 
 
 def run_cache_bytes() -> int:
-    with _RUN_CACHE_LOCK:
-        return sum(b for _, b in _RUN_CACHE.values())
+    return RUNS.held
 
 
 def run_key(state: ViewState, name: str) -> tuple:
@@ -153,9 +143,8 @@ def run_key(state: ViewState, name: str) -> tuple:
 
 
 def clear_run_cache() -> None:
-    with _RUN_CACHE_LOCK:
-        _RUN_CACHE.clear()
-        _SWEEP_CACHE.clear()
+    RUNS.clear()
+    SWEEPS.clear()
 
 
 def gantt_figure(run: ppviz.Run, title: str | None = None, window: tuple[float, float] | None = None):
@@ -340,8 +329,7 @@ SWEEP_METRICS = [
     ("bubble_fraction", "bubble (%)", 100.0),
     ("peak_activation", "peak activation (units)", 1.0),
 ]
-_SWEEP_CACHE: OrderedDict[tuple, list[dict]] = OrderedDict()
-SWEEP_CACHE_SIZE = 8
+SWEEPS = caches.Cache(8)  # the last few sweeps of this worker
 
 
 def sweep_rows(state: ViewState) -> list[dict]:
@@ -355,10 +343,9 @@ def sweep_rows(state: ViewState) -> list[dict]:
     names = [n for n in state.compare if n != CUSTOM]
     params = {n: state.params_of(n) for n in names}
     key = (tuple(names), state.sweep_axis, tuple(values), state.devices, state.microbatches, repr(costs), repr(params))
-    with _RUN_CACHE_LOCK:
-        if key in _SWEEP_CACHE:
-            _SWEEP_CACHE.move_to_end(key)
-            return _SWEEP_CACHE[key]
+    hit = SWEEPS.get(key)
+    if hit is not None:
+        return hit
     allowed, _ = budget.sweep_plan(state)
 
     def guard(name: str, devices: int, microbatches: int, own: dict) -> str | None:
@@ -381,10 +368,7 @@ def sweep_rows(state: ViewState) -> list[dict]:
         guard=guard,
         known=known,
     )
-    with _RUN_CACHE_LOCK:
-        _SWEEP_CACHE[key] = rows
-        while len(_SWEEP_CACHE) > SWEEP_CACHE_SIZE:
-            _SWEEP_CACHE.popitem(last=False)
+    SWEEPS.put(key, rows)
     return rows
 
 

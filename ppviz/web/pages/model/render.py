@@ -9,15 +9,13 @@ estimate error is about.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import ppviz
 from ppviz import figures
 from ppviz import sweep as sweeps
 
-from ...common import charts, cluster
+from ...common import caches, charts, cluster
 from ...common.cluster import ModelState
 from . import bars, budget, ids
 
@@ -48,29 +46,21 @@ class ModelView:
     estimates: list = field(default_factory=list)
 
 
-_CACHE: OrderedDict[tuple, ppviz.estimate.Estimate] = OrderedDict()
-_LOCK = threading.Lock()
+ESTIMATES = caches.Cache(CACHE_SIZE)
 
 
 def estimate_of(state: ModelState, schedule: str) -> ppviz.estimate.Estimate:
     """``ppviz.estimate`` of one schedule of the view, remembering the last few (keyed by their inputs)."""
     key = (cluster.model_of(state), cluster.gpu_of(state), cluster.layout_of(state, schedule))
-    with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-            return hit
-    est = ppviz.estimate(*key)
-    with _LOCK:
-        _CACHE[key] = est
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return est
+    hit = ESTIMATES.get(key)
+    if hit is None:
+        hit = ppviz.estimate(*key)
+        ESTIMATES.put(key, hit)
+    return hit
 
 
 def clear_cache() -> None:
-    with _LOCK:
-        _CACHE.clear()
+    ESTIMATES.clear()
 
 
 def render(state: ModelState, background: bool = False) -> ModelView:
