@@ -218,7 +218,7 @@ def test_the_compare_ranking_is_rounded_like_the_cards(page):
     answer(page.fire(dep, [("mode", "value")], {("mode", "value"): "compare"}))
     values = {("compare", "value"): ["1f1b", "zb-h1"], ("f", "value"): 1.1, ("b", "value"): 0.7, ("w", "value"): 1.3}
     answer(page.fire(dep, [("compare", "value")], values))
-    rows = page.value("ranking", "data")
+    rows = page.value("ranking", "rowData")
     assert len(rows) == 2 and {r["schedule"] for r in rows} == {"1f1b", "zb-h1"}  # not "1f1b (iterations=1)"
     for row in rows:
         for key in ("makespan", "span", "peak activation"):
@@ -246,15 +246,17 @@ def test_compare_draws_each_schedule_s_gantt_and_memory_on_one_time_axis(page):
 def test_compare_deltas_follow_the_chosen_baseline(page):
     """zb-h1's makespan m(f+b+w) + (p−1)(f+b−w) = 27 against 1F1B's (m+p−1)(f+b+w) = 33, both peaks p = 4."""
     open_compare(page, "?mode=compare&compare=1f1b,zb-h1&devices=4&microbatches=8")
-    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}
+    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "rowData")}
     assert delta == {"1f1b": "baseline", "zb-h1": "−18.2% makespan, ±0 peak"}  # (27 − 33) / 33
     out = answer(page.fire(page.callback(PAGE), [("baseline", "value")], {("baseline", "value"): "zb-h1"}))
     assert parse(out["url"]["search"]).state.baseline == "zb-h1" and "baseline=zb-h1" in out["url"]["search"]
-    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}
+    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "rowData")}
     assert delta == {"1f1b": "+22.2% makespan, ±0 peak", "zb-h1": "baseline"}  # (33 − 27) / 27
     # gpipe holds all m = 8 activations, 4 more than 1F1B's p = 4
     open_compare(page, "?mode=compare&compare=1f1b,gpipe&devices=4&microbatches=8")
-    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}["gpipe"] == "±0% makespan, +4 peak"
+    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "rowData")}[
+        "gpipe"
+    ] == "±0% makespan, +4 peak"
 
 
 def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(page):
@@ -262,7 +264,7 @@ def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(p
     assert page.value("baseline", "value") == "zb-h1"
     out = answer(page.fire(page.callback(PAGE), [("compare", "value")], {("compare", "value"): ["gpipe", "1f1b"]}))
     assert out["baseline"]["value"] == "gpipe" and "baseline" not in out["url"]["search"]
-    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}["gpipe"] == "baseline"
+    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "rowData")}["gpipe"] == "baseline"
 
 
 def test_a_link_with_a_baseline_not_compared_falls_back_to_the_first(page):
@@ -282,7 +284,7 @@ def test_the_sweep_draws_a_line_per_schedule_along_m_and_p(page):
     assert lines[("1f1b", "y")]["y"] == [(m + 3) * 3 for m in (1, 2, 4, 8, 16, 32, 64)]
     assert lines[("interleaved-1f1b", "y")]["y"][:2] == [None, None]
     assert "no point for interleaved-1f1b at m 1, 2" in fig["layout"]["annotations"][0]["text"]
-    assert fig["layout"]["yaxis2"]["title"]["text"] == "bubble (%)" and len(page.value("ranking", "data")) == 2
+    assert fig["layout"]["yaxis2"]["title"]["text"] == "bubble (%)" and len(page.value("ranking", "rowData")) == 2
     out = answer(page.fire(page.callback(PAGE), [("sweep_axis", "value")], {("sweep_axis", "value"): "p"}))
     assert "sweep=p" in out["url"]["search"]
     fig = page.value("gantt", "figure")
@@ -448,16 +450,23 @@ def test_an_upload_becomes_the_custom_schedule_and_bad_ones_say_why(page):
 
 
 def test_the_stage_table_and_its_reset(page):
+    """An edit of a cell (the grid's cellValueChanged) redraws from the grid's rows; junk rows are left out."""
     dep = page.callback(PAGE)
-    rows = page.value("stage-table", "data")
+    rows = page.value("stage-table", "rowData")
     rows[2]["f"] = 3.0
-    out = answer(page.fire(dep, [("stage-table", "data")], {("stage-table", "data"): rows}))
+
+    def edit(rows):
+        changed = {"rowIndex": 2, "colId": "f", "newValue": 3.0}
+        values = {("stage-table", "cellValueChanged"): [changed], ("stage-table", "rowData"): rows}
+        return answer(page.fire(dep, [("stage-table", "cellValueChanged")], values))
+
+    out = edit(rows)
     assert parse(out["url"]["search"]).state.stage_times == {2: (3.0, 1.0, 1.0)}
     junk = [{"stage": 10**400, "f": "x"}, "x", None, {"stage": 1, "f": 1e308}]
-    out = answer(page.fire(dep, [("stage-table", "data")], {("stage-table", "data"): junk}))
+    out = edit(junk)
     assert parse(out["url"]["search"]).state.stage_times == {}
     assert "past ±1000" in notes(page)
-    answer(page.fire(dep, [("stage-table", "data")], {("stage-table", "data"): rows}))
+    edit(rows)
     out = answer(page.fire(dep, [("stage-reset", "n_clicks")], {("stage-reset", "n_clicks"): 1}))
     assert parse(out["url"]["search"]).state.stage_times == {}
 

@@ -40,7 +40,7 @@ VIEW = {
     "memory": Output("memory", "figure"),
     "memory_box": Output("memory-box", "style"),
     "cards": Output("cards", "children"),
-    "ranking": Output("ranking", "data"),
+    "ranking": Output("ranking", "rowData"),
     "ranking_box": Output("ranking-box", "style"),
     "messages": Output(MESSAGES, "children"),
     "disabled": {name: Output(name, "disabled") for name in TOGGLED},
@@ -55,7 +55,7 @@ LAYOUT_PARTS = ("ranking_box", "info")  # what only a change of schedule or mode
         "search": Output("url", "search"),
         "controls": {name: Output(name, "value") for name in sync.CONTROLS},
         "params": Output(PARAMS, "value"),
-        "rows": Output("stage-table", "data"),
+        "rows": Output("stage-table", "rowData"),
         "options": Output("schedule", "options"),
         "notes": Output("link-notes", "children"),
         **VIEW,
@@ -65,16 +65,18 @@ LAYOUT_PARTS = ("ranking_box", "info")  # what only a change of schedule or mode
         "search": Input("url", "search"),
         "controls": {name: Input(name, "value") for name in sync.CONTROLS},
         "params": Input(PARAMS, "value"),
-        "rows": Input("stage-table", "data"),
+        "edit": Input("stage-table", "cellValueChanged"),
+        "rows": State("stage-table", "rowData"),
         "reset": Input("stage-reset", "n_clicks"),
         "upload": Input("upload-store", "data"),
     },
 )
-def update_page(search, controls, params, rows, reset, upload):
+def update_page(search, controls, params, edit, rows, reset, upload):
     """One callback for both directions and the charts, so a slider release costs one round trip.
 
     URL → controls when the URL changed (page load, a shared link, back/forward); controls → URL
     otherwise. Either way the view is drawn from the resulting state, which ``sync`` has bounded.
+    An edit of the stage table (``edit``, the grid's cellValueChanged) is read from its rows.
     A view past a synchronous request's work budget is handed to ``draw_in_background``.
     """
     ids = _ids(ctx.args_grouping["params"])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dash import dash_table, dcc, html
-from dash.dash_table import FormatTemplate
+import dash_ag_grid as dag
+from dash import dcc, html
 
 from ppviz import REGISTRY
 
@@ -17,30 +17,21 @@ from .state import SLIDERS, ViewState
 UPLOAD_KB = UPLOAD_MAX_BYTES // 1024
 
 STAGE_COLUMNS = [
-    {"name": "stage", "id": "stage", "editable": False},
-    *(
-        {
-            "name": k.upper(),
-            "id": k,
-            "type": "numeric",
-            "editable": True,
-            "on_change": {"action": "coerce", "failure": "reject"},
-            "validation": {"allow_null": False},
-        }
-        for k in "fbw"
-    ),
+    {"field": "stage", "headerName": "stage", "editable": False, "cellStyle": {"color": "#667"}},
+    *({"field": k, "headerName": k.upper(), "editable": True, "cellDataType": "number"} for k in "fbw"),
 ]
+WRAPPED = {"wrapText": True, "autoHeight": True, "cellStyle": {"lineHeight": "1.25", "padding": "1px 5px"}}
+PERCENT = {"function": "params.value == null ? '' : d3.format('.1%')(params.value)"}
 RANKING_COLUMNS = [
-    {"name": "rank", "id": "rank", "type": "numeric"},
-    {"name": "schedule", "id": "schedule", "type": "text"},
-    {"name": "makespan", "id": "makespan", "type": "numeric"},
-    {"name": "bubble", "id": "bubble", "type": "numeric", "format": FormatTemplate.percentage(1)},
-    {"name": "span", "id": "span", "type": "numeric"},
-    {"name": "peak act.", "id": "peak activation", "type": "numeric"},
-    {"name": "params", "id": "parameters", "type": "numeric"},
-    {"name": "vs baseline", "id": "vs baseline", "type": "text"},
+    {"field": "rank", "headerName": "rank", "minWidth": 64},
+    {"field": "schedule", "headerName": "schedule", "minWidth": 120, **WRAPPED},  # wraps rather than scrolls
+    {"field": "makespan", "headerName": "makespan"},
+    {"field": "bubble", "headerName": "bubble", "valueFormatter": PERCENT},
+    {"field": "span", "headerName": "span"},
+    {"field": "peak activation", "headerName": "peak act."},
+    {"field": "parameters", "headerName": "params"},
+    {"field": "vs baseline", "headerName": "vs baseline", "minWidth": 150, **WRAPPED},
 ]
-WRAPPED = ("schedule", "vs baseline")  # the ranking's columns of free text
 COMPARE_BAR_STYLE = {"display": "flex", "flexWrap": "wrap", "gap": "4px 14px", "alignItems": "center"}
 EXPORTS = [
     ("ops-csv", "ops CSV"),
@@ -147,14 +138,17 @@ def stage_table(state: ViewState) -> list:
             "(chunks, V shapes) apply a row to the stages that make up that share.",
             className="help",
         ),
-        dash_table.DataTable(
-            id="stage-table",
-            columns=STAGE_COLUMNS,
-            data=[],
-            editable=True,
-            style_table={"maxHeight": "260px", "overflowY": "auto"},
-            style_cell={"textAlign": "right", "padding": "2px 8px", "fontFamily": "inherit", "minWidth": "48px"},
-            style_data_conditional=[{"if": {"column_editable": False}, "color": "#667"}],
+        html.Div(
+            dag.AgGrid(
+                id="stage-table",
+                columnDefs=STAGE_COLUMNS,
+                rowData=[],
+                defaultColDef={"sortable": False, "resizable": False, "minWidth": 48},
+                dashGridOptions={"domLayout": "autoHeight", "singleClickEdit": True, "animateRows": False},
+                columnSize="responsiveSizeToFit",
+                style={"width": "100%"},
+            ),
+            style={"maxHeight": "260px", "overflowY": "auto"},
         ),
         html.Button("reset to the sliders", id="stage-reset", n_clicks=0, className="button small"),
         html.Div(id=msg_id("stage_times"), className="control-msg"),
@@ -239,19 +233,20 @@ def views() -> html.Section:
             html.Div(id="cards", className="cards"),
             compare_bar(state),
             html.Div(
-                dash_table.DataTable(
+                dag.AgGrid(
                     id="ranking",
-                    columns=RANKING_COLUMNS,
-                    data=[],
-                    sort_action="native",
-                    style_table={"overflowX": "auto"},
-                    style_cell={"padding": "3px 5px", "fontFamily": "inherit"},
-                    style_cell_conditional=[
-                        {"if": {"column_id": "schedule"}, "textAlign": "left"},
-                        # long names and deltas wrap where the table would not fit its box (1280 px)
-                        *({"if": {"column_id": c}, "whiteSpace": "normal", "height": "auto"} for c in WRAPPED),
-                    ],
-                    style_header={"fontWeight": "600"},
+                    columnDefs=RANKING_COLUMNS,
+                    rowData=[],
+                    defaultColDef={"sortable": True, "resizable": True, "minWidth": 56},
+                    # as compact as the table it replaced, so a comparison's time axis stays on an 800 px screen
+                    dashGridOptions={
+                        "domLayout": "autoHeight",
+                        "animateRows": False,
+                        "rowHeight": 26,
+                        "headerHeight": 28,
+                    },
+                    columnSize="responsiveSizeToFit",
+                    style={"width": "100%"},
                 ),
                 id="ranking-box",
                 style={"display": "none"},
