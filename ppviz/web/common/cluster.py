@@ -16,7 +16,7 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
-from . import limits, validation
+from . import commands, limits, validation
 from .url_hash import read_hash
 from .validation import read_lines
 
@@ -192,27 +192,22 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
 def cli_command(state: ModelState, schedule: str) -> str:
     """The ``ppviz estimate`` command of one schedule of the view (what to run past the page's bounds)."""
     lay = layout_of(state, schedule)
-    parts = [f"ppviz estimate --model {state.model} --gpu {state.gpu}"]
-    parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs")]
-    parts.append(f"--recompute {lay.recompute} --zero {lay.zero} --schedule {schedule}")
-    if lay.sequence_parallel:
-        parts.append("--sequence-parallel")
-    if lay.tp_comm_overlap:
-        parts.append("--tp-comm-overlap")
-    if iterations_of(state, schedule) > 1:
-        parts.append(f"--iterations {state.iterations}")
-    if state.split:
-        parts.append("--layer-split " + ",".join(map(str, state.split)))
+    flags: dict = {"model": state.model, "gpu": state.gpu}
+    flags |= {k: getattr(lay, k) for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs")}
+    flags |= {"recompute": lay.recompute, "zero": lay.zero, "schedule": schedule}
+    flags |= {"sequence_parallel": lay.sequence_parallel, "tp_comm_overlap": lay.tp_comm_overlap}
+    flags["iterations"] = state.iterations if iterations_of(state, schedule) > 1 else None
+    flags["layer_split"] = ",".join(map(str, state.split)) if state.split else None
     if state.tp_mode == "2d" and state.tp2d:
-        parts.append(f"--tp-mode 2d --tp2d {state.tp2d[0]},{state.tp2d[1]}")
-        if state.summa_blocks:
-            parts.append(f"--summa-blocks {state.summa_blocks}")
+        flags |= {
+            "tp_mode": "2d",
+            "tp2d": f"{state.tp2d[0]},{state.tp2d[1]}",
+            "summa_blocks": state.summa_blocks or None,
+        }
     if state.nvlink_dp_pp:
-        parts.append(f"--nvlink-dp-pp {state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}")
-    flags = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_heads": "kv-heads", "ffn": "ffn"}
-    flags |= {"vocab": "vocab", "seq": "seq"}
-    parts += [f"--{flags[k]} {v}" for k, v in sorted(state.model_over.items())]
-    return " ".join(parts)
+        flags["nvlink_dp_pp"] = f"{state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}"
+    flags |= dict(sorted(state.model_over.items()))  # layers, hidden, kv_heads (--kv-heads), …
+    return commands.command("estimate", **flags)
 
 
 # --- the link ---------------------------------------------------------------------------------

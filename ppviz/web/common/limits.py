@@ -81,3 +81,14 @@ def price(name: str, devices: int, microbatches: int, n_actions: int, estimated:
 
 # A sweep computes at most this much (about 6 s here), its cheapest points first; past it, the CLI.
 SWEEP_WORK = BACKGROUND_WORK // 4
+
+
+def cheapest_within(priced: list[tuple[int, str, int]], budget: int) -> tuple[set[tuple[str, int]], int]:
+    """The sweep points a page computes: (price, schedule, value) cheapest first while their total stays
+    within ``budget``, as {(schedule, value)}, and that total; the rest are gaps naming the CLI."""
+    allowed, spent = set(), 0
+    for units, name, value in sorted(priced):
+        if spent + units <= budget:
+            allowed.add((name, value))
+            spent += units
+    return allowed, spent

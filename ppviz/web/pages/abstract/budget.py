@@ -11,7 +11,7 @@ from ppviz import REGISTRY
 from ppviz.errors import InputError
 from ppviz.schedules.registry import resolve
 
-from ...common import limits, validation
+from ...common import commands, limits, validation
 from .state import CUSTOM, ViewState
 
 # Exports of more ops than this would be tens of MB: the CLI writes them instead.
@@ -94,12 +94,7 @@ def sweep_plan(state: ViewState) -> tuple[set[tuple[str, int]], int]:
         for n in state.compare
         for v in sweep_values(state)
     )
-    allowed, spent = set(), 0
-    for units, name, value in priced:
-        if spent + units <= limits.SWEEP_WORK:
-            allowed.add((name, value))
-            spent += units
-    return allowed, spent
+    return limits.cheapest_within(priced, limits.SWEEP_WORK)
 
 
 def sweep_work(state: ViewState) -> int:
@@ -133,8 +128,10 @@ def too_big(state: ViewState, name: str, units: int) -> str:
 
 
 def cli_command(state: ViewState, name: str, extra: str = "") -> str:
+    """The ``ppviz simulate`` command of one schedule of the view (what to run past the page's bounds)."""
     if name == CUSTOM:
-        return f"ppviz simulate --order order.csv{extra}"
-    params = "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in state.params_of(name).items())
-    size = f"--gbs {state.gbs} --mbs {state.mbs}" if state.gbs and state.mbs else f"-m {state.microbatches}"
-    return f"ppviz simulate {name} -p {state.devices} {size}{params}{extra}"
+        return commands.command("simulate", order="order.csv") + extra
+    size = {"gbs": state.gbs, "mbs": state.mbs} if state.gbs and state.mbs else {}
+    short = () if size else ("-m", state.microbatches)
+    params = {k: float(v) for k, v in state.params_of(name).items()}
+    return commands.command("simulate", name, "-p", state.devices, *short, **size, **params) + extra

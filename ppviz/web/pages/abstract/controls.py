@@ -93,15 +93,7 @@ def lines_picker() -> html.Div:
 
 
 def control_row(name: str, label: str, help_text: str, widget) -> html.Div:
-    return html.Div(
-        [
-            html.Label(label, htmlFor=name if isinstance(name, str) else None, title=help_text, className="label"),
-            widget,
-            html.Div(id=msg_id(name), className="control-msg"),
-        ],
-        className="control",
-        id=f"row-{name}",
-    )
+    return widgets.row(label, widget, for_id=name, help_text=help_text, message_id=msg_id(name), row_id=f"row-{name}")
 
 
 def param_control(spec: Spec, param: Param, value: object) -> html.Div:

@@ -90,12 +90,7 @@ def sweep_plan(state: ModelState) -> tuple[set[tuple[str, int]], int]:
     priced = sorted(
         (0 if v == own else cost(at_value(state, v), n), n, v) for n in state.compare for v in sweep_values(state)
     )
-    allowed, spent = set(), 0
-    for price, name, value in priced:
-        if spent + price <= limits.SWEEP_WORK:
-            allowed.add((name, value))
-            spent += price
-    return allowed, spent
+    return limits.cheapest_within(priced, limits.SWEEP_WORK)
 
 
 def sweep_work(state: ModelState) -> int:

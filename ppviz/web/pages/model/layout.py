@@ -74,15 +74,14 @@ def model_view() -> html.Div:
 
 
 def _row(name: str, label: str, widget, help_text: str = "") -> html.Div:
-    return html.Div(
-        [
-            html.Label(label, htmlFor=cid(name), title=help_text, className="label"),
-            widget,
-            html.Div(help_text, className="help") if help_text else None,
-            html.Div(id=msg_id(name), className="control-msg"),
-        ],
-        className="control",
-        id=f"row-{name}-model",
+    return widgets.row(
+        label,
+        widget,
+        for_id=cid(name),
+        help_text=help_text,
+        show_help=True,
+        message_id=msg_id(name),
+        row_id=f"row-{name}-model",
     )
 
 

@@ -103,7 +103,7 @@ def search_in_background(set_progress, request):
         set_progress((0, 1, f"{state.model} on {state.gpus:,} × {state.gpu}: listing the layouts…"))
         result = render.run(state, progress=progress, deadline_s=DEADLINE_S)
     except jobs.STOPPED as e:
-        text = f"the search {jobs.why(e)}: restrict it, or use the CLI: {cli(state)}"
+        text = f"the search {jobs.why(e)}: restrict it, or use the CLI: {search_state.cli_command(state)}"
     except ValueError as e:  # nothing divides, nothing fits: the search says what to change
         text = str(e)
     else:
@@ -147,14 +147,6 @@ clientside_callback(
     Input("cancel-search", "n_clicks"),
     prevent_initial_call=True,
 )
-
-
-def cli(state: search_state.SearchState) -> str:
-    return (
-        f"ppviz search --model {state.model} --gpu {state.gpu} --gpus {state.gpus} --gbs {state.gbs} "
-        f"--seq {state.seq} --schedules {','.join(state.schedules)} --headroom {state.headroom / 100:g} "
-        f"--tp-mode {','.join(state.tp_modes)}"
-    )
 
 
 def _error(text: str) -> html.Span:

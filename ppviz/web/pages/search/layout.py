@@ -56,14 +56,7 @@ def search_view() -> html.Div:
 
 
 def _row(name: str, label: str, widget, help_text: str = "") -> html.Div:
-    return html.Div(
-        [
-            html.Label(label, htmlFor=cid(name), className="label"),
-            widget,
-            html.Div(help_text, className="help") if help_text else None,
-        ],
-        className="control",
-    )
+    return widgets.row(label, widget, for_id=cid(name), help_text=help_text, show_help=True)
 
 
 def _panel(values: dict) -> list:

@@ -12,7 +12,7 @@ from typing import NamedTuple
 from ppviz import REGISTRY
 from ppviz.estimate import specs
 
-from ...common import validation
+from ...common import commands, validation
 from ...common.cluster import Field, ModelState, read_presets
 from ...common.url_hash import read_hash, view_of
 
@@ -126,10 +126,18 @@ def check_groups(state: SearchState, groups: int | None) -> None:
 
 
 def cli_command(state: SearchState) -> str:
-    return (
-        f"ppviz search --model {state.model} --gpu {state.gpu} --gpus {state.gpus} --gbs {state.gbs} "
-        f"--seq {state.seq} --schedules {','.join(state.schedules)} --headroom {state.headroom / 100:g} "
-        f"--tp-mode {','.join(state.tp_modes)} --top {state.top}"
+    """The ``ppviz search`` command of the page's inputs (what to run past the page's bounds)."""
+    return commands.command(
+        "search",
+        model=state.model,
+        gpu=state.gpu,
+        gpus=state.gpus,
+        gbs=state.gbs,
+        seq=state.seq,
+        schedules=",".join(state.schedules),
+        headroom=state.headroom / 100,
+        tp_mode=",".join(state.tp_modes),
+        top=state.top,
     )
 
 
