@@ -270,15 +270,9 @@ def field_names() -> list[str]:
 
 
 def _read_number(name: str, raw: str, spec: Slider, integer: bool, notes: list[str]) -> float | int | None:
+    """A slider's value from the link, bounded by ``validation.in_range`` like every other number."""
     v = to_float(raw)
-    if v is None or (integer and not v.is_integer()):
-        notes.append(f"{name}={raw!r} is not a {'whole number' if integer else 'number'}; using its default")
-        return None
-    if not spec.low <= v <= spec.high:
-        clamped = float(min(max(v, spec.low), spec.high))
-        notes.append(f"{name} {num(v)} is outside {num(spec.low)}–{num(spec.high)}; using {num(clamped)}")
-        v = clamped
-    return int(v) if integer else v
+    return validation.in_range(name, raw if v is None else v, spec.low, spec.high, integer, notes)
 
 
 def _read_param(param: Param, raw: str) -> float | int | None:
