@@ -65,3 +65,15 @@ def test_every_page_callback_names_its_outputs():
         shape = callback["outputs_indices"]  # the outputs' grouping: a dict when named, an int for a single one
         assert isinstance(shape, (dict, int)), f"{module}.{callback['callback'].__name__} returns by position"
     assert found >= 12  # the three pages' server callbacks are all seen
+
+
+def test_every_field_maps_to_a_control_that_shows_messages():
+    """Each page's field → control map points at controls that have a message box on that page."""
+    from ppviz.web.pages.abstract import ids as abstract_ids
+    from ppviz.web.pages.model import ids as model_ids
+    from ppviz.web.pages.model.layout import MESSAGE_NAMES
+
+    layout = str(app.app.layout())
+    for control in set(abstract_ids.FIELD_CONTROLS.values()):
+        assert repr(abstract_ids.msg_id(control)) in layout, control
+    assert set(model_ids.FIELD_CONTROLS.values()) <= set(MESSAGE_NAMES)
