@@ -6,12 +6,18 @@ Prints medians over repeated runs:
   recompute or tp sees most of the time);
 - warm: the same layout again (the simulation and memory curve still run each time);
 - to_dict: the full JSON contract (with the ops and the breakdown's second simulation).
+
+    .venv/bin/python bench/bench_estimate.py [--json PATH]
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
 import time
+
+import json_out  # bench/ is on the path when a script runs
 
 from ppviz.estimate import Layout, estimate, gpu, layer, model, summa
 from ppviz.estimate import iteration as it
@@ -52,6 +58,10 @@ def timed(fn, repeat: int, *args) -> float:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", metavar="PATH", help="also write the table as JSON (the handbook's performance page)")
+    args = ap.parse_args()
+    load, rows = os.getloadavg(), []
     head = f"{'model':<12} {'schedule':<17} {'mode':<10} {'actions':>8}"
     print(f"{head} {'cold':>9} {'new layout':>11} {'warm':>9} {'to_dict':>9}")
     for name, g, lay in CASES:
@@ -65,6 +75,11 @@ def main() -> None:
         mode = f"2D {lay.tp2d[0]}×{lay.tp2d[1]}" if lay.tp_mode == "2d" else f"ZeRO {lay.zero}"
         print(f"{name:<12} {lay.schedule:<17} {mode:<10} {n:>8,} {t_cold * 1e3:>7.1f}ms {t_new * 1e3:>9.1f}ms "
               f"{t_warm * 1e3:>7.1f}ms {t_dict * 1e3:>7.1f}ms")  # fmt: skip
+        times = [round(t * 1e3, 2) for t in (t_cold, t_new, t_warm, t_dict)]
+        rows.append([f"{name}, t {lay.tp} p {lay.pp} d {lay.dp}, m {lay.microbatches}", lay.schedule, mode, n, *times])
+    if args.json:
+        columns = ["model, layout", "schedule", "mode", "actions", "cold ms", "new layout ms", "warm ms", "to_dict ms"]
+        json_out.write(args.json, columns, rows, load)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ shared machine other work inflates the wall time, the CPU time is what the searc
 (about the wall time on an idle machine; the budget of the searching schedules is wall time).
 Run it with `nice`:
 
-    nice .venv/bin/python bench/bench_search.py [--quick]
+    nice .venv/bin/python bench/bench_search.py [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import argparse
 import os
 import platform
 import time
+
+import json_out  # bench/ is on the path when a script runs
 
 import ppviz
 
@@ -36,7 +38,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="only the first case")
     ap.add_argument("--skip-complete", action="store_true", help="leave out the complete front (the slowest case)")
+    ap.add_argument("--json", metavar="PATH", help="also write the table as JSON (the handbook's performance page)")
     args = ap.parse_args()
+    load, rows = os.getloadavg(), []
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"{'case':<62} {'layouts':>9} {'pruned':>9} {'simulated':>9} {'cut':>5} {'wall s':>7} {'CPU s':>6}  best")
     print(f"load average {os.getloadavg()[0]:.1f} at the start")
@@ -52,7 +56,14 @@ def main() -> None:
               f"{best['iteration_s']:.3f} s, MFU {best['mfu'] * 100:.1f}%, {best['peak_gb']:.1f} GB "
               f"({best['schedule']} tp {best['tp']} pp {best['pp']} dp {best['dp']} cp {best['cp']})"
               f"{front}")  # fmt: skip
+        layout = f"{best['schedule']}, tp {best['tp']} pp {best['pp']} dp {best['dp']} cp {best['cp']}"
+        figures = f"{best['iteration_s']:.3f} s, MFU {best['mfu'] * 100:.1f}%, {best['peak_gb']:.1f} GB"
+        rows.append([label.strip(), r.searched, r.pruned, r.simulated, r.budget_cut, round(dt, 2), round(dc, 2),
+                     f"{layout}: {figures}"])  # fmt: skip
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    if args.json:
+        columns = ["case", "layouts", "pruned by a bound", "simulated", "cut by the budget", "wall s", "CPU s", "best"]
+        json_out.write(args.json, columns, rows, load)
 
 
 if __name__ == "__main__":

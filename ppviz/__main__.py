@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="list the schedules")
     ls.add_argument("--json", action="store_true", help="print the registry as JSON")
-    sub.add_parser("table", help="print the README's schedule table (Markdown), measured at p=8, m=32")
+    sub.add_parser("table", help="print the schedule table (Markdown), measured at p=8, m=32")
     estimate_cli.add_parsers(sub)
     search_cli.add_parser(sub)
     for name, help_ in (("simulate", "simulate a schedule and print its metrics"),

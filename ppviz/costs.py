@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import InputError
 from .ir import KINDS
 
 MAX_TIME = 1e9  # op times and latency above this are refused: sums over a schedule stay exact
@@ -49,38 +50,43 @@ class Costs:
         try:
             exact = tuple(tuple(fbw) for fbw in self.exact_stage_times)
         except TypeError:
-            raise ValueError("exact per-stage times need one (f, b, w) triple per stage") from None
+            raise InputError("exact per-stage times need one (f, b, w) triple per stage", field="stage_times") from None
         object.__setattr__(self, "exact_stage_times", exact)
         try:
             links = tuple(tuple(row) for row in self.link_p2p)
         except TypeError:
-            raise ValueError("link_p2p needs one row of latencies per device") from None
+            raise InputError("link_p2p needs one row of latencies per device", field="link_p2p") from None
         object.__setattr__(self, "link_p2p", links)
         try:
             steps = tuple(self.optimizer_step)
         except TypeError:
-            raise ValueError("optimizer_step needs one time per device") from None
+            raise InputError("optimizer_step needs one time per device", field="optimizer_step") from None
         object.__setattr__(self, "optimizer_step", steps)
         for d, v in enumerate(steps):
-            _check_number(f"optimizer_step[{d}]", v, low=0.0, high=MAX_TIME)
+            _check_number(f"optimizer_step[{d}]", v, low=0.0, high=MAX_TIME, field="optimizer_step")
         for a, row in enumerate(links):
             if len(row) != len(links):
-                raise ValueError(f"link_p2p must be square: row {a} has {len(row)} entries for {len(links)} devices")
+                raise InputError(
+                    f"link_p2p must be square: row {a} has {len(row)} entries for {len(links)} devices",
+                    field="link_p2p",
+                )
             if not all((type(v) is float or type(v) is int) and 0.0 <= v <= MAX_TIME for v in row):  # fast path
                 for b, v in enumerate(row):
-                    _check_number(f"link_p2p[{a}][{b}]", v, low=0.0, high=MAX_TIME)
+                    _check_number(f"link_p2p[{a}][{b}]", v, low=0.0, high=MAX_TIME, field="link_p2p")
         for name in ("f", "b", "w", "p2p"):
-            _check_number(name, getattr(self, name), low=0.0, high=MAX_TIME)
-        _check_number("overlap", self.overlap, low=0.0, high=100.0, low_open=True)
-        _check_number("b_frees", self.b_frees, low=0.0, high=1.0)
+            _check_number(name, getattr(self, name), low=0.0, high=MAX_TIME, field=name)
+        _check_number("overlap", self.overlap, low=0.0, high=100.0, low_open=True, field="overlap")
+        _check_number("b_frees", self.b_frees, low=0.0, high=1.0, field="b_frees")
         for stage, fbw in self.stage_times.items():
             if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
-                raise ValueError(f"per-stage times need stage numbers ≥ 0 (got {stage!r})")
+                raise InputError(f"per-stage times need stage numbers ≥ 0 (got {stage!r})", field="stage_times")
             _check_triple(f"stage {stage}", fbw)
         for stage, fbw in enumerate(self.exact_stage_times):
             _check_triple(f"stage {stage}", fbw)
         if self.total_work() == 0:
-            raise ValueError("F, B and W times are all 0, so nothing takes time: give at least one of them a time > 0")
+            raise InputError(
+                "F, B and W times are all 0, so nothing takes time: give at least one of them a time > 0", field="f"
+            )
 
     def total_work(self) -> float:
         """f + b + w summed over the common times and every override (0 means nothing takes time)."""
@@ -91,20 +97,25 @@ class Costs:
     def check_fits(self, stages: int, devices: int) -> None:
         """Refuse overrides that name a share or a stage the schedule does not have."""
         if self.link_p2p and len(self.link_p2p) != devices:
-            raise ValueError(f"link_p2p gives latencies for {len(self.link_p2p)} devices, but there are {devices}")
+            raise InputError(
+                f"link_p2p gives latencies for {len(self.link_p2p)} devices, but there are {devices}", field="link_p2p"
+            )
         if self.optimizer_step and len(self.optimizer_step) != devices:
-            raise ValueError(
-                f"optimizer_step gives times for {len(self.optimizer_step)} devices, but there are {devices}"
+            raise InputError(
+                f"optimizer_step gives times for {len(self.optimizer_step)} devices, but there are {devices}",
+                field="optimizer_step",
             )
         if self.exact_stage_times and len(self.exact_stage_times) != stages:
-            raise ValueError(
-                f"exact per-stage times give {len(self.exact_stage_times)} stages, but the schedule has {stages}"
+            raise InputError(
+                f"exact per-stage times give {len(self.exact_stage_times)} stages, but the schedule has {stages}",
+                field="stage_times",
             )
         extra = [i for i in self.stage_times if i >= devices]
         if extra:
-            raise ValueError(
+            raise InputError(
                 f"per-stage times name device share {min(extra)}, but there are {devices} devices "
-                f"(shares 0..{devices - 1})"
+                f"(shares 0..{devices - 1})",
+                field="stage_times",
             )
 
     def durations(self, stages: int, devices: int) -> np.ndarray:
@@ -146,15 +157,17 @@ class Costs:
 
 def _check_triple(name: str, fbw: object) -> None:
     if not isinstance(fbw, Sequence) or isinstance(fbw, str) or len(fbw) != 3:
-        raise ValueError(f"per-stage times of {name} need three numbers f, b, w (got {fbw!r})")
+        raise InputError(f"per-stage times of {name} need three numbers f, b, w (got {fbw!r})", field="stage_times")
     for kind, v in zip("fbw", fbw):
-        _check_number(f"{name} {kind}", v, low=0.0, high=MAX_TIME)
+        _check_number(f"{name} {kind}", v, low=0.0, high=MAX_TIME, field="stage_times")
 
 
-def _check_number(name: str, v: object, low: float, high: float = math.inf, low_open: bool = False) -> None:
+def _check_number(
+    name: str, v: object, low: float, high: float = math.inf, low_open: bool = False, *, field: str
+) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ValueError(f"{name} must be a finite number (got {v!r})")
+        raise InputError(f"{name} must be a finite number (got {v!r})", field=field)
     if v < low or (low_open and v == low) or v > high:
         lo = f"> {low:g}" if low_open else f"≥ {low:g}"
         hi = "" if high == math.inf else f" and ≤ {high:g}"
-        raise ValueError(f"{name} must be {lo}{hi} (got {v:g})")
+        raise InputError(f"{name} must be {lo}{hi} (got {v:g})", field=field)

@@ -13,6 +13,8 @@ from enum import StrEnum
 from itertools import repeat
 from typing import NamedTuple
 
+from .errors import InputError
+
 
 class Kind(StrEnum):
     """What an action computes. BW is a full backward (B and W fused)."""
@@ -201,9 +203,10 @@ def parse_action(text: str) -> Step:
         return Overlap(a, b)  # type: ignore[arg-type]
     m = _ACTION_RE.match(t)
     if not m:
-        raise ValueError(
+        raise InputError(
             f"cannot read action {text!r}: expected stage, one of F/I/W/B, microbatch "
-            "(e.g. 0F3, 2I1, 1B0) or a pair like (0F7;7B3)OVERLAP_F_B"
+            "(e.g. 0F3, 2I1, 1B0) or a pair like (0F7;7B3)OVERLAP_F_B",
+            field="order",
         )
     return Action(int(m.group(1)), int(m.group(3)), _FROM_TORCH[m.group(2)])
 
@@ -239,7 +242,7 @@ def parse_torch_rows(text: str) -> list[list[Step | None]]:
     rows: list[list[Step | None]] = []
     lines = torch_lines(text)
     if not lines:
-        raise ValueError("the order is empty: expected one CSV row per rank")
+        raise InputError("the order is empty: expected one CSV row per rank", field="order")
     for r, line in enumerate(lines):
         cells: list[Step | None] = []
         for c, cell in enumerate(_split_cells(line)):
@@ -249,7 +252,7 @@ def parse_torch_rows(text: str) -> list[list[Step | None]]:
             try:
                 cells.append(parse_action(cell))
             except ValueError as e:
-                raise ValueError(f"row {r + 1}, column {c + 1}: {e}") from None
+                raise InputError(f"row {r + 1}, column {c + 1}: {e}", field="order") from None
         while cells and cells[-1] is None:
             cells.pop()
         rows.append(cells)
@@ -292,18 +295,20 @@ def from_torch_csv(text: str, name: str = "custom") -> Schedule:
                 microbatches = max(microbatches, a.microbatch + 1)
                 prev = where.setdefault((a.stage, a.microbatch), dev)
                 if prev != dev:
-                    raise ValueError(
+                    raise InputError(
                         f"stage {a.stage} microbatch {a.microbatch} runs on ranks {prev} and {dev}: "
-                        "all actions of one stage and microbatch must be on one rank"
+                        "all actions of one stage and microbatch must be on one rank",
+                        field="order",
                     )
     if not where:
-        raise ValueError("the order holds no actions")
+        raise InputError("the order holds no actions", field="order")
     # Every (stage, microbatch) needs a forward, so numbers past the action count cannot be whole.
     for what, top in (("stage", stages), ("microbatch", microbatches)):
         if top > len(where):
-            raise ValueError(
+            raise InputError(
                 f"{what} {top - 1} appears, but the order has only {len(where)} stage×microbatch pairs: "
-                f"number {what}s from 0 without gaps"
+                f"number {what}s from 0 without gaps",
+                field="order",
             )
     path_index: dict[tuple[int, ...], int] = {}
     directions = []
@@ -311,7 +316,7 @@ def from_torch_csv(text: str, name: str = "custom") -> Schedule:
         path = tuple(where.get((s, mb), -1) for s in range(stages))
         if -1 in path:
             missing = path.index(-1)
-            raise ValueError(f"stage {missing} of microbatch {mb} never runs in the order")
+            raise InputError(f"stage {missing} of microbatch {mb} never runs in the order", field="order")
         directions.append(path_index.setdefault(path, len(path_index)))
     paths = tuple(sorted(path_index, key=path_index.get))
     placement = Placement(devices, stages, paths, "custom")

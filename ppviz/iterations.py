@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from .errors import InputError
 from .ir import KIND_INDEX, Kind, Schedule
 
 if TYPE_CHECKING:  # the simulator imports this module
@@ -26,13 +27,14 @@ _F = KIND_INDEX[Kind.F]
 
 def microbatches_for_batch(global_batch: int, micro_batch: int) -> int:
     """The pipeline's microbatch count for a global batch split into micro-batches of one size."""
-    for name, v in (("global batch", global_batch), ("micro-batch size", micro_batch)):
+    for name, field, v in (("global batch", "gbs", global_batch), ("micro-batch size", "mbs", micro_batch)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a whole number ≥ 1 (got {v!r})")
+            raise InputError(f"{name} must be a whole number ≥ 1 (got {v!r})", field=field)
     if global_batch % micro_batch:
-        raise ValueError(
-            f"global batch {global_batch} is not a multiple of micro-batch size {micro_batch}: "
-            f"choose sizes that divide (e.g. global batch {global_batch // micro_batch * micro_batch or micro_batch})"
+        raise InputError(
+            field="gbs",
+            message=f"global batch {global_batch} is not a multiple of micro-batch size {micro_batch}: "
+            f"choose sizes that divide (e.g. global batch {global_batch // micro_batch * micro_batch or micro_batch})",
         )
     return global_batch // micro_batch
 

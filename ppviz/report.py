@@ -1,4 +1,4 @@
-"""The README's schedule table, generated from the registry so that it stays true."""
+"""The schedule table (the handbook's Schedules page, `ppviz table`), generated from the registry."""
 
 from __future__ import annotations
 

@@ -155,17 +155,6 @@ def test_table5_iteration_within_10_percent(name, tp, pp, vpp, mbs, gbs, full_s,
             assert e.hfu / e.mfu == pytest.approx(1 + extra / eq7, rel=1e-12)
 
 
-def test_readme_error_tables_are_the_codes_output():
-    from pathlib import Path
-
-    from ppviz.estimate.calibration import readme_tables
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    start = readme.index("<!-- estimate-calibration:start -->\n") + len("<!-- estimate-calibration:start -->\n")
-    end = readme.index("<!-- estimate-calibration:end -->")
-    assert readme[start:end] == readme_tables(), "run: python -m ppviz.estimate.calibration"
-
-
 # --- H100: the matmul efficiency fitted on NVIDIA's published BF16 step times, checked on held-out runs ---
 
 
@@ -226,17 +215,6 @@ def test_llama3_405b_published_layout_as_published():
         assert (lay.tp, lay.cp, lay.pp, lay.gpus, lay.global_batch * 8192) == (8, 1, 16, gpus, 16 * 2**20)
         e = estimate("llama3-405b", H100, lay)
         assert e.plan.layers[0] == e.plan.layers[-1] == min(e.plan.layers) < max(e.plan.layers)
-
-
-def test_readme_h100_table_is_the_codes_output():
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    start = readme.index("<!-- estimate-calibration-h100:start -->\n") + len(
-        "<!-- estimate-calibration-h100:start -->\n"
-    )
-    end = readme.index("<!-- estimate-calibration-h100:end -->")
-    assert readme[start:end] == cal.h100_table(), "run: python -m ppviz.estimate.calibration"
 
 
 @pytest.mark.parametrize("name, tp, pp, vpp, mbs, gbs, full_s, sp_sel_s", TABLE5)

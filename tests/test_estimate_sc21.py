@@ -1,7 +1,5 @@
 """Megatron-LM's weak-scaling table (Narayanan et al., SC 2021, Table 1), held out: never fitted on."""
 
-from pathlib import Path
-
 import pytest
 
 from ppviz.estimate import calibration_sc21 as sc21
@@ -35,11 +33,3 @@ def test_every_published_run_fits_in_80_gb(runs):
 def test_layout_as_read():
     r = sc21.TABLE1[-1]
     assert (r.dp, r.run().microbatches, r.run().layout.recompute) == (6, 512, "full")
-
-
-def test_readme_table_is_the_module_output():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    marker = "<!-- estimate-calibration-sc21:start -->\n"
-    start = readme.index(marker) + len(marker)
-    end = readme.index("<!-- estimate-calibration-sc21:end -->")
-    assert readme[start:end] == sc21.table(), "run: python -m ppviz.estimate.calibration_sc21"

@@ -103,7 +103,7 @@ def resolve(model: Model | str, gpu: Gpu | str) -> tuple[Model, Gpu]:
     m = model_preset(model) if isinstance(model, str) else model
     g = gpu_preset(gpu) if isinstance(gpu, str) else gpu
     if not isinstance(m, Model) or not isinstance(g, Gpu):
-        raise SpecError("estimate needs a Model (or model preset name) and a Gpu (or GPU preset name)")
+        raise SpecError("estimate needs a Model (or model preset name) and a Gpu (or GPU preset name)", field="model")
     return m, g
 
 
@@ -113,11 +113,14 @@ def schedule_for(layout: Layout, uniform: Costs | None = None) -> Schedule:
     params = dict(layout.schedule_params)
     if spec.param("chunks") is not None:
         if "chunks" in params and params["chunks"] != layout.vpp and layout.vpp != 1:
-            raise SpecError(f"give the chunks per device once: vpp {layout.vpp} or chunks {params['chunks']}")
+            raise SpecError(
+                f"give the chunks per device once: vpp {layout.vpp} or chunks {params['chunks']}", field="vpp"
+            )
         params.setdefault("chunks", layout.vpp)
     elif layout.vpp not in (1, spec.chunks):
         raise SpecError(
-            f"{spec.name} has {spec.chunks} chunk(s) per device; drop vpp {layout.vpp} or pick an interleaved schedule"
+            f"{spec.name} has {spec.chunks} chunk(s) per device; drop vpp {layout.vpp} or pick an interleaved schedule",
+            field="vpp",
         )
     key = None if uniform is None else (uniform.f, uniform.b, uniform.w, uniform.p2p, uniform.b_frees)
     return _build(layout.schedule, layout.pp, layout.microbatches, tuple(sorted(params.items())), key)
@@ -141,19 +144,21 @@ def split_layers(model: Model, layout: Layout, stages: int) -> tuple[int, ...]:
         if len(split) != stages or sum(split) != L:
             raise SpecError(
                 f"layer_split needs {stages} entries (the schedule's stages) summing to {L} layers "
-                f"(got {len(split)} entries summing to {sum(split)})"
+                f"(got {len(split)} entries summing to {sum(split)})",
+                field="layer_split",
             )
         return split
     k = layout.edge_fewer
     if stages == 1:
         if k:
-            raise SpecError("edge_fewer needs more than one stage")
+            raise SpecError("edge_fewer needs more than one stage", field="edge_fewer")
         return (L,)
     if (L + 2 * k) % stages or (L + 2 * k) // stages - k < 0:
         hint = f"; edge_fewer {k} needs (layers + 2·{k}) divisible by {stages}" if k else ""
         raise SpecError(
             f"{L} layers do not split evenly into {stages} stages{hint}: give layer_split (layers per "
-            f"stage) or edge_fewer, or change pp/vpp"
+            f"stage) or edge_fewer, or change pp/vpp",
+            field="layer_split",
         )
     n = (L + 2 * k) // stages
     return (n - k,) + (n,) * (stages - 2) + (n - k,)
@@ -189,7 +194,8 @@ def check_nvlink(layout: Layout, gpu: Gpu) -> None:
     if a * b > 1 and n > gpu.nvlink_domain:
         raise SpecError(
             f"nvlink_dp_pp {a},{b} puts tp·cp·{a}·{b} = {n} GPUs in one NVLink domain of {gpu.nvlink_domain}: "
-            "lower the dp or pp ranks in it"
+            "lower the dp or pp ranks in it",
+            field="nvlink_dp_pp",
         )
 
 
@@ -316,7 +322,7 @@ def estimate(
     """
     model, gpu = resolve(model, gpu)
     if not isinstance(layout, Layout):
-        raise SpecError("layout must be a ppviz.estimate.Layout")
+        raise SpecError("layout must be a ppviz.estimate.Layout", field="layout")
     m = layout.microbatches
     shape = shape_of(layout)
     layer.check(model, shape)
@@ -328,7 +334,8 @@ def estimate(
     elif schedule.devices != layout.pp or schedule.microbatches != m * iterations(schedule)[0]:
         raise SpecError(
             f"the given schedule has {schedule.devices} devices and {schedule.microbatches} microbatches; "
-            f"the layout needs pp {layout.pp} and {m} per iteration"
+            f"the layout needs pp {layout.pp} and {m} per iteration",
+            field="pp",
         )
     S = schedule.stages
     pl = schedule.placement
@@ -774,5 +781,5 @@ def layout_from(mapping: Mapping) -> Layout:
     known = set(Layout.__dataclass_fields__)
     unknown = sorted(set(mapping) - known)
     if unknown:
-        raise SpecError(f"Layout has no field {', '.join(unknown)}")
+        raise SpecError(f"Layout has no field {', '.join(unknown)}", field=unknown[0])
     return Layout(**mapping)

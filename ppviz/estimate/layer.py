@@ -163,7 +163,7 @@ class _Acc:
 def peak_flops(gpu: Gpu, precision: str) -> float:
     if precision == "fp8":
         if not gpu.fp8_flops:
-            raise SpecError(f"{gpu.name} has no FP8 tensor cores: use precision bf16")
+            raise SpecError(f"{gpu.name} has no FP8 tensor cores: use precision bf16", field="precision")
         return gpu.fp8_flops
     return gpu.bf16_flops
 
@@ -176,23 +176,30 @@ def check(model: Model, shape: Shape) -> None:
         return summa.check(model, shape)
     t, cp = shape.tp, shape.cp
     if model.heads % t:
-        raise SpecError(f"tp {t} must divide the {model.heads} attention heads: use tp in {_divisors(model.heads)}")
+        raise SpecError(
+            f"tp {t} must divide the {model.heads} attention heads: use tp in {_divisors(model.heads)}", field="tp"
+        )
     if model.kv_heads % t:
-        raise SpecError(f"tp {t} must divide the {model.kv_heads} KV heads: use tp in {_divisors(model.kv_heads)}")
+        raise SpecError(
+            f"tp {t} must divide the {model.kv_heads} KV heads: use tp in {_divisors(model.kv_heads)}", field="tp"
+        )
     if model.ffn % t or (model.moe and model.expert_ffn % t):
-        raise SpecError(f"tp {t} must divide the FFN width {model.ffn}")
+        raise SpecError(f"tp {t} must divide the FFN width {model.ffn}", field="tp")
     if model.vocab % t:
-        raise SpecError(f"tp {t} must divide the vocabulary {model.vocab} (pad the vocabulary)")
+        raise SpecError(f"tp {t} must divide the vocabulary {model.vocab} (pad the vocabulary)", field="tp")
     if model.seq % cp:
-        raise SpecError(f"cp {cp} must divide the sequence length {model.seq}")
+        raise SpecError(f"cp {cp} must divide the sequence length {model.seq}", field="cp")
     if shape.sp and (shape.mbs * model.seq // cp) % t:
-        raise SpecError(f"sequence parallel needs tp {t} to divide the tokens per microbatch (mbs·seq/cp)")
+        raise SpecError(
+            f"sequence parallel needs tp {t} to divide the tokens per microbatch (mbs·seq/cp)",
+            field="sequence_parallel",
+        )
     if model.moe and model.experts % shape.ep:
-        raise SpecError(f"ep {shape.ep} must divide the {model.experts} experts")
+        raise SpecError(f"ep {shape.ep} must divide the {model.experts} experts", field="ep")
     if not model.moe and shape.ep > 1:
-        raise SpecError(f"ep {shape.ep} needs an MoE model ({model.name} is dense): use ep 1")
+        raise SpecError(f"ep {shape.ep} needs an MoE model ({model.name} is dense): use ep 1", field="ep")
     if shape.ep > 1 and shape.dp % shape.ep:
-        raise SpecError(f"ep {shape.ep} is carved out of dp {shape.dp} (Megatron): make ep divide dp")
+        raise SpecError(f"ep {shape.ep} is carved out of dp {shape.dp} (Megatron): make ep divide dp", field="ep")
 
 
 def _divisors(n: int) -> str:

@@ -55,25 +55,29 @@ class Model:
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq"):
-            _check_int(f"model {name}", getattr(self, name), 1)
+            _check_int(f"model {name}", getattr(self, name), 1, field=name)
         for name in ("head_dim", "experts", "top_k", "expert_ffn", "shared_experts", "dense_layers"):
-            _check_int(f"model {name}", getattr(self, name), 0)
+            _check_int(f"model {name}", getattr(self, name), 0, field=name)
         for name in ("gated_mlp", "tied_embeddings", "bias", "dropout", "flash_attention", "learned_positions"):
             if not isinstance(getattr(self, name), bool):
-                raise SpecError(f"model {name} must be true or false (got {getattr(self, name)!r})")
+                raise SpecError(f"model {name} must be true or false (got {getattr(self, name)!r})", field=name)
         if self.heads % self.kv_heads:
-            raise SpecError(f"kv_heads {self.kv_heads} must divide heads {self.heads}")
+            raise SpecError(f"kv_heads {self.kv_heads} must divide heads {self.heads}", field="kv_heads")
         if not self.head_dim and self.hidden % self.heads:
-            raise SpecError(f"heads {self.heads} must divide hidden {self.hidden} (or give head_dim)")
+            raise SpecError(f"heads {self.heads} must divide hidden {self.hidden} (or give head_dim)", field="heads")
         if self.experts:
             if not 1 <= self.top_k <= self.experts:
-                raise SpecError(f"an MoE model needs 1 ≤ top_k ≤ experts (got top_k {self.top_k}, {self.experts})")
+                raise SpecError(
+                    f"an MoE model needs 1 ≤ top_k ≤ experts (got top_k {self.top_k}, {self.experts})", field="top_k"
+                )
             if not self.expert_ffn:
-                raise SpecError("an MoE model needs expert_ffn, the width of one expert")
+                raise SpecError("an MoE model needs expert_ffn, the width of one expert", field="expert_ffn")
             if self.dense_layers >= self.layers:
-                raise SpecError(f"dense_layers {self.dense_layers} leaves no MoE layer of {self.layers}")
+                raise SpecError(
+                    f"dense_layers {self.dense_layers} leaves no MoE layer of {self.layers}", field="dense_layers"
+                )
         elif self.top_k or self.shared_experts:
-            raise SpecError("top_k and shared_experts need experts > 0")
+            raise SpecError("top_k and shared_experts need experts > 0", field="experts")
 
     @property
     def d_head(self) -> int:
@@ -117,15 +121,17 @@ class Gpu:
     def __post_init__(self) -> None:
         for name in ("bf16_flops", "vector_flops", "hbm_bytes", "hbm_bytes_per_s", "nvlink_bytes_per_s",
                      "network_bytes_per_s"):  # fmt: skip
-            _check_float(f"gpu {name}", getattr(self, name), positive=True)
+            _check_float(f"gpu {name}", getattr(self, name), positive=True, field=name)
         for name in ("fp8_flops", "nvlink_latency_s", "network_latency_s", "kernel_overhead_s"):
-            _check_float(f"gpu {name}", getattr(self, name), positive=False)
+            _check_float(f"gpu {name}", getattr(self, name), positive=False, field=name)
         for name in ("matmul_efficiency", "hbm_efficiency", "nvlink_efficiency", "network_efficiency"):
             v = getattr(self, name)
-            _check_float(f"gpu {name}", v, positive=True)
+            _check_float(f"gpu {name}", v, positive=True, field=name)
             if v > 1:
-                raise SpecError(f"gpu {name} is a fraction of the peak: give a number in (0, 1] (got {v:g})")
-        _check_int("gpu nvlink_domain", self.nvlink_domain, 1)
+                raise SpecError(
+                    f"gpu {name} is a fraction of the peak: give a number in (0, 1] (got {v:g})", field=name
+                )
+        _check_int("gpu nvlink_domain", self.nvlink_domain, 1, field="nvlink_domain")
 
 
 @dataclass(frozen=True)
@@ -169,38 +175,45 @@ class Layout:
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
-            _check_int(name, getattr(self, name), 1)
+            _check_int(name, getattr(self, name), 1, field=name)
         if self.gbs is not None:
-            _check_int("gbs", self.gbs, 1)
+            _check_int("gbs", self.gbs, 1, field="gbs")
         if self.recompute not in RECOMPUTE:
-            raise SpecError(f"recompute must be one of {', '.join(RECOMPUTE)} (got {self.recompute!r})")
+            raise SpecError(
+                f"recompute must be one of {', '.join(RECOMPUTE)} (got {self.recompute!r})", field="recompute"
+            )
         if self.precision not in PRECISIONS:
-            raise SpecError(f"precision must be one of {', '.join(PRECISIONS)} (got {self.precision!r})")
+            raise SpecError(
+                f"precision must be one of {', '.join(PRECISIONS)} (got {self.precision!r})", field="precision"
+            )
         if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
-            raise SpecError(f"zero must be 0, 1, 2 or 3 (got {self.zero!r})")
+            raise SpecError(f"zero must be 0, 1, 2 or 3 (got {self.zero!r})", field="zero")
         for name in ("sequence_parallel", "dp_overlap", "pair_overlap", "tp_comm_overlap"):
             if not isinstance(getattr(self, name), bool):
-                raise SpecError(f"{name} must be true or false (got {getattr(self, name)!r})")
-        _check_int("edge_fewer", self.edge_fewer, 0)
+                raise SpecError(f"{name} must be true or false (got {getattr(self, name)!r})", field=name)
+        _check_int("edge_fewer", self.edge_fewer, 0, field="edge_fewer")
         if isinstance(self.schedule_params, dict):
             object.__setattr__(self, "schedule_params", tuple(sorted(self.schedule_params.items())))
         if self.layer_split is not None:
             split = tuple(self.layer_split)
             for n in split:
-                _check_int("every entry of layer_split", n, 0)
+                _check_int("every entry of layer_split", n, 0, field="layer_split")
             object.__setattr__(self, "layer_split", split)
             if self.edge_fewer:
-                raise SpecError("give either layer_split or edge_fewer, not both")
+                raise SpecError("give either layer_split or edge_fewer, not both", field="layer_split")
         if self.sequence_parallel and self.tp == 1:
-            raise SpecError("sequence parallel splits the sequence over the tp GPUs: it needs tp > 1")
+            raise SpecError(
+                "sequence parallel splits the sequence over the tp GPUs: it needs tp > 1", field="sequence_parallel"
+            )
         if self.tp_comm_overlap and not self.sequence_parallel:
             raise SpecError(
                 "tp_comm_overlap overlaps the sequence-parallel all-gathers and reduce-scatters with the GEMMs "
                 "(Megatron asserts sequence parallel with --tp-comm-overlap): add sequence_parallel (tp > 1), "
-                "or drop it"
+                "or drop it",
+                field="tp_comm_overlap",
             )
         if not 0 <= self.b_frees <= 1:
-            raise SpecError(f"b_frees must be between 0 and 1 (got {self.b_frees})")
+            raise SpecError(f"b_frees must be between 0 and 1 (got {self.b_frees})", field="b_frees")
         self._check_tp_mode()
         self._check_nvlink()
 
@@ -209,45 +222,57 @@ class Layout:
             return
         pair = tuple(self.nvlink_dp_pp) if isinstance(self.nvlink_dp_pp, (tuple, list)) else (self.nvlink_dp_pp,)
         if len(pair) != 2:
-            raise SpecError(f"nvlink_dp_pp is (dp ranks, pp ranks) in one NVLink domain, e.g. 2,4 (got {pair})")
+            raise SpecError(
+                f"nvlink_dp_pp is (dp ranks, pp ranks) in one NVLink domain, e.g. 2,4 (got {pair})",
+                field="nvlink_dp_pp",
+            )
         for n in pair:
-            _check_int("each entry of nvlink_dp_pp", n, 1)
+            _check_int("each entry of nvlink_dp_pp", n, 1, field="nvlink_dp_pp")
         object.__setattr__(self, "nvlink_dp_pp", pair)
         a, b = pair
         if self.dp % a or self.pp % b:
             raise SpecError(
-                f"nvlink_dp_pp {a},{b}: the dp ranks must divide dp {self.dp} and the pp ranks pp {self.pp}"
+                f"nvlink_dp_pp {a},{b}: the dp ranks must divide dp {self.dp} and the pp ranks pp {self.pp}",
+                field="nvlink_dp_pp",
             )
         if self.ep > 1 and a % self.ep:
             raise SpecError(f"nvlink_dp_pp {a},{b}: keep each expert-parallel group (ep {self.ep}) in the domain: "
-                            f"make the dp ranks a multiple of {self.ep}")  # fmt: skip
+                            f"make the dp ranks a multiple of {self.ep}", field="nvlink_dp_pp")  # fmt: skip
 
     def _check_tp_mode(self) -> None:
         if self.tp_mode not in TP_MODES:
-            raise SpecError(f"tp_mode must be one of {', '.join(TP_MODES)} (got {self.tp_mode!r})")
-        _check_int("summa_blocks", self.summa_blocks, 0)
+            raise SpecError(f"tp_mode must be one of {', '.join(TP_MODES)} (got {self.tp_mode!r})", field="tp_mode")
+        _check_int("summa_blocks", self.summa_blocks, 0, field="summa_blocks")
         if self.tp_mode == "1d":
             if self.tp2d is not None or self.summa_blocks:
-                raise SpecError("tp2d and summa_blocks are for tp_mode 2d: add tp_mode 2d, or drop them")
+                raise SpecError(
+                    "tp2d and summa_blocks are for tp_mode 2d: add tp_mode 2d, or drop them", field="tp_mode"
+                )
             return
         if self.tp2d is None or len(tuple(self.tp2d)) != 2:
-            raise SpecError(f"tp_mode 2d needs tp2d = (hidden ways, sequence ways) whose product is tp {self.tp}")
+            raise SpecError(
+                f"tp_mode 2d needs tp2d = (hidden ways, sequence ways) whose product is tp {self.tp}", field="tp2d"
+            )
         grid = tuple(self.tp2d)
         for n in grid:
-            _check_int("each side of tp2d", n, 1)
+            _check_int("each side of tp2d", n, 1, field="tp2d")
         object.__setattr__(self, "tp2d", grid)
         if grid[0] * grid[1] != self.tp:
-            raise SpecError(f"tp2d {grid[0]},{grid[1]} multiplies to {grid[0] * grid[1]}, not tp {self.tp}")
+            raise SpecError(
+                f"tp2d {grid[0]},{grid[1]} multiplies to {grid[0] * grid[1]}, not tp {self.tp}", field="tp2d"
+            )
         if self.sequence_parallel:
             raise SpecError(
-                "2D tensor parallelism already splits the sequence over its second side: drop sequence_parallel"
+                "2D tensor parallelism already splits the sequence over its second side: drop sequence_parallel",
+                field="sequence_parallel",
             )
         if self.cp > 1:
-            raise SpecError("2D tensor parallelism splits the sequence itself: use cp 1 with tp_mode 2d")
+            raise SpecError("2D tensor parallelism splits the sequence itself: use cp 1 with tp_mode 2d", field="cp")
         if self.summa_blocks and (self.summa_blocks % grid[0] or self.summa_blocks % grid[1]):
             raise SpecError(
                 f"summa_blocks {self.summa_blocks} must be a multiple of both sides of tp2d {grid[0]},{grid[1]} "
-                f"(each panel inside one GPU's block): use {math.lcm(*grid)} or a multiple of it"
+                f"(each panel inside one GPU's block): use {math.lcm(*grid)} or a multiple of it",
+                field="summa_blocks",
             )
 
     @property
@@ -269,7 +294,8 @@ class Layout:
             lo, hi = self.gbs // per * per, (self.gbs // per + 1) * per
             raise SpecError(
                 f"global batch {self.gbs} is not a multiple of dp·mbs = {self.dp}·{self.mbs} = {per}: "
-                f"use gbs {lo or hi} or {hi}, or change dp or mbs"
+                f"use gbs {lo or hi} or {hi}, or change dp or mbs",
+                field="gbs",
             )
         return self.gbs // per
 
@@ -315,7 +341,7 @@ def _load(cls, kind: str, name: str, overrides: dict):
     table = _table(kind)
     if name not in table:
         what = "model" if kind == "models" else "GPU"
-        raise SpecError(f"unknown {what} preset {name!r}; choose one of: {', '.join(table)}")
+        raise SpecError(f"unknown {what} preset {name!r}; choose one of: {', '.join(table)}", field=what.lower())
     _check_fields(cls, overrides)
     return cls(name=name, **{**table[name], **{k: v for k, v in overrides.items() if v is not None}})
 
@@ -324,7 +350,9 @@ def _check_fields(cls, overrides: dict) -> None:
     known = {f.name for f in dataclasses.fields(cls)} - {"name"}
     unknown = sorted(set(overrides) - known)
     if unknown:
-        raise SpecError(f"{cls.__name__} has no field {', '.join(unknown)}; fields: {', '.join(sorted(known))}")
+        raise SpecError(
+            f"{cls.__name__} has no field {', '.join(unknown)}; fields: {', '.join(sorted(known))}", field=unknown[0]
+        )
 
 
 def as_dict(spec) -> dict:
@@ -334,18 +362,18 @@ def as_dict(spec) -> dict:
 # --- checks ----------------------------------------------------------------------------------
 
 
-def _check_int(name: str, v: object, low: int) -> None:
+def _check_int(name: str, v: object, low: int, *, field: str) -> None:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise SpecError(f"{name} must be a whole number (got {v!r})")
+        raise SpecError(f"{name} must be a whole number (got {v!r})", field=field)
     if v < low:
-        raise SpecError(f"{name} must be ≥ {low} (got {v})")
+        raise SpecError(f"{name} must be ≥ {low} (got {v})", field=field)
 
 
-def _check_float(name: str, v: object, positive: bool) -> None:
+def _check_float(name: str, v: object, positive: bool, *, field: str) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise SpecError(f"{name} must be a finite number (got {v!r})")
+        raise SpecError(f"{name} must be a finite number (got {v!r})", field=field)
     if v < 0 or (positive and v == 0):
-        raise SpecError(f"{name} must be {'> 0' if positive else '≥ 0'} (got {v:g})")
+        raise SpecError(f"{name} must be {'> 0' if positive else '≥ 0'} (got {v:g})", field=field)
 
 
 __all__ = ["Gpu", "Layout", "Model", "SpecError", "gpu", "gpu_names", "model", "model_names", "override"]

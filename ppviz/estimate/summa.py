@@ -69,22 +69,26 @@ def check(model: Model, shape: Shape) -> None:
     R, C = shape.tp2d
     nb = shape.blocks
     if model.moe:
-        raise SpecError("2D tensor parallelism is modelled for dense models only: use tp_mode 1d for MoE")
+        raise SpecError(
+            "2D tensor parallelism is modelled for dense models only: use tp_mode 1d for MoE", field="tp_mode"
+        )
     if shape.ep > 1:
-        raise SpecError(f"ep {shape.ep} needs an MoE model ({model.name} is dense): use ep 1")
+        raise SpecError(f"ep {shape.ep} needs an MoE model ({model.name} is dense): use ep 1", field="ep")
     for what, n in (("attention heads", model.heads), ("KV heads", model.kv_heads), ("FFN width", model.ffn),
                     ("vocabulary", model.vocab)):  # fmt: skip
         if n % R:
-            raise SpecError(f"the hidden side {R} of tp2d must divide the {n} {what}: use one of {_divisors(n)}")
+            raise SpecError(
+                f"the hidden side {R} of tp2d must divide the {n} {what}: use one of {_divisors(n)}", field="tp2d"
+            )
     if (shape.mbs * model.seq) % C:
-        raise SpecError(f"the sequence side {C} of tp2d must divide the tokens per microbatch (mbs·seq)")
+        raise SpecError(f"the sequence side {C} of tp2d must divide the tokens per microbatch (mbs·seq)", field="tp2d")
     for what, n in (
         ("hidden", model.hidden),
         ("FFN width", model.ffn),
         ("attention width", model.heads * model.d_head),
     ):
         if n % nb:
-            raise SpecError(f"summa_blocks {nb} must divide the {what} {n} (each panel whole)")
+            raise SpecError(f"summa_blocks {nb} must divide the {what} {n} (each panel whole)", field="summa_blocks")
 
 
 def _norm(acc: _Acc, gpu: Gpu, shape: Shape, T: float, h: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..costs import Costs
+from ..errors import InputError
 from ..ir import BW, Action, B, F, Placement, Schedule, Step, W, make_schedule
 from .registry import Param, Spec, register
 
@@ -97,17 +98,19 @@ def eager_pipedream_2bw(p: int, m: int, iterations: int = 1) -> Schedule:
 
 def _check_2bw(p: int, m: int, iterations: int) -> None:
     if m < p:
-        raise ValueError(
-            f"1f1b-2bw needs microbatches ≥ devices, since without a flush each iteration must fill "
-            f"the pipeline (got {m} microbatches with {p} devices)"
+        raise InputError(
+            field="microbatches",
+            message=f"1f1b-2bw needs microbatches ≥ devices, since without a flush each iteration must fill "
+            f"the pipeline (got {m} microbatches with {p} devices)",
         )
 
 
 def _check_eager_2bw(p: int, m: int, iterations: int) -> None:
     if m <= p:
-        raise ValueError(
-            f"eager-1f1b-2bw needs microbatches > devices per iteration, since without a flush the eager "
-            f"warm-up must stay within one iteration (got {m} microbatches with {p} devices)"
+        raise InputError(
+            field="microbatches",
+            message=f"eager-1f1b-2bw needs microbatches > devices per iteration, since without a flush the eager "
+            f"warm-up must stay within one iteration (got {m} microbatches with {p} devices)",
         )
 
 

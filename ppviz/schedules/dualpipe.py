@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..costs import Costs
+from ..errors import InputError
 from ..ir import BW, Action, B, F, Overlap, Placement, Schedule, Step, W, make_schedule
 from .interleaved import CHUNKS, GROUP_SIZE, _check_interleaved, megatron_table
 from .registry import Spec, register
@@ -117,16 +118,20 @@ def dualpipe_v(p: int, m: int) -> Schedule:
 
 def _check_dualpipe(p: int, m: int) -> None:
     if p % 2:
-        raise ValueError(f"dualpipe needs an even number of devices (got {p}): use {p + 1} or try dualpipe-v")
+        raise InputError(
+            f"dualpipe needs an even number of devices (got {p}): use {p + 1} or try dualpipe-v", field="devices"
+        )
     if m % 2:
-        raise ValueError(f"dualpipe needs an even number of microbatches, half for each pipe (got {m})")
+        raise InputError(
+            f"dualpipe needs an even number of microbatches, half for each pipe (got {m})", field="microbatches"
+        )
     if m < 2 * p:
-        raise ValueError(f"dualpipe needs microbatches ≥ 2 × devices = {2 * p} (got {m})")
+        raise InputError(f"dualpipe needs microbatches ≥ 2 × devices = {2 * p} (got {m})", field="microbatches")
 
 
 def _check_dualpipe_v(p: int, m: int) -> None:
     if m < 2 * p:
-        raise ValueError(f"dualpipe-v needs microbatches ≥ 2 × devices = {2 * p} (got {m})")
+        raise InputError(f"dualpipe-v needs microbatches ≥ 2 × devices = {2 * p} (got {m})", field="microbatches")
 
 
 def _dual_bubble(ranks: int, chunk: float, c: Costs) -> float:
@@ -174,8 +179,8 @@ def interleaved_overlap(p: int, m: int, chunks: int = 2, group_size: int | None 
 def _check_interleaved_overlap(p: int, m: int, chunks: int, group_size: int | None) -> None:
     try:
         _check_interleaved(p, m, chunks, group_size)
-    except ValueError as e:
-        raise ValueError(str(e).replace("interleaved-1f1b", "interleaved-1f1b-overlap")) from None
+    except InputError as e:
+        raise InputError(str(e).replace("interleaved-1f1b", "interleaved-1f1b-overlap"), field=e.field) from None
 
 
 def _overlap_1f1b_makespan(p: int, m: int, c: Costs) -> float | None:

@@ -7,6 +7,7 @@ Megatron's interleaved 1F1B walks microbatches in groups of N (``group_size``, M
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..ir import BW, Action, F, Placement, Schedule, Step, actions, make_schedule
 from .registry import Param, Spec, register
 
@@ -52,15 +53,21 @@ def interleaved_1f1b(p: int, m: int, chunks: int = 2, group_size: int | None = N
 def _check_interleaved(p: int, m: int, chunks: int, group_size: int | None) -> None:
     n = group_size or p
     if m < p:
-        raise ValueError(f"interleaved-1f1b needs microbatches ≥ devices (got {m} with {p} devices)")
+        raise InputError(
+            f"interleaved-1f1b needs microbatches ≥ devices (got {m} with {p} devices)", field="microbatches"
+        )
     if not p <= n <= m:
-        raise ValueError(f"interleaved-1f1b needs group_size between devices ({p}) and microbatches ({m}) (got {n})")
+        raise InputError(
+            f"interleaved-1f1b needs group_size between devices ({p}) and microbatches ({m}) (got {n})",
+            field="group_size",
+        )
     rest = m % n
     if rest and rest < p:
         what = "devices" if group_size is None else f"the group size {n}"
-        raise ValueError(
-            f"interleaved-1f1b needs microbatches to be a multiple of {what}, or to leave at least "
-            f"{p} in the last group (got {m} with {p} devices)"
+        raise InputError(
+            field="microbatches",
+            message=f"interleaved-1f1b needs microbatches to be a multiple of {what}, or to leave at least "
+            f"{p} in the last group (got {m} with {p} devices)",
         )
 
 

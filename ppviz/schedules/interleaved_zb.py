@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..errors import InputError
 from ..ir import Action, B, F, Placement, Schedule, Step, W, make_schedule
 from .interleaved import CHUNKS, GROUP_SIZE, _check_interleaved, megatron_table
 from .registry import Spec, register
@@ -42,8 +43,8 @@ def interleaved_zb(p: int, m: int, chunks: int = 2, group_size: int | None = Non
 def _check(p: int, m: int, chunks: int, group_size: int | None) -> None:
     try:
         _check_interleaved(p, m, chunks, group_size)
-    except ValueError as e:
-        raise ValueError(str(e).replace("interleaved-1f1b", "interleaved-zb")) from None
+    except InputError as e:
+        raise InputError(str(e).replace("interleaved-1f1b", "interleaved-zb"), field=e.field) from None
 
 
 def _makespan(p, m, c, chunks, group_size=None):

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from ..costs import Costs
+from ..errors import InputError
 from ..ir import Schedule
 
 MAX_ACTIONS = 2_000_000  # beyond this a schedule is refused rather than exhausting memory
@@ -61,16 +62,16 @@ def get(name: str) -> Spec:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown schedule {name!r}; choose one of: {', '.join(REGISTRY)}") from None
+        raise InputError(f"unknown schedule {name!r}; choose one of: {', '.join(REGISTRY)}", field="schedule") from None
 
 
 def _check_int(name: str, v: object, low: int, high: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
-        raise ValueError(f"{name} must be a whole number (got {v!r})")
+        raise InputError(f"{name} must be a whole number (got {v!r})", field=name)
     v = int(v)
     if v < low or (high is not None and v > high):
         rng = f"≥ {low}" if high is None else f"between {low} and {high}"
-        raise ValueError(f"{name} must be {rng} (got {v})")
+        raise InputError(f"{name} must be {rng} (got {v})", field=name)
     return v
 
 
@@ -85,15 +86,19 @@ def resolve(spec: Spec, devices: object, microbatches: object, params: dict) -> 
                 v = params.pop(alias)
                 both = params.get(q.name, v)
                 if both != v:
-                    raise ValueError(f"{alias} is another name for {q.name}: give one (got {v} and {both})")
+                    raise InputError(
+                        f"{alias} is another name for {q.name}: give one (got {v} and {both})", field=q.name
+                    )
                 params[q.name] = v
     chunks = params.pop("chunks", None) if spec.param("chunks") is None else None
     if chunks is not None and chunks != spec.chunks:
-        raise ValueError(f"{spec.name} has {spec.chunks} chunk(s) per device; drop the chunks setting (got {chunks})")
+        raise InputError(
+            f"{spec.name} has {spec.chunks} chunk(s) per device; drop the chunks setting (got {chunks})", field="chunks"
+        )
     unknown = sorted(set(params) - {q.name for q in spec.params})
     if unknown:
         takes = ", ".join(q.name for q in spec.params) or "no extra parameters"
-        raise ValueError(f"{spec.name} does not take {', '.join(unknown)} (it takes {takes})")
+        raise InputError(f"{spec.name} does not take {', '.join(unknown)} (it takes {takes})", field=unknown[0])
     out = {}
     for q in spec.params:
         v = params.get(q.name, q.default)
@@ -104,10 +109,10 @@ def resolve(spec: Spec, devices: object, microbatches: object, params: dict) -> 
             out[q.name] = _check_int(q.name, v, int(q.low), None if q.high is None else int(q.high))
         else:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"{q.name} must be a number (got {v!r})")
+                raise InputError(f"{q.name} must be a number (got {v!r})", field=q.name)
             if v < q.low or (q.high is not None and v > q.high):
                 rng = f"≥ {q.low:g}" if q.high is None else f"between {q.low:g} and {q.high:g}"
-                raise ValueError(f"{q.name} must be {rng} (got {v:g})")
+                raise InputError(f"{q.name} must be {rng} (got {v:g})", field=q.name)
             out[q.name] = float(v)
     if spec.check is not None:
         spec.check(p, m, **out)
@@ -115,9 +120,10 @@ def resolve(spec: Spec, devices: object, microbatches: object, params: dict) -> 
     iterations = out.get("iterations") or 1
     size = p * m * chunks_per_device * iterations * (3 if spec.split_backward else 2)
     if size > MAX_ACTIONS:
-        raise ValueError(
+        raise InputError(
             f"{spec.name} at {p} devices × {m} microbatches would have about {size:,} actions; "
-            f"the limit is {MAX_ACTIONS:,}: use fewer devices, microbatches or chunks"
+            f"the limit is {MAX_ACTIONS:,}: use fewer devices, microbatches or chunks",
+            field="devices",
         )
     return p, m, out
 

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..costs import Costs
+from ..errors import InputError
 from ..ir import Action, B, F, Kind, Placement, Schedule, Step, W, make_schedule
 from ..simulator import ScheduleError
 from . import vfamily, vtiming
@@ -248,7 +249,9 @@ def v_auto(p: int, m: int, max_memory: float | None = None, costs: Costs | None 
 
 def _check_auto(p: int, m: int, max_memory: float | None) -> None:
     if max_memory is not None and max_memory < 0.5:
-        raise ValueError(f"v-auto needs max_memory ≥ 0.5 (one V chunk) (got {max_memory:g})")
+        raise InputError(
+            field="max_memory", message=f"v-auto needs max_memory ≥ 0.5 (one V chunk) (got {max_memory:g})"
+        )
 
 
 register(

@@ -10,6 +10,7 @@ classic schedules.
 from __future__ import annotations
 
 from ..costs import Costs
+from ..errors import InputError
 from ..ir import Action, B, F, Placement, Schedule, Step, W, make_schedule
 from .greedy import Candidate, greedy_order, pick_best
 from .registry import Param, Spec, register
@@ -93,7 +94,9 @@ def _zb_priority(warm: int):
 
 def _check_auto(p: int, m: int, max_memory: float | None) -> None:
     if max_memory is not None and max_memory < 1:
-        raise ValueError(f"zb-auto needs max_memory ≥ 1 activation unit (got {max_memory:g})")
+        raise InputError(
+            field="max_memory", message=f"zb-auto needs max_memory ≥ 1 activation unit (got {max_memory:g})"
+        )
 
 
 register(

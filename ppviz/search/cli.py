@@ -79,7 +79,7 @@ def add_parser(sub) -> None:
     p.add_argument("--pareto-within", type=ascii_float, default=0.1,
                    help="the front covers layouts up to this fraction slower than the best (default 0.1)")  # fmt: skip
     p.add_argument("--complete-front", action="store_true",
-                   help="the exact front over every layout that fits (slower: see README, Layout search)")  # fmt: skip
+                   help="the exact front over every layout that fits (slower: see docs/search.md)")  # fmt: skip
     p.add_argument("--jobs", type=ascii_int, default=1,
                    help=f"local processes to spread the work over (default 1; at most the {cores()} cores this "
                    "process may use)")  # fmt: skip

@@ -13,6 +13,7 @@ from math import gcd, lcm
 import numpy as np
 
 from .. import schedules
+from ..errors import InputError
 from ..estimate import layer
 from ..estimate.iteration import dp_groups, pipeline_same_domain, shape_of
 from ..estimate.specs import RECOMPUTE, TP_MODES, Gpu, Layout, Model, SpecError
@@ -70,60 +71,78 @@ class Options:
             if not v or any(
                 isinstance(x, bool) or not isinstance(x, int) or x < (0 if name == "zero" else 1) for x in v
             ):
-                raise ValueError(f"--{name} wants whole numbers ≥ {0 if name == 'zero' else 1} (got {list(v)})")
+                raise InputError(
+                    f"--{name} wants whole numbers ≥ {0 if name == 'zero' else 1} (got {list(v)})", field=name
+                )
             object.__setattr__(self, name, v)
         for name in ("max_microbatches", "max_pp", "max_mbs", "max_shapes"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ValueError(f"{name} wants a whole number ≥ 1 (got {v!r})")
+                raise InputError(f"{name} wants a whole number ≥ 1 (got {v!r})", field=name)
         if self.zero is not None and any(z > 3 for z in self.zero):
-            raise ValueError(f"--zero takes stages 0, 1, 2 and 3 (got {list(self.zero)})")
+            raise InputError(f"--zero takes stages 0, 1, 2 and 3 (got {list(self.zero)})", field="zero")
         if self.recompute is not None:
             bad = [r for r in self.recompute if r not in RECOMPUTE]
             if bad or not self.recompute:
-                raise ValueError(f"--recompute takes {', '.join(RECOMPUTE)} (got {', '.join(map(str, bad)) or 'none'})")
+                raise InputError(
+                    f"--recompute takes {', '.join(RECOMPUTE)} (got {', '.join(map(str, bad)) or 'none'})",
+                    field="recompute",
+                )
             object.__setattr__(self, "recompute", tuple(self.recompute))
         if self.schedules is not None:
             for s in self.schedules:
                 schedules.get(s)  # a clear message for an unknown name
             if not self.schedules:
-                raise ValueError("--schedules needs at least one schedule name (see `ppviz list`)")
+                raise InputError("--schedules needs at least one schedule name (see `ppviz list`)", field="schedules")
             object.__setattr__(self, "schedules", tuple(dict.fromkeys(self.schedules)))
         if self.sequence_parallel is not None:
             object.__setattr__(self, "sequence_parallel", tuple(bool(x) for x in self.sequence_parallel))
         self._check_tp_mode()
         if not isinstance(self.tp_comm_overlap, bool):
-            raise ValueError(f"tp_comm_overlap must be true or false (got {self.tp_comm_overlap!r})")
+            raise InputError(
+                f"tp_comm_overlap must be true or false (got {self.tp_comm_overlap!r})", field="tp_comm_overlap"
+            )
         if isinstance(self.headroom, bool) or not isinstance(self.headroom, (int, float)) or not 0 <= self.headroom < 1:
-            raise ValueError(
-                f"headroom is the fraction of HBM kept free: give a number in [0, 1) (got {self.headroom!r})"
+            raise InputError(
+                f"headroom is the fraction of HBM kept free: give a number in [0, 1) (got {self.headroom!r})",
+                field="headroom",
             )
 
     def _check_tp_mode(self) -> None:
         if self.tp_mode is not None:
             modes = tuple(dict.fromkeys(self.tp_mode))
             if not modes or any(m not in TP_MODES for m in modes):
-                raise ValueError(f"--tp-mode takes {', '.join(TP_MODES)} (got {', '.join(map(str, modes)) or 'none'})")
+                raise InputError(
+                    f"--tp-mode takes {', '.join(TP_MODES)} (got {', '.join(map(str, modes)) or 'none'})",
+                    field="tp_mode",
+                )
             object.__setattr__(self, "tp_mode", modes)
         if self.tp2d is not None:
             grids = []
             for g in self.tp2d:
                 g = tuple(g) if isinstance(g, (tuple, list)) else (g,)
                 if len(g) != 2 or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in g):
-                    raise ValueError(
-                        f"--tp2d wants grids of two whole numbers ≥ 1, hidden,sequence ways, e.g. 4,2 (got {g})"
+                    raise InputError(
+                        field="tp2d",
+                        message=f"--tp2d wants grids of two whole numbers ≥ 1, hidden,sequence ways, "
+                        f"e.g. 4,2 (got {g})",
                     )
                 grids.append(g)
             if not grids:
-                raise ValueError("--tp2d needs at least one grid, e.g. 4,2")
+                raise InputError("--tp2d needs at least one grid, e.g. 4,2", field="tp2d")
             object.__setattr__(self, "tp2d", tuple(dict.fromkeys(grids)))
         if self.summa_blocks is not None:
             v = tuple(self.summa_blocks)
             if not v or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in v):
-                raise ValueError(f"--summa-blocks wants whole numbers ≥ 0 (0: lcm of the grid sides) (got {list(v)})")
+                raise InputError(
+                    f"--summa-blocks wants whole numbers ≥ 0 (0: lcm of the grid sides) (got {list(v)})",
+                    field="summa_blocks",
+                )
             object.__setattr__(self, "summa_blocks", v)
         if "2d" not in self.modes and (self.tp2d is not None or self.summa_blocks is not None):
-            raise ValueError("--tp2d and --summa-blocks are for 2D tensor parallelism: add --tp-mode 2d (or 1d,2d)")
+            raise InputError(
+                "--tp2d and --summa-blocks are for 2D tensor parallelism: add --tp-mode 2d (or 1d,2d)", field="tp_mode"
+            )
 
     @property
     def modes(self) -> tuple[str, ...]:
