@@ -412,3 +412,22 @@ def test_sweep_points_past_the_page_s_work_limit_are_gaps_naming_the_cli(monkeyp
     assert one[16]["makespan"] == (16 + 3) * 3
     zb = {r["value"]: r["reason"] is None for r in rows if r["schedule"] == "zb-h1"}
     assert [m for m, ran in zb.items() if ran] == [1, 2, 4, 8]
+
+
+@pytest.mark.parametrize(
+    ("s", "control"),
+    [
+        (
+            ViewState(schedule="looped-bfs", devices=4, microbatches=8, params={"looped-bfs": {"chunks": 0}}),
+            "looped-bfs.chunks",
+        ),
+        (ViewState(schedule="dualpipe", devices=3, microbatches=8), "devices"),
+        (ViewState(schedule="dualpipe", devices=4, microbatches=6), "microbatches"),  # "…≥ 2 × devices": words mislead
+        (ViewState(schedule="1f1b", f=0.0, b=0.0, w=0.0), "f"),
+        (ViewState(mode="compare", compare=("1f1b", "dualpipe"), devices=3, microbatches=8), "devices"),
+    ],
+)
+def test_a_core_error_lands_under_the_control_its_field_names(s, control):
+    """The core's InputError.field picks the control (a bad chunks value under that schedule's chunks box)."""
+    view = render.render(s)
+    assert view.messages[control][0] == "error" and view.drawn_as == "none"

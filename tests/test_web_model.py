@@ -231,7 +231,7 @@ def test_an_estimate_error_shows_beside_the_control_to_change(page):
     assert message(page, "gbs") == ""
     change(page, "vpp", 3)
     change(page, "schedule", "interleaved-1f1b")  # 80 layers do not split into 8 × 3 stages
-    assert "do not split evenly" in message(page, "layers")
+    assert "do not split evenly" in message(page, "split")  # the core names layer_split: the split box
     change(page, "split", "9,10")
     assert "layer_split needs 24 entries" in message(page, "split")
     change(page, "ep", 2)
@@ -545,3 +545,16 @@ def test_the_lines_picker_is_sent_only_when_its_devices_or_state_change(page):
     change(page, "pp", 16)
     out = answer(page.fire(dep, [("url", "hash")]))["lines-model"]
     assert len(out["options"]) == 16 and out["disabled"] is False
+
+
+@pytest.mark.parametrize(
+    ("link", "control"),
+    [
+        ("#view=model&model=llama3-70b&tp=3", "tp"),  # tp must divide the attention heads
+        ("#view=model&model=llama3-70b&ep=2", "ep"),  # a dense model has no experts
+        ("#view=model&model=llama3-70b&mbs=2&gbs=63", "gbs"),
+    ],
+)
+def test_a_core_error_lands_under_the_model_control_its_field_names(link, control):
+    view = model_render.render(cluster.parse(link).state)
+    assert view.messages[control][0] == "error"
