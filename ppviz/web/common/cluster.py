@@ -16,7 +16,7 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
-from . import commands, limits, validation
+from . import commands, limits, url_hash, validation
 from .url_hash import read_hash
 from .validation import read_lines
 
@@ -232,6 +232,12 @@ COMPARE_SHOWS = ("charts", "sweep")
 SWEEP_AXES = ("m", "v", "p")
 PLACEMENT_KEYS = ("tp_mode", "tp2d", "summa_blocks", "nvlink")  # set by a search row, kept while they fit
 MODEL_KEYS |= set(PLACEMENT_KEYS)
+
+
+def linked(hash_: object, state: ModelState) -> str:
+    """``hash_`` opened at ``state`` in the model view: its keys and ``view=model`` set, other views' keys kept
+    (the model page writes it on every move, the search page when a row is opened)."""
+    return url_hash.merge(hash_, {"view": "model", **encode(state)}, MODEL_KEYS | {"view"})
 
 
 def encode(state: ModelState) -> dict[str, str]:

@@ -58,8 +58,7 @@ def update_model_view(hash_, values, drawn, sent):
     else:
         previous = cluster.parse(hash_).state
         state, notes = _from_controls(values, previous, trigger)
-        own = {"view": "model", **cluster.encode(state)}
-        new_hash = url_hash.merge(hash_, own, cluster.MODEL_KEYS | {"view"})
+        new_hash = cluster.linked(hash_, state)
         key = url_hash.write_hash(cluster.encode(state))
         preset = trigger in (cid("model"), cid("gpu"))
         controls = control_values(state) if notes or preset else None

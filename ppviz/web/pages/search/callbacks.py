@@ -134,8 +134,7 @@ def open_row(selected, hash_):
         return no_update
     pairs = cluster.encode(target)
     checked = cluster.parse(url_hash.write_hash(pairs)).state  # the same bounds as any link
-    own = {"view": "model", **cluster.encode(checked)}
-    return url_hash.merge(hash_, own, cluster.MODEL_KEYS | {"view"})
+    return cluster.linked(hash_, checked)
 
 
 clientside_callback(
