@@ -7,6 +7,8 @@ page shows the message beside that control.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 
@@ -124,3 +126,18 @@ def number(value: object) -> object:
         except ValueError:
             return value
     return value
+
+
+def uploaded_text(contents: object, name: str, max_bytes: int, field: str) -> str:
+    """The text of an upload as dcc.Upload sends it (a base64 data URL), refused past ``max_bytes``
+    before it is decoded, and when it is not UTF-8."""
+    header, _, data = (contents if isinstance(contents, str) else "").partition(",")
+    if not data or ";base64" not in header:
+        raise InputError("the upload is empty: choose a PyTorch-format order CSV", field=field)
+    padding = len(data) - len(data.rstrip("="))  # base64 pads to 4 characters: 1 or 2 of them decode to nothing
+    if len(data) * 3 // 4 - padding > max_bytes:
+        raise InputError(f"{name} is larger than {max_bytes // 1024} KB: upload a smaller order", field=field)
+    try:
+        return base64.b64decode(data, validate=True).decode("utf-8-sig")
+    except (binascii.Error, UnicodeDecodeError):
+        raise InputError(f"{name} is not UTF-8 text: upload a CSV", field=field) from None

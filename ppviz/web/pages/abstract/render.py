@@ -7,7 +7,6 @@ and how to show it, including which control a core error message is about.
 
 from __future__ import annotations
 
-import base64
 import logging
 import math
 import os
@@ -433,23 +432,11 @@ def export(state: ViewState, kind: str) -> dict:
 
 def read_upload(contents: str, filename: str | None) -> str:
     """The text of an uploaded order, checked by the strict parser (never evaluated as code)."""
-    import binascii
-
     name = filename if isinstance(filename, str) and filename else "the file"
-    header, _, data = (contents if isinstance(contents, str) else "").partition(",")
-    if not data or ";base64" not in header:
-        raise InputError("the upload is empty: choose a PyTorch-format order CSV", field="order")
-    padding = len(data) - len(data.rstrip("="))  # base64 pads to 4 characters: 1 or 2 of them decode to nothing
-    if len(data) * 3 // 4 - padding > UPLOAD_MAX_BYTES:
-        raise InputError(f"{name} is larger than {UPLOAD_MAX_BYTES // 1024} KB: upload a smaller order", field="order")
-    try:
-        text = base64.b64decode(data, validate=True).decode("utf-8-sig")
-    except (binascii.Error, UnicodeDecodeError):
-        raise InputError(f"{name} is not UTF-8 text: upload a CSV", field="order") from None
+    text = validation.uploaded_text(contents, name, UPLOAD_MAX_BYTES, field="order")
     validation.check_order(text)
     schedule = formats.read_torch_csv(text, max_bytes=UPLOAD_MAX_BYTES)  # ValueError on anything but a valid order
     validation.check_order_size(schedule.devices, schedule.microbatches)
-
     if len(pack_order(text)) > MAX_ORDER_CHARS:
         raise InputError(
             f"{name} is too large to keep in a shareable link "
