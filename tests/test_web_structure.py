@@ -32,8 +32,7 @@ def test_the_three_pages_exist_with_the_same_parts():
     assert PAGES == ["abstract", "model", "search"]
     for page in PAGES:
         parts = {p.stem for p in (WEB / "pages" / page).glob("*.py")}
-        assert {"layout", "callbacks", "render", "ids"} <= parts, page
-        assert "state" in parts or page == "model", page  # the model's state is common.cluster (the search shares it)
+        assert {"state", "layout", "callbacks", "render", "ids"} <= parts, page
 
 
 def test_no_page_imports_another_page():

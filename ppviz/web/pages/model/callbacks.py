@@ -12,12 +12,13 @@ import time
 
 from dash import Input, Output, State, callback, ctx, no_update
 
-from ...common import charts, cluster, jobs, url_hash, widgets
+from ...common import charts, cluster, jobs, widgets
 from ...common.cluster import ModelState
 from . import outputs, render
 from .ids import cid, msg_id
 from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, control_values
 from .outputs import unsent, view_parts
+from .state import in_view, key_of, read
 
 
 @callback(
@@ -47,19 +48,19 @@ def update_model_view(hash_, values, drawn, sent):
     controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
     trigger = ctx.triggered_id
     if trigger in (None, "url"):
-        if url_hash.view_of(hash_) != "model":
+        if not in_view(hash_):
             return _unchanged()
-        state, notes = cluster.parse(hash_)
-        key = url_hash.write_hash(cluster.encode(state))
+        state, notes = read(hash_)
+        key = key_of(state)
         if key == drawn:
             return _unchanged()
         controls = control_values(state)
         new_hash = no_update
     else:
-        previous = cluster.parse(hash_).state
+        previous = read(hash_).state
         state, notes = _from_controls(values, previous, trigger)
         new_hash = cluster.linked(hash_, state)
-        key = url_hash.write_hash(cluster.encode(state))
+        key = key_of(state)
         preset = trigger in (cid("model"), cid("gpu"))
         controls = control_values(state) if notes or preset else None
         if controls is not None and not preset:
@@ -67,7 +68,7 @@ def update_model_view(hash_, values, drawn, sent):
         if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
             controls = {**(controls or {}), "baseline": state.reference}
     view = render.render(state)
-    job = {"hash": url_hash.write_hash(cluster.encode(state)), "at": time.time()}
+    job = {"hash": key_of(state), "at": time.time()}
     compare = state.mode == "compare"
     drawn_parts = view_parts(view)
     small = {
@@ -127,7 +128,7 @@ def _hidden(hide: bool) -> dict:
 def estimate_in_background(set_progress, request):
     """Estimate a view past the synchronous budget (searching schedules at big sizes) in a background job."""
     hash_ = request.get("hash") if isinstance(request, dict) else None
-    state = cluster.parse(hash_).state
+    state = read(hash_).state
     names = " and ".join(state.shown)
     try:
         jobs.watch(on_wait=lambda text: set_progress((0, f"{names}: {text}")))
@@ -150,7 +151,7 @@ def estimate_in_background(set_progress, request):
 def line_options(hash_, shown, was_disabled):
     """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose.
     Sent only when that changes (every move writes the hash)."""
-    state = cluster.parse(hash_).state
+    state = read(hash_).state
     options = widgets.device_options(state.pp)
     disabled = state.pp <= charts.MEMORY_LINES or state.mode == "compare"
     return {
