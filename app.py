@@ -5,14 +5,11 @@ import os
 from dash import Dash
 from flask import request
 
-from ppviz.web import (
-    callbacks,  # noqa: F401  (registers the callbacks)
-    jobs,
-    model_callbacks,  # noqa: F401  (the model & cluster view and the view switch)
-    protocol,
-    search_callbacks,  # noqa: F401  (the search view)
-)
-from ppviz.web.layout import layout
+from ppviz.web import protocol, shell
+from ppviz.web.common import jobs
+from ppviz.web.pages.abstract import callbacks as abstract_callbacks  # noqa: F401  (registers its callbacks)
+from ppviz.web.pages.model import callbacks as model_callbacks  # noqa: F401
+from ppviz.web.pages.search import callbacks as search_callbacks  # noqa: F401
 
 app = Dash(
     __name__,
@@ -21,7 +18,7 @@ app = Dash(
     update_title=None,
     background_callback_manager=jobs.manager(),
 )
-app.layout = layout
+app.layout = shell.layout
 server = app.server
 server.secret_key = jobs.secret_key()  # signs background-job handles alike in every worker
 # gzip level 1: a redraw's 33 kB of JSON compresses in 0.2 ms instead of 0.9 ms (7.8 kB instead of
@@ -45,7 +42,7 @@ if os.environ.get("PPVIZ_PROXY_HOPS"):  # behind the shipped nginx: the client i
 
 @server.before_request
 def _record_poll():
-    """A page polling for a background job is still open (see ppviz.web.jobs)."""
+    """A page polling for a background job is still open (see ppviz.web.common.jobs)."""
     jobs.on_request(request.path, request.args)
 
 

@@ -6,7 +6,7 @@ socket ($GUNICORN_BIND) behind nginx, which reads each request whole before pass
 
 import os
 
-from ppviz.web import job_table, jobs
+from ppviz.web.common import job_table, jobs
 
 # One private jobs folder for this server (mode 0700, removed at exit), shared by the workers
 # through the environment; $PPVIZ_JOBS_DIR, when set, is checked to be this user's alone.
@@ -22,7 +22,7 @@ worker_class = "ppviz.web.serving.Worker"
 # Import the app once in the master, set up before any worker serves (the cold-start race of
 # plotly/dash#3971 needs app.py's eager setup; preloading also shares that work between workers).
 preload_app = True
-timeout = 60  # with gthread this only checks the worker is alive: requests are bounded by ppviz.web.limits
+timeout = 60  # with gthread this only checks the worker is alive: requests are bounded by ppviz.web.common.limits
 graceful_timeout = 20
 # A worker is replaced after about this many requests (the jitter staggers the workers' restarts),
 # so whatever a long-lived process accumulates (caches, fragmentation) is handed back.

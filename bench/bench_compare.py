@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ppviz  # noqa: E402
 from ppviz import figures  # noqa: E402
-from ppviz.web import sync, views  # noqa: E402
+from ppviz.web.common import charts  # noqa: E402
+from ppviz.web.pages.abstract import render, sync  # noqa: E402
 
 CASES = [("1f1b", "zb-v", 8, 16), ("1f1b", "zb-v", 8, 64), ("interleaved-1f1b", "zb-h1", 32, 64)]
 
@@ -44,19 +45,19 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for a, b, p, m in CASES:
         runs = [ppviz.simulate(n, p, m) for n in (a, b)]
-        cap = views.BARS_MAX_OPS // 2
+        cap = charts.BARS_MAX_OPS // 2
 
         def old(runs=runs, cap=cap):
             return figures.encode(figures.compare(runs, max_bars=cap))
 
         def new(runs=runs, cap=cap):
-            return figures.encode(figures.compare_memory(runs, max_bars=cap, band_over=views.MEMORY_LINES))
+            return figures.encode(figures.compare_memory(runs, max_bars=cap, band_over=charts.MEMORY_LINES))
 
         state = sync.read(f"?mode=compare&compare={a},{b}&devices={p}&microbatches={m}&show=sweep").state
 
         def sweep(state=state):
-            views.clear_run_cache()
-            return views.sweep_rows(state)
+            render.clear_run_cache()
+            return render.sweep_rows(state)
 
         t_old, t_new, t_sweep = cpu_ms(old, repeat), cpu_ms(new, repeat), cpu_ms(sweep, repeat)
         kb_old, kb_new = (len(json.dumps(f())) / 1024 for f in (old, new))

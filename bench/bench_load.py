@@ -130,7 +130,7 @@ class User:
 
     def release(self, name: str, value) -> tuple[float, int]:
         values = {("url", "search"): self.search, (name, "value"): value}
-        from ppviz.web.url_state import parse
+        from ppviz.web.pages.abstract.state import parse
 
         state = parse(self.search).state
         for control in ("devices", "microbatches", "f", "b", "w", "p2p"):
@@ -257,7 +257,7 @@ def rss(renders: int) -> None:
         server.stop()
 
 
-UNIT_S = 2.5e-6  # CPU seconds of one work unit (ppviz.web.limits)
+UNIT_S = 2.5e-6  # CPU seconds of one work unit (ppviz.web.common.limits)
 SLOW_S = 0.4  # a view that takes more must be priced past SYNC_WORK (0.5 s of CPU: margin for a loaded machine)
 REPEAT = 2  # fresh processes per view, the least CPU kept (a busy neighbour can double a process's CPU time)
 GRID_P = [2, 4, 8, 12, 16, 20, 24, 32, 48, 64]
@@ -277,14 +277,15 @@ def shapes_of(name: str) -> list[str]:
     every schedule its largest synchronous view (overall and at some numbers of devices)."""
     from cold_render import largest_sync
 
-    from ppviz.web import limits
-    from ppviz.web.url_state import ViewState
+    from ppviz.web.common import limits
+    from ppviz.web.pages.abstract import budget
+    from ppviz.web.pages.abstract.state import ViewState
 
     searching = limits.factor(name) > 1
     out = []
     for p in GRID_P if searching else ():
         for m in GRID_M:
-            if limits.actions(ViewState(schedule=name, devices=p, microbatches=m), name) <= SEARCH_ACTIONS:
+            if budget.actions(ViewState(schedule=name, devices=p, microbatches=m), name) <= SEARCH_ACTIONS:
                 out.append(f"?schedule={name}&devices={p}&microbatches={m}")
     for devices in [None, *([[p] for p in GRID_P] if searching else [[8], [64]])]:
         found = largest_sync(name, devices)
@@ -296,7 +297,9 @@ def shapes_of(name: str) -> list[str]:
 def factors(names: list[str]) -> None:
     """Every schedule drawn cold at its worst views: CPU seconds, units, and the factor it needs."""
     from ppviz import REGISTRY
-    from ppviz.web import limits, url_state
+    from ppviz.web.common import limits
+    from ppviz.web.pages.abstract import budget
+    from ppviz.web.pages.abstract import state as url_state
 
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     print(f"{'schedule':>24} {'view':>12} {'actions':>8} {'units':>9} {'sync':>5} {'CPU s':>7} {'µs/action':>10}")
@@ -305,12 +308,12 @@ def factors(names: list[str]) -> None:
         rows = []
         for link in shapes_of(name):
             r = min((cold("abstract", link) for _ in range(REPEAT)), key=lambda r: r.get("cpu_s", 0))
-            state, _ = limits.bounded(url_state.parse(link).state)
+            state, _ = url_state.bounded(url_state.parse(link).state)
             size = "×".join(str(v) for v in (state.devices, state.microbatches, *state.params.get(name, {}).values()))
             if "error" in r:
                 print(f"{name:>24} {size:>12} failed: {r['error']}", flush=True)
                 continue
-            n = limits.actions(state, name)
+            n = budget.actions(state, name)
             rows.append((state.devices, state.microbatches, n, r["units"], r["sync"], r["cpu_s"], size))
             print(
                 f"{name:>24} {size:>12} {n:>8} {r['units']:>9} {str(r['sync']):>5} {r['cpu_s']:>7.3f} "

@@ -8,7 +8,7 @@ the Gantt's title shows the new count. The batches cycle 72, 64, 56, 64 (multipl
 interleaved 1F1B needs: 65 is refused, and a bench waiting for a chart that never comes timed
 out), and the server's estimate
 cache is emptied before each move, so every move estimates anew. A page showing an error instead
-of the charts stops the bench with that error. Also prints the server's share: ``model_views.render``
+of the charts stops the bench with that error. Also prints the server's share: ``model_render.render``
 alone, cold (a new layout) and warm (cached), and the load average (other work on a shared
 machine slows the browser: compare rows of one run).
 
@@ -41,7 +41,8 @@ from browsing import browser, load, summary  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-from ppviz.web import model_state, model_views  # noqa: E402
+from ppviz.web.common import cluster  # noqa: E402
+from ppviz.web.pages.model import render as model_render  # noqa: E402
 
 # The charts on screen: the Gantt with its memory chart in one figure; a page before that drew the
 # memory chart as a second one (``--ab`` of an older revision), timed until both are drawn.
@@ -149,16 +150,16 @@ def moves(driver, base: str, schedule: str, count: int) -> tuple[list[float], li
 
 
 def server_share(schedule: str) -> tuple[float, float]:
-    """Median seconds of ``model_views.render`` with an empty cache, and one cached call."""
-    state = replace(model_state.ModelState(), schedule=schedule, vpp=vpp_of(schedule), pp=8, tp=8, dp=1, mbs=1)
+    """Median seconds of ``model_render.render`` with an empty cache, and one cached call."""
+    state = replace(cluster.ModelState(), schedule=schedule, vpp=vpp_of(schedule), pp=8, tp=8, dp=1, mbs=1)
     cold = []
     for m in BATCHES + BATCHES[:1]:
-        model_views.clear_cache()
+        model_render.clear_cache()
         t = time.perf_counter()
-        model_views.render(replace(state, gbs=m))
+        model_render.render(replace(state, gbs=m))
         cold.append(time.perf_counter() - t)
     t = time.perf_counter()
-    model_views.render(replace(state, gbs=BATCHES[0]))
+    model_render.render(replace(state, gbs=BATCHES[0]))
     return statistics.median(cold), time.perf_counter() - t
 
 
@@ -167,12 +168,12 @@ import logging, sys
 from flask import request
 from werkzeug.serving import make_server
 import app
-from ppviz.web import model_views
+from ppviz.web.pages.model import render as model_render
 
 @app.server.before_request
 def _cold():  # every move estimates anew, as a new layout would
     if request.path.endswith("_dash-update-component"):
-        model_views.clear_cache()
+        model_render.clear_cache()
 
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 server = make_server("127.0.0.1", 0, app.server, threaded=True)

@@ -29,7 +29,8 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
 import app as page  # noqa: E402
-from ppviz.web import views  # noqa: E402
+from ppviz.web.common import charts  # noqa: E402
+from ppviz.web.pages.abstract import render  # noqa: E402
 
 HOOK = """
 window.__t0 = null; window.__draws = {gantt: [], memory: []};
@@ -146,7 +147,7 @@ def main() -> None:
             f"min {min(small) * 1000:.0f} ms, max {max(small) * 1000:.0f} ms"
         )
         big = latencies(driver, base, "1f1b", 20, 500, 3)
-        shown = "overview" if views.BARS_MAX_OPS < 20_000 else "bars"
+        shown = "overview" if charts.BARS_MAX_OPS < 20_000 else "bars"
         times = ", ".join(f"{t:.2f}" for t in big)
         print(f"20 devices × 500 microbatches (20,000 ops, {shown}): median {statistics.median(big):.2f} s ({times})")
         for t0, t1 in ((100.0, 130.0), (100.0, 400.0), (100.0, 1300.0)):
@@ -172,24 +173,24 @@ def compare_figures(driver, base: str, rev: str, moves: int) -> None:
             times: dict[str, list[float]] = {name: [] for name, _ in variants}
             for _ in range(3):
                 for name, module in variants:
-                    views.figures = module
+                    render.figures = module
                     times[name] += [t * 1000 for t in latencies(driver, base, "1f1b", 8, m, max(moves // 3, 1))]
             for name, _ in variants:
                 print(f"8 devices × {m} microbatches, figures {name}: {summary(times[name])}")
     finally:
-        views.figures = figures
+        render.figures = figures
     print(f"load average at the end: {load()}")
 
 
 def sweep(driver, base: str) -> None:
     """Bars against the overview at growing sizes (1F1B, 2·p·m ops), 3 moves each."""
-    saved = views.BARS_MAX_OPS
+    saved = charts.BARS_MAX_OPS
     try:
         for p, m in ((10, 250), (10, 500), (20, 375), (20, 500), (50, 500)):
             ops = 2 * p * m
             row = []
             for label, limit in (("bars", 10**9), ("overview", 0)):
-                views.BARS_MAX_OPS = limit
+                charts.BARS_MAX_OPS = limit
                 if label == "bars" and ops > 30_000:
                     row.append(f"{label} skipped")
                     continue
@@ -197,7 +198,7 @@ def sweep(driver, base: str) -> None:
                 row.append(f"{label} {t:.2f} s")
             print(f"{ops:>6,} ops ({p}×{m}): " + ", ".join(row))
     finally:
-        views.BARS_MAX_OPS = saved
+        charts.BARS_MAX_OPS = saved
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     python bench/bench_search_memory.py                      # the worst search the page accepts, and a few others
     python bench/bench_search_memory.py "#view=search&s.gpus=4096&s.gbs=4096"   # one link (bounded as the page does)
 
-Each search runs as the page's background job runs it (``search_views.run`` with the job's
+Each search runs as the page's background job runs it (``search_render.run`` with the job's
 deadline) in a child process; prints the child's peak RSS (``ru_maxrss``), its CPU and wall
 seconds, the layouts in the space and the rows it returned. A child is killed past ``--timeout``.
 """
@@ -35,14 +35,15 @@ LINKS = [
 
 
 def child(link: str, deadline_s: float) -> None:
-    from ppviz.web import search_state, search_views
+    from ppviz.web.pages.search import render as search_render
+    from ppviz.web.pages.search import state as search_state
 
     state, notes, _ = search_state.parse(link)
     out = {"notes": notes}
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        out["groups"] = search_views.groups(state)
-        result = search_views.run(state, deadline_s=deadline_s)
+        out["groups"] = search_render.groups(state)
+        result = search_render.run(state, deadline_s=deadline_s)
         out |= {"space": result.searched, "simulated": result.simulated, "rows": len(result.layouts)}
         out["cancelled"] = result.cancelled
     except ValueError as e:

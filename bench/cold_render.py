@@ -3,7 +3,7 @@
     python bench/cold_render.py abstract "?schedule=v-half&devices=32&microbatches=26"
     python bench/cold_render.py model "#view=model&schedule=v-auto&pp=56&layers=112&gbs=4&mbs=1&dp=1"
 
-Prints one JSON line: the view's price in work units (``ppviz.web.limits``), whether the page
+Prints one JSON line: the view's price in work units (``ppviz.web.common.limits``), whether the page
 serves it synchronously, and the CPU seconds (``time.process_time``) and wall seconds of the
 render call as a background job makes it (``background=True``: the view is drawn whatever its
 price). Used by ``bench/bench_load.py --factors`` and by ``tests/test_web_cold_budget.py``: being a
@@ -23,16 +23,20 @@ sys.path.insert(0, str(ROOT))
 
 
 def measure(view: str, link: str) -> dict:
-    from ppviz.web import limits, model_state, model_views, url_state, views
+    from ppviz.web.common import cluster
+    from ppviz.web.pages.abstract import budget, render
+    from ppviz.web.pages.abstract import state as url_state
+    from ppviz.web.pages.model import budget as model_budget
+    from ppviz.web.pages.model import render as model_render
 
     if view == "model":
-        state = model_state.parse(link).state
-        units, sync = model_state.work(state), not model_state.in_background(state)
-        draw = model_views.render
+        state = cluster.parse(link).state
+        units, sync = model_budget.work(state), not model_budget.in_background(state)
+        draw = model_render.render
     else:
-        state, _ = limits.bounded(url_state.parse(link).state)
-        units, sync = limits.work(state), not limits.in_background(state)
-        draw = views.render
+        state, _ = url_state.bounded(url_state.parse(link).state)
+        units, sync = budget.work(state), not budget.in_background(state)
+        draw = render.render
     wall, cpu = time.perf_counter(), time.process_time()
     shown = draw(state, background=True)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -60,7 +64,7 @@ def largest_sync(name: str, devices: list[int] | None = None) -> tuple[str, int]
     from functools import partial
 
     from ppviz import REGISTRY
-    from ppviz.web import limits
+    from ppviz.web.common import limits
 
     size = next((p for p in REGISTRY[name].params if p.name in ("iterations", "chunks")), None)
     best = None
@@ -89,7 +93,7 @@ def largest_sync_model(name: str, devices: list[int] | None = None) -> tuple[str
     """``largest_sync`` of the model & cluster view (``model_link``): at each pp the most microbatches."""
     from functools import partial
 
-    from ppviz.web import limits
+    from ppviz.web.common import limits
 
     best = None
     for pp in devices or range(1, limits.MAX_DEVICES + 1):
@@ -103,27 +107,28 @@ def _model_units(name: str, pp: int, microbatches: int) -> int:
     """The view's price, 0 when the schedule refuses these sizes (as some refuse an odd pp)."""
     from ppviz import REGISTRY
     from ppviz.schedules.registry import resolve
-    from ppviz.web import model_state
+    from ppviz.web.common import cluster
+    from ppviz.web.pages.model import budget as model_budget
 
     try:
         resolve(REGISTRY[name], pp, microbatches, {})
     except ValueError:
         return 0
-    return model_state.work(model_state.parse(model_link(name, pp, microbatches)).state)
+    return model_budget.work(cluster.parse(model_link(name, pp, microbatches)).state)
 
 
 def _units(name: str, devices: int, microbatches: int, param: str | None = None, value: int | None = None) -> int:
-    from ppviz.web import limits
-    from ppviz.web.url_state import ViewState
+    from ppviz.web.pages.abstract import budget
+    from ppviz.web.pages.abstract.state import ViewState
 
     params = {name: {param: value}} if param else {}
-    return limits.cost(ViewState(schedule=name, devices=devices, microbatches=microbatches, params=params), name)
+    return budget.cost(ViewState(schedule=name, devices=devices, microbatches=microbatches, params=params), name)
 
 
 def _last(units, low: int, high: int) -> int | None:
     """The largest value in [low, high] whose ``units(value)`` is within SYNC_WORK and not 0 (0: the
     core refuses it, as some schedules refuse m < p): a bisection on the price, then down to a valid value."""
-    from ppviz.web import limits
+    from ppviz.web.common import limits
 
     ok = lambda v: units(v) <= limits.SYNC_WORK  # noqa: E731
     if ok(high):

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import psutil
 
-from ppviz.web import job_runner, jobs
+from ppviz.web.common import job_runner, jobs
 
 
 def _write(path: str, text: str) -> None:

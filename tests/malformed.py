@@ -99,7 +99,7 @@ def _background(page: Page, **query) -> Request:
 
 def _foreign_handles(page: Page) -> Request:
     """A poll for the page's drawing job with the handles of a finished export job (another callback)."""
-    from ppviz.web import jobs
+    from ppviz.web.common import jobs
 
     dep = _dep(page, "download.data")
     body = page.body(dep, [("export-ops-csv", "n_clicks")], {("export-ops-csv", "n_clicks"): 1})

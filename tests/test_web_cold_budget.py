@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ppviz import REGISTRY
-from ppviz.web import limits
+from ppviz.web.common import limits
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))

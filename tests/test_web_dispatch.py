@@ -21,12 +21,14 @@ from web_dispatch import Page, answer, id_key, text_of
 import app as page_app
 import ppviz
 from ppviz import figures
-from ppviz.web import callbacks, limits, protocol, views
-from ppviz.web.url_state import parse
+from ppviz.web import protocol
+from ppviz.web.common import limits
+from ppviz.web.pages.abstract import budget, callbacks, render
+from ppviz.web.pages.abstract.state import parse
 
 SERVER = page_app.server
 PAGE = "gantt.figure...memory.figure"
-# The callbacks of this page (ppviz/web/callbacks.py); other views register their own.
+# The callbacks of this page (ppviz/web/pages/abstract/callbacks.py); other views register their own.
 OWN = {
     k
     for k, v in page_app.app.callback_map.items()
@@ -36,7 +38,7 @@ OWN = {
 
 @pytest.fixture
 def page() -> Page:
-    views.clear_run_cache()
+    render.clear_run_cache()
     p = Page.open(SERVER)
     p.load()
     return p
@@ -151,7 +153,7 @@ def test_the_limit_box_in_single_mode_patches_only_the_limit_line(page):
         out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): limit}))
         assert set(out) <= {"url", "link-notes", "memory"}  # the Gantt chart, cards and the rest stay
         assert "__dash_patch_update" in out["memory"]["figure"]
-        full = views.render(parse(page.value("url", "search")).state).memory
+        full = render.render(parse(page.value("url", "search")).state).memory
         assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
         names = [t.get("name") for t in page.value("memory", "figure")["data"]]
         assert (f"limit {limit}" in names) == (limit is not None)
@@ -165,7 +167,7 @@ def test_at_16_devices_memory_is_a_band_and_the_limit_patch_lands_after_it(page)
     for limit in (3, 5, None):
         out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): limit}))
         assert "__dash_patch_update" in out["memory"]["figure"]
-        full = views.render(parse(page.value("url", "search")).state).memory
+        full = render.render(parse(page.value("url", "search")).state).memory
         assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
 
 
@@ -187,7 +189,7 @@ def test_the_memory_lines_picker_chooses_the_devices_over_the_band_and_lives_in_
     assert names == ["min", "min–max of 16 devices", "device 3", "device 9", "peak"]
     assert "over the min–max band of all 16 devices" in message(page, "lines")
     out = answer(page.fire(dep, [("limit", "value")], {("limit", "value"): 4}))  # the patch lands after them
-    full = views.render(parse(page.value("url", "search")).state).memory
+    full = render.render(parse(page.value("url", "search")).state).memory
     assert page.value("memory", "figure")["data"] == json.loads(json.dumps(full["data"]))
 
     link = "?schedule=1f1b&devices=32&microbatches=8&lines=31,5,99,x"
@@ -216,7 +218,7 @@ def test_the_compare_ranking_is_rounded_like_the_cards(page):
     answer(page.fire(dep, [("mode", "value")], {("mode", "value"): "compare"}))
     values = {("compare", "value"): ["1f1b", "zb-h1"], ("f", "value"): 1.1, ("b", "value"): 0.7, ("w", "value"): 1.3}
     answer(page.fire(dep, [("compare", "value")], values))
-    rows = page.value("ranking", "data")
+    rows = page.value("ranking", "rowData")
     assert len(rows) == 2 and {r["schedule"] for r in rows} == {"1f1b", "zb-h1"}  # not "1f1b (iterations=1)"
     for row in rows:
         for key in ("makespan", "span", "peak activation"):
@@ -244,15 +246,17 @@ def test_compare_draws_each_schedule_s_gantt_and_memory_on_one_time_axis(page):
 def test_compare_deltas_follow_the_chosen_baseline(page):
     """zb-h1's makespan m(f+b+w) + (p−1)(f+b−w) = 27 against 1F1B's (m+p−1)(f+b+w) = 33, both peaks p = 4."""
     open_compare(page, "?mode=compare&compare=1f1b,zb-h1&devices=4&microbatches=8")
-    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}
+    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "rowData")}
     assert delta == {"1f1b": "baseline", "zb-h1": "−18.2% makespan, ±0 peak"}  # (27 − 33) / 33
     out = answer(page.fire(page.callback(PAGE), [("baseline", "value")], {("baseline", "value"): "zb-h1"}))
     assert parse(out["url"]["search"]).state.baseline == "zb-h1" and "baseline=zb-h1" in out["url"]["search"]
-    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}
+    delta = {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "rowData")}
     assert delta == {"1f1b": "+22.2% makespan, ±0 peak", "zb-h1": "baseline"}  # (33 − 27) / 27
     # gpipe holds all m = 8 activations, 4 more than 1F1B's p = 4
     open_compare(page, "?mode=compare&compare=1f1b,gpipe&devices=4&microbatches=8")
-    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}["gpipe"] == "±0% makespan, +4 peak"
+    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "rowData")}[
+        "gpipe"
+    ] == "±0% makespan, +4 peak"
 
 
 def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(page):
@@ -260,7 +264,7 @@ def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(p
     assert page.value("baseline", "value") == "zb-h1"
     out = answer(page.fire(page.callback(PAGE), [("compare", "value")], {("compare", "value"): ["gpipe", "1f1b"]}))
     assert out["baseline"]["value"] == "gpipe" and "baseline" not in out["url"]["search"]
-    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "data")}["gpipe"] == "baseline"
+    assert {r["schedule"]: r["vs baseline"] for r in page.value("ranking", "rowData")}["gpipe"] == "baseline"
 
 
 def test_a_link_with_a_baseline_not_compared_falls_back_to_the_first(page):
@@ -280,7 +284,7 @@ def test_the_sweep_draws_a_line_per_schedule_along_m_and_p(page):
     assert lines[("1f1b", "y")]["y"] == [(m + 3) * 3 for m in (1, 2, 4, 8, 16, 32, 64)]
     assert lines[("interleaved-1f1b", "y")]["y"][:2] == [None, None]
     assert "no point for interleaved-1f1b at m 1, 2" in fig["layout"]["annotations"][0]["text"]
-    assert fig["layout"]["yaxis2"]["title"]["text"] == "bubble (%)" and len(page.value("ranking", "data")) == 2
+    assert fig["layout"]["yaxis2"]["title"]["text"] == "bubble (%)" and len(page.value("ranking", "rowData")) == 2
     out = answer(page.fire(page.callback(PAGE), [("sweep_axis", "value")], {("sweep_axis", "value"): "p"}))
     assert "sweep=p" in out["url"]["search"]
     fig = page.value("gantt", "figure")
@@ -295,7 +299,7 @@ def test_a_sweep_of_searching_schedules_is_priced_and_drawn_by_a_background_job(
     """zb-auto searches (20 units an action): its sweep along m = 4 … 256 at p = 8 is past a request's budget."""
     search = "?mode=compare&compare=zb-auto,1f1b&devices=8&microbatches=32&show=sweep"
     state = parse(search).state
-    assert limits.work(replace(state, compare_show="charts")) <= limits.SYNC_WORK < limits.work(state)
+    assert budget.work(replace(state, compare_show="charts")) <= limits.SYNC_WORK < budget.work(state)
     out = open_compare(page, search)
     assert "in the background" in out["gantt"]["figure"]["layout"]["annotations"][0]["text"]
     page.run_background(page.callback("job-error.children"), [("job-request", "data")])
@@ -345,7 +349,7 @@ def test_all_zero_op_times_are_refused_beside_the_f_slider(page):
 def test_a_heavy_view_is_drawn_by_a_background_job_with_progress(page):
     """v-auto at 16 × 64 (6,144 actions, each searched) is past the synchronous budget."""
     search = "?schedule=v-auto&devices=16&microbatches=64"
-    assert limits.in_background(parse(search).state)
+    assert budget.in_background(parse(search).state)
     out = answer(page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search}))
     assert "in the background" in out["gantt"]["figure"]["layout"]["annotations"][0]["text"]
     assert out["job-request"]["data"]["search"] == search
@@ -446,16 +450,23 @@ def test_an_upload_becomes_the_custom_schedule_and_bad_ones_say_why(page):
 
 
 def test_the_stage_table_and_its_reset(page):
+    """An edit of a cell (the grid's cellValueChanged) redraws from the grid's rows; junk rows are left out."""
     dep = page.callback(PAGE)
-    rows = page.value("stage-table", "data")
+    rows = page.value("stage-table", "rowData")
     rows[2]["f"] = 3.0
-    out = answer(page.fire(dep, [("stage-table", "data")], {("stage-table", "data"): rows}))
+
+    def edit(rows):
+        changed = {"rowIndex": 2, "colId": "f", "newValue": 3.0}
+        values = {("stage-table", "cellValueChanged"): [changed], ("stage-table", "rowData"): rows}
+        return answer(page.fire(dep, [("stage-table", "cellValueChanged")], values))
+
+    out = edit(rows)
     assert parse(out["url"]["search"]).state.stage_times == {2: (3.0, 1.0, 1.0)}
     junk = [{"stage": 10**400, "f": "x"}, "x", None, {"stage": 1, "f": 1e308}]
-    out = answer(page.fire(dep, [("stage-table", "data")], {("stage-table", "data"): junk}))
+    out = edit(junk)
     assert parse(out["url"]["search"]).state.stage_times == {}
     assert "past ±1000" in notes(page)
-    answer(page.fire(dep, [("stage-table", "data")], {("stage-table", "data"): rows}))
+    edit(rows)
     out = answer(page.fire(dep, [("stage-reset", "n_clicks")], {("stage-reset", "n_clicks"): 1}))
     assert parse(out["url"]["search"]).state.stage_times == {}
 
@@ -507,7 +518,7 @@ def test_zooming_into_a_run_drawn_in_the_background_is_a_background_job_too(page
     answer(page.fire(page.callback(PAGE), [("url", "search")], {("url", "search"): search}))
     page.run_background(page.callback("job-error.children"), [("job-request", "data")])
     assert page.value("render-stamp", "children") == "overview:262144"
-    views.clear_run_cache()  # as in another worker
+    render.clear_run_cache()  # as in another worker
     event = {"xaxis.range[0]": 1000.0, "xaxis.range[1]": 1003.0}
     out = answer(
         page.fire(page.callback("zoom-job.data"), [("zoom-request", "data")], {("zoom-request", "data"): event})
@@ -565,7 +576,7 @@ def test_an_upload_of_exactly_256_kib_is_taken_and_one_byte_more_is_refused(page
     """The decoded size counts base64's padding out (the estimate from the length alone refused 256 KiB)."""
     dep = page.callback("upload-store.data")
     order = ppviz.to_torch_csv(ppviz.build("1f1b", 3, 4))
-    limit = views.UPLOAD_MAX_BYTES
+    limit = render.UPLOAD_MAX_BYTES
     assert limit == 256 * 1024
     exact = order + "\n" * (limit - len(order))  # trailing blank rows are not rows
     out = answer(page.fire(dep, [("upload-checked", "data")], {("upload-checked", "data"): upload_data(exact)}))
@@ -577,7 +588,7 @@ def test_an_upload_of_exactly_256_kib_is_taken_and_one_byte_more_is_refused(page
 
 
 def test_every_server_callback_of_this_page_is_covered_here(page):
-    """A new server callback in ppviz/web/callbacks.py must get its triggers tested above."""
+    """A new server callback in ppviz/web/pages/abstract/callbacks.py must get its triggers tested above."""
     covered = {"url.search", "row-compare.style", "download.data", "upload-store.data", "job-error"}
     covered |= {"zoom-job.data", "zoom-stamp.children@"}  # zoom_detail, zoom_in_background
     covered |= {"microbatches.value@"}  # pick_microbatches
@@ -594,7 +605,7 @@ def test_every_process_signs_job_handles_with_the_same_secret():
     import sys
 
     other = subprocess.run(
-        [sys.executable, "-c", "from ppviz.web import jobs; print(jobs.secret_key().hex())"],
+        [sys.executable, "-c", "from ppviz.web.common import jobs; print(jobs.secret_key().hex())"],
         capture_output=True,
         text=True,
         check=True,

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from web_dispatch import Page
 
 import app as page_app
-from ppviz.web import callbacks, views
+from ppviz.web.pages.abstract import callbacks, render
 
 JUNK = junk("1f1b", "v-auto", "compare", "single", "custom", "?devices=1e308", "nan", "inf")
-# The callbacks of this page (ppviz/web/callbacks.py); other views are fuzzed by their own tests.
+# The callbacks of this page (ppviz/web/pages/abstract/callbacks.py); other views are fuzzed by their own tests.
 OWN = {
     k
     for k, v in page_app.app.callback_map.items()
@@ -45,7 +45,7 @@ pytestmark = pytest.mark.slow  # fuzz at full example counts
 
 @pytest.fixture(scope="module")
 def page() -> Page:
-    views.clear_run_cache()
+    render.clear_run_cache()
     p = Page.open(page_app.server)
     p.load()
     return p

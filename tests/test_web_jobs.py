@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 import app  # the page's job manager, made now on the server's own folder (tests below switch folders)
-from ppviz.web import job_runner, job_table, jobs
+from ppviz.web.common import job_runner, job_table, jobs
 
 BASE = job_table.Limits(run_s=20, queue_s=20, abandoned_s=600, memory_bytes=2**30, running=2, queued=8, per_client=2)
 
@@ -184,7 +184,7 @@ def test_without_a_folder_set_each_server_makes_its_own(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if k != job_table.ENV_DIR}
     code = (
-        "import os, stat; from ppviz.web import job_table; p = job_table.private_dir(); "
+        "import os, stat; from ppviz.web.common import job_table; p = job_table.private_dir(); "
         "print(p, oct(stat.S_IMODE(os.stat(p).st_mode)), os.environ['PPVIZ_JOBS_DIR'] == p)"
     )
     runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)]

@@ -14,9 +14,13 @@ import app as page_app
 import ppviz
 from ppviz import figures
 from ppviz.estimate import Layout, model
-from ppviz.web import limits, model_state, model_views
-from ppviz.web.model_layout import CONTROLS, MESSAGE_NAMES, bar_id, card_id, cid, msg_id
-from ppviz.web.url_state import ViewState
+from ppviz.web.common import cluster, limits, url_hash
+from ppviz.web.pages.abstract import budget
+from ppviz.web.pages.abstract.state import ViewState
+from ppviz.web.pages.model import budget as model_budget
+from ppviz.web.pages.model import render as model_render
+from ppviz.web.pages.model.ids import bar_id, card_id, cid, msg_id
+from ppviz.web.pages.model.layout import CONTROLS, MESSAGE_NAMES
 
 SERVER = page_app.server
 VIEW = "drawn-model.data"  # the view's callback (its last output names what it drew)
@@ -25,7 +29,7 @@ DEFAULT = "#view=model"
 
 @pytest.fixture
 def page() -> Page:
-    model_views.clear_cache()
+    model_render.clear_cache()
     p = Page.open(SERVER)
     p.load()
     return p
@@ -122,7 +126,7 @@ def test_opening_the_view_shows_the_estimate_in_ms_and_gb(page):
     assert figures.decode_typed_array(first["y"])[0] == pytest.approx(static * 1e-9, rel=1e-6)  # the curve's base
     assert_breakdown(page, est)
     assert out["drawn-model"]["data"] == "#" + "&".join(
-        f"{k}={v}" for k, v in model_state.encode(model_state.ModelState()).items()
+        f"{k}={v}" for k, v in cluster.encode(cluster.ModelState()).items()
     )
 
 
@@ -172,9 +176,9 @@ def test_every_control_writes_the_link_and_redraws(page, name):
     """Each control with an ordinary new value, then emptied: 200 both times, and the hash carries it."""
     open_hash(page, DEFAULT + ("&mode=compare" if name in IN_COMPARE else ""))  # compare's own controls
     out = change(page, name, CHANGES[name])
-    state = shown = model_state.parse(out["url"]["hash"]).state
-    assert model_state.view_of(out["url"]["hash"]) == "model"
-    if name in model_state.NUMBER_FIELDS:
+    state = shown = cluster.parse(out["url"]["hash"]).state
+    assert url_hash.view_of(out["url"]["hash"]) == "model"
+    if name in cluster.NUMBER_FIELDS:
         assert shown.field_value(name) == CHANGES[name]
     elif name == "sp":
         assert state.sp is False
@@ -227,7 +231,7 @@ def test_an_estimate_error_shows_beside_the_control_to_change(page):
     assert message(page, "gbs") == ""
     change(page, "vpp", 3)
     change(page, "schedule", "interleaved-1f1b")  # 80 layers do not split into 8 × 3 stages
-    assert "do not split evenly" in message(page, "layers")
+    assert "do not split evenly" in message(page, "split")  # the core names layer_split: the split box
     change(page, "split", "9,10")
     assert "layer_split needs 24 entries" in message(page, "split")
     change(page, "ep", 2)
@@ -265,7 +269,7 @@ def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
     assert options["disabled"] is False
 
     out = change(page, "lines", [11, 4])
-    assert model_state.parse(out["url"]["hash"]).state.lines == (4, 11) and out["url"]["hash"].endswith("&lines=4,11")
+    assert cluster.parse(out["url"]["hash"]).state.lines == (4, 11) and out["url"]["hash"].endswith("&lines=4,11")
     lines = [t for t in memory_part(out["gantt-model"]["figure"]) if str(t.get("name")).startswith("device")]
     assert [t["name"].split(" (")[0] for t in lines] == ["device 4", "device 11"]
     static = est.static_bytes["weight"] + est.static_bytes["grad"] + est.static_bytes["optimizer"]
@@ -330,18 +334,18 @@ def test_tp_comm_overlap_control_and_link_key(page):
     Python API's with tp_comm_overlap, the link and the CLI command keep it; off, links stay as before."""
     out = open_hash(page, DEFAULT + "&tpo=1")
     assert out["tpo-model"]["value"] == ["on"]
-    state = model_state.parse(DEFAULT + "&tpo=1").state
-    assert state.tpo and model_state.parse(model_state.write_hash(model_state.encode(state))).state == state
-    assert "tpo" not in model_state.encode(replace(state, tpo=False))
-    lay = model_state.layout_of(state, state.schedule)
-    assert lay.tp_comm_overlap and "--tp-comm-overlap" in model_state.cli_command(state, state.schedule)
+    state = cluster.parse(DEFAULT + "&tpo=1").state
+    assert state.tpo and cluster.parse(url_hash.write_hash(cluster.encode(state))).state == state
+    assert "tpo" not in cluster.encode(replace(state, tpo=False))
+    lay = cluster.layout_of(state, state.schedule)
+    assert lay.tp_comm_overlap and "--tp-comm-overlap" in cluster.cli_command(state, state.schedule)
     on, off = estimate(tp_comm_overlap=True), estimate()
     assert on.iteration_s < off.iteration_s and f"{on.iteration_s * 1e3:,.0f} ms" in cards(page)
     out = change(page, "tpo", [])
     assert "tpo" not in out["url"]["hash"] and f"{off.iteration_s * 1e3:,.0f} ms" in cards(page)
     # without sequence parallel (or at tp 1) it does not apply, as the control's label says
-    assert not model_state.layout_of(replace(state, sp=False), "1f1b").tp_comm_overlap
-    assert not model_state.layout_of(replace(state, tp=1), "1f1b").tp_comm_overlap
+    assert not cluster.layout_of(replace(state, sp=False), "1f1b").tp_comm_overlap
+    assert not cluster.layout_of(replace(state, tp=1), "1f1b").tp_comm_overlap
 
 
 def test_a_hash_change_of_another_view_redraws_nothing(page):
@@ -352,7 +356,7 @@ def test_a_hash_change_of_another_view_redraws_nothing(page):
 
 def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
     link = "#view=model&model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto"
-    assert model_state.in_background(model_state.parse(link).state)
+    assert model_budget.in_background(cluster.parse(link).state)
     out = open_hash(page, link)
     assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
     assert out["job-model"]["data"]["hash"].startswith("#model=llama3-8b")
@@ -421,24 +425,24 @@ def test_the_model_view_prices_a_schedule_as_the_abstract_view_does_devices_squa
     """The issue's link took 0.91 s of CPU served synchronously (v-auto's devices² term was left out):
     one price for every view, so it is a background job now."""
     link = "#view=model&schedule=v-auto&pp=56&layers=112&gbs=4&mbs=1&dp=1"
-    state = model_state.parse(link).state
+    state = cluster.parse(link).state
     abstract = ViewState(schedule="v-auto", devices=56, microbatches=4)
-    n = limits.actions(abstract, "v-auto")
-    assert model_state.work(state) == limits.cost(abstract, "v-auto") + n * limits.ESTIMATE_PER_ACTION
-    assert limits.cost(abstract, "v-auto") > n * limits.factor("v-auto") and model_state.work(state) > limits.SYNC_WORK
+    n = budget.actions(abstract, "v-auto")
+    assert model_budget.work(state) == budget.cost(abstract, "v-auto") + n * limits.ESTIMATE_PER_ACTION
+    assert budget.cost(abstract, "v-auto") > n * limits.factor("v-auto") and model_budget.work(state) > limits.SYNC_WORK
     out = open_hash(page, link)
     assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
     for name in ("v-half", "v-zb", "zb-auto", "1f1b"):  # every term, every schedule: the same price
-        other = model_state.parse(link.replace("v-auto", name)).state
-        n = limits.actions(replace(abstract, schedule=name), name)
-        assert model_state.work(other) == limits.cost(replace(abstract, schedule=name), name) + 2 * n
+        other = cluster.parse(link.replace("v-auto", name)).state
+        n = budget.actions(replace(abstract, schedule=name), name)
+        assert model_budget.work(other) == budget.cost(replace(abstract, schedule=name), name) + 2 * n
 
 
 def test_a_sweep_of_a_searching_schedule_is_priced_and_estimated_by_a_background_job(page):
     """zb-auto searches: its sweep along m = 4 … 256 at pp 8 is past a request's budget, the charts alone are not."""
     link = DEFAULT + "&mode=compare&compare=zb-auto,1f1b&tp=8&pp=8&gbs=32&show=sweep"
-    state = model_state.parse(link).state
-    assert not model_state.in_background(replace(state, compare_show="charts")) and model_state.in_background(state)
+    state = cluster.parse(link).state
+    assert not model_budget.in_background(replace(state, compare_show="charts")) and model_budget.in_background(state)
     out = open_hash(page, link)
     assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
     page.run_background(page.callback("job-error-model.children"), [("job-model", "data")])
@@ -541,3 +545,16 @@ def test_the_lines_picker_is_sent_only_when_its_devices_or_state_change(page):
     change(page, "pp", 16)
     out = answer(page.fire(dep, [("url", "hash")]))["lines-model"]
     assert len(out["options"]) == 16 and out["disabled"] is False
+
+
+@pytest.mark.parametrize(
+    ("link", "control"),
+    [
+        ("#view=model&model=llama3-70b&tp=3", "tp"),  # tp must divide the attention heads
+        ("#view=model&model=llama3-70b&ep=2", "ep"),  # a dense model has no experts
+        ("#view=model&model=llama3-70b&mbs=2&gbs=63", "gbs"),
+    ],
+)
+def test_a_core_error_lands_under_the_model_control_its_field_names(link, control):
+    view = model_render.render(cluster.parse(link).state)
+    assert view.messages[control][0] == "error"

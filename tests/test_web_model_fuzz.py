@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from web_dispatch import Page
 
 import app as page_app
-from ppviz.web import model_callbacks, model_views, search_callbacks
+from ppviz.web.pages.model import callbacks as model_callbacks
+from ppviz.web.pages.model import render as model_render
+from ppviz.web.pages.search import callbacks as search_callbacks
 
 JUNK = junk("llama3-8b", "h200", "zb-v", "compare", "#view=model&tp=3", "#view=search&s.gpus=0", "on")
 MODULES = {model_callbacks.__name__, search_callbacks.__name__}
@@ -21,7 +23,7 @@ OWN = {k for k, v in page_app.app.callback_map.items() if getattr(v.get("callbac
 
 @pytest.fixture(scope="module")
 def page() -> Page:
-    model_views.clear_cache()
+    model_render.clear_cache()
     p = Page.open(page_app.server)
     p.load()
     return p

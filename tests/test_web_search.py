@@ -13,8 +13,12 @@ import ppviz
 from ppviz import figures
 from ppviz.estimate import Layout, model
 from ppviz.search import Options
-from ppviz.web import model_state, model_views, search_state, search_views
-from ppviz.web.search_layout import CONTROLS, cid
+from ppviz.web.common import cluster
+from ppviz.web.pages.model import render as model_render
+from ppviz.web.pages.search import render as search_render
+from ppviz.web.pages.search import state as search_state
+from ppviz.web.pages.search.ids import cid
+from ppviz.web.pages.search.layout import CONTROLS
 
 SERVER = page_app.server
 SYNC = "ran-search.data"
@@ -28,7 +32,7 @@ SMALL_LINK = (
 
 @pytest.fixture
 def page() -> Page:
-    model_views.clear_cache()
+    model_render.clear_cache()
     p = Page.open(SERVER)
     p.load()
     return p
@@ -130,7 +134,7 @@ def test_a_search_where_nothing_fits_says_how_close_it_came(page):
 
 def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
     answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK}))
-    row = search_views.rows(expected)[1]
+    row = search_render.rows(expected)[1]
     out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
         ("grid-search", "selectedRows"): [row]}))  # fmt: skip
     hash_ = out["url"]["hash"]
@@ -155,7 +159,7 @@ def test_a_junk_selection_opens_nothing(page, junk):
 
 def test_the_search_stops_itself_at_its_deadline_with_what_it_has():
     state = search_state.bounded(SMALL)[0]
-    result = search_views.run(state, deadline_s=0.0)
+    result = search_render.run(state, deadline_s=0.0)
     assert result.cancelled and any("cancelled" in n for n in result.notes)
 
 
@@ -182,7 +186,7 @@ def test_2d_tensor_parallelism_is_searched_when_ticked(page, expected_2d):
 @pytest.mark.parametrize("which", ["2d", "nvlink"])
 def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, expected_2d, which):
     answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK + "&s.tp_mode=2d"}))
-    rows = search_views.rows(expected_2d)
+    rows = search_render.rows(expected_2d)
     row = next(r for r in rows if (r["nvlink_dp_pp"] is not None) == (which == "nvlink"))
     out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
         ("grid-search", "selectedRows"): [row]}))  # fmt: skip
@@ -198,11 +202,11 @@ def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, 
     assert est.iteration_s == want["iteration_s"]
     assert f"{est.iteration_s * 1e3:,.0f} ms" in page.text("cards-model")
     assert view["gantt-model"]["figure"]["layout"]["xaxis2"]["title"]["text"] == "time (ms)"
-    state = model_state.parse(hash_).state
-    shown = model_state.layout_of(state, row["schedule"])
+    state = cluster.parse(hash_).state
+    shown = cluster.layout_of(state, row["schedule"])
     assert (shown.tp_mode, shown.tp2d, shown.summa_blocks, shown.nvlink_dp_pp) == (
         "2d", lay.tp2d, lay.summa_blocks, lay.nvlink_dp_pp)  # fmt: skip
-    assert "--tp-mode 2d --tp2d" in model_state.cli_command(state, row["schedule"])
+    assert "--tp-mode 2d --tp2d" in cluster.cli_command(state, row["schedule"])
     # another control keeps the grid; a new tp that the grid does not fit goes back to 1D and says so
     zero = answer(page.fire(page.callback("drawn-model.data"), [("zero-model", "value")], {
         ("url", "hash"): hash_, ("zero-model", "value"): 2}))  # fmt: skip
@@ -218,7 +222,7 @@ def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, 
      ("&nvlink=a", "Megatron")],
 )  # fmt: skip
 def test_a_junk_grid_or_placement_in_a_link_falls_back_with_a_note(extra, note):
-    state, notes = model_state.parse("#view=model&model=llama3-8b&tp=2&pp=2&dp=4&sp=0" + extra)
+    state, notes = cluster.parse("#view=model&model=llama3-8b&tp=2&pp=2&dp=4&sp=0" + extra)
     assert state.tp_mode == "1d" and state.nvlink_dp_pp is None
     assert any(note in n for n in notes)
 
@@ -226,7 +230,8 @@ def test_a_junk_grid_or_placement_in_a_link_falls_back_with_a_note(extra, note):
 def test_every_server_callback_of_the_model_and_search_views_is_tested():
     """A new callback in model_callbacks.py or search_callbacks.py must get its triggers tested here or in
     tests/test_web_model.py (then named below)."""
-    from ppviz.web import model_callbacks, search_callbacks
+    from ppviz.web.pages.model import callbacks as model_callbacks
+    from ppviz.web.pages.search import callbacks as search_callbacks
 
     modules = {model_callbacks.__name__, search_callbacks.__name__}
     names = {
@@ -248,7 +253,7 @@ def test_a_search_past_the_pages_space_is_refused_before_it_starts_saying_what_t
     """The issue's link (a job to 3 GB for 90 s, no rows): refused while its layouts are listed."""
     state = search_state.bounded(HUGE)[0]
     with pytest.raises(ValueError) as refused:
-        search_views.groups(state)
+        search_render.groups(state)
     assert f"more than {search_state.MAX_SHAPES:,} layout shapes" in str(refused.value)
     press_search(page, HUGE)
     run_job(page)
@@ -262,7 +267,7 @@ def test_a_search_past_the_pages_space_is_refused_before_it_starts_saying_what_t
 def test_a_search_of_too_many_layout_groups_is_refused_with_their_count():
     state = search_state.bounded({**HUGE, "gpus": 4096, "gbs": 4096, "seq": 8192})[0]
     with pytest.raises(ValueError, match=r"the search spans 2\d,\d{3} layout groups .* at most 20,000 groups"):
-        search_views.run(state)
+        search_render.run(state)
 
 
 def test_the_page_searches_only_layouts_the_model_view_can_draw(page):
@@ -278,7 +283,7 @@ def test_the_page_searches_only_layouts_the_model_view_can_draw(page):
     rows = page.value("grid-search", "rowData")
     assert rows and all(r["gbs"] // (r["dp"] * r["mbs"]) <= top and r["pp"] <= 64 for r in rows)
     assert f"layouts of up to {top} microbatches, pp ≤ 64" in text_of(page.value("summary-search", "children"))
-    assert search_views.groups(state) <= search_state.MAX_GROUPS
+    assert search_render.groups(state) <= search_state.MAX_GROUPS
 
 
 def test_the_bounds_of_the_search_space_are_checked():

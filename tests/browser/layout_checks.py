@@ -37,8 +37,7 @@ MEANINGFUL = (
     '.infolayer g[class^="g-x"][class$="title"]',  # every x axis's title (g-xtitle, g-x4title, …)
     '.infolayer g[class^="g-y"][class$="title"]',
     '.xaxislayer-above g[class^="x"][class$="tick"] text',  # every x axis's tick labels (xtick, x4tick, …)
-    ".ag-root-wrapper",
-    ".dash-spreadsheet-container",  # the compare ranking (abstract view)
+    ".ag-root-wrapper",  # the search's table, the abstract view's ranking and stage table
     "table.ranking",  # the compare ranking (model view)
     ".mode label",  # the mode and compare bar's radio choices
     "button",

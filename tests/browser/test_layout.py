@@ -111,10 +111,13 @@ def ranking_text(duo, selector: str) -> tuple[list[str], str]:
     scrolled sideways hid the deltas' last column at 1280 px."""
     heads, body, clipped = duo.driver.execute_script(
         "const box = document.querySelector(arguments[0]);"
-        "const heads = [...box.querySelectorAll('th')].map(h => h.textContent.trim());"
-        "const body = [...box.querySelectorAll('td')].map(c => c.textContent.trim()).join(' | ');"
+        "const heads = [...box.querySelectorAll('th, .ag-header-cell-text')].map(h => h.textContent.trim());"
+        "const body = [...box.querySelectorAll('td, .ag-cell')].map(c => c.textContent.trim()).join(' | ');"
+        # a grid's own parts overhang by design; its text must not
+        "const grid = e => e.closest('.ag-root-wrapper, .ag-measurement-container');"
         "const clipped = [box, ...box.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 1"
-        "  && ['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX))"
+        "  && (grid(e) ? e.matches('.ag-header-cell-text, .ag-cell-value, .ag-body-horizontal-scroll-viewport')"
+        "      : ['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX)))"
         "  .map(e => `${e.className}: ${e.scrollWidth} > ${e.clientWidth}`);"
         "return [heads, body, clipped];",
         selector,

@@ -77,7 +77,7 @@ def test_a_shared_link_restores_the_view(page):
         )
         assert chunks[0] == "3"
         open_section(page, "stages")
-        page.wait_for_text_to_equal('#stage-table td[data-dash-column="f"][data-dash-row="2"]', "2")
+        page.wait_for_text_to_equal('#stage-table .ag-row[row-index="2"] .ag-cell[col-id="f"]', "2")
         assert "chunks=3" in page.driver.current_url
 
     # The copy-link button puts this exact view's link on the clipboard.

@@ -11,16 +11,9 @@ from dash import dcc, html
 from ppviz import REGISTRY
 from ppviz.schedules.registry import Param, Spec
 
-from .url_state import CUSTOM, SLIDERS, ViewState
-
-
-def msg_id(name: str) -> dict:
-    """Where a control's error or the reason it is disabled is shown."""
-    return {"type": "control-msg", "name": name}
-
-
-def param_id(schedule: str, name: str) -> dict:
-    return {"type": "param", "schedule": schedule, "name": name}
+from ...common import widgets
+from .ids import msg_id, param_id, pick_id
+from .state import CUSTOM, SLIDERS, ViewState
 
 
 def schedule_options(with_custom: bool = False) -> list[dict]:
@@ -36,10 +29,6 @@ def compare_options() -> list[dict]:
 
 # Common microbatch counts, one click each (the 1-512 slider puts them all in its first pixels).
 MICROBATCH_PICKS = (4, 8, 16, 32, 64, 128, 256)
-
-
-def pick_id(value: int) -> dict:
-    return {"type": "mb-pick", "value": value}
 
 
 def slider(name: str, value: float) -> html.Div:
@@ -95,7 +84,7 @@ def lines_picker() -> html.Div:
         # not offer, so a link's lines=20 arriving before the options of its 32 devices was lost
         dcc.Dropdown(
             id="lines",
-            options=device_options(int(SLIDERS["devices"].high)),
+            options=widgets.device_options(int(SLIDERS["devices"].high)),
             value=[],
             multi=True,
             placeholder="highest and lowest peak",
@@ -103,21 +92,8 @@ def lines_picker() -> html.Div:
     )
 
 
-def device_options(devices: int) -> list[dict]:
-    """The picker's choices: every device of the view."""
-    return [{"label": f"device {d}", "value": d} for d in range(max(int(devices), 0))]
-
-
 def control_row(name: str, label: str, help_text: str, widget) -> html.Div:
-    return html.Div(
-        [
-            html.Label(label, htmlFor=name if isinstance(name, str) else None, title=help_text, className="label"),
-            widget,
-            html.Div(id=msg_id(name), className="control-msg"),
-        ],
-        className="control",
-        id=f"row-{name}",
-    )
+    return widgets.row(label, widget, for_id=name, help_text=help_text, message_id=msg_id(name), row_id=f"row-{name}")
 
 
 def param_control(spec: Spec, param: Param, value: object) -> html.Div:

@@ -8,9 +8,10 @@ from dash import dcc, html
 from ppviz import REGISTRY
 from ppviz.estimate import specs
 
-from . import widgets
-from .search_state import FIELDS, SearchState
-from .views import GRAPH_CONFIG
+from ...common import charts, widgets
+from ...common.charts import GRAPH_CONFIG
+from .ids import cid
+from .state import FIELDS, SearchState
 
 CONTROLS = ("model", "gpu", *FIELDS, "schedules", "tp_mode")
 # minWidth: what the values need in the grid's 12 px font, so that at 1280 px the columns are not squeezed
@@ -30,10 +31,6 @@ COLUMNS = [
     {"field": "peak_gb", "headerName": "peak (GB)", "width": 100, "minWidth": 56},
     {"field": "bubble_pct", "headerName": "bubble (%)", "width": 100, "minWidth": 56},
 ]
-
-
-def cid(name: str) -> str:
-    return f"{name}-search"
 
 
 def control_values(state: SearchState) -> dict[str, object]:
@@ -59,14 +56,7 @@ def search_view() -> html.Div:
 
 
 def _row(name: str, label: str, widget, help_text: str = "") -> html.Div:
-    return html.Div(
-        [
-            html.Label(label, htmlFor=cid(name), className="label"),
-            widget,
-            html.Div(help_text, className="help") if help_text else None,
-        ],
-        className="control",
-    )
+    return widgets.row(label, widget, for_id=cid(name), help_text=help_text, show_help=True)
 
 
 def _panel(values: dict) -> list:
@@ -164,9 +154,5 @@ def _results() -> list:
             style={"width": "100%"},
         ),
         html.Div("click a row to open that layout in the model & cluster view", className="help"),
-        dcc.Graph(id="scatter-search", config=GRAPH_CONFIG, figure=_empty()),
+        dcc.Graph(id="scatter-search", config=GRAPH_CONFIG, figure=charts.empty(120)),
     ]
-
-
-def _empty() -> dict:
-    return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 120}}

@@ -9,34 +9,43 @@ import time
 
 from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
-from . import jobs, model_state, search_state, search_views, views, widgets
-from .search_layout import CONTROLS, cid, control_values
+from ...common import charts, cluster, jobs, url_hash, widgets
+from . import render
+from . import state as search_state
+from .ids import cid
+from .layout import CONTROLS, control_values
 
 DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns what it has) before the job limit
 
 
 @callback(
-    Output("url", "hash", allow_duplicate=True),
-    *[Output(cid(name), "value") for name in CONTROLS],
-    Output("notes-search", "children"),
-    Output("request-search", "data"),
-    Output("ran-search", "data"),
-    Input("url", "hash"),
-    Input("run-search", "n_clicks"),
-    *[State(cid(name), "value") for name in CONTROLS],
-    State("ran-search", "data"),
+    output={
+        "hash": Output("url", "hash", allow_duplicate=True),
+        "controls": {name: Output(cid(name), "value") for name in CONTROLS},
+        "notes": Output("notes-search", "children"),
+        "request": Output("request-search", "data"),
+        "ran": Output("ran-search", "data"),
+    },
+    inputs={
+        "hash_": Input("url", "hash"),
+        "clicks": Input("run-search", "n_clicks"),
+        "values": {name: State(cid(name), "value") for name in CONTROLS},
+        "ran": State("ran-search", "data"),
+    },
     prevent_initial_call="initial_duplicate",
 )
-def update_search(hash_, _clicks, *args):
+def update_search(hash_, clicks, values, ran):
     """The search button writes the inputs into the hash and starts the search; a link that carries
     search inputs (opened while the search view is on screen) sets the inputs and reruns it."""
-    values = dict(zip(CONTROLS, args[: len(CONTROLS)]))
-    ran = args[len(CONTROLS)]
-    nothing = (no_update,) * (len(CONTROLS) + 4)
+    nothing = {
+        "hash": no_update,
+        "controls": {name: no_update for name in CONTROLS},
+        **dict.fromkeys(("notes", "request", "ran"), no_update),
+    }
     if ctx.triggered_id == "run-search":
         state, notes = search_state.bounded(values)
         own = {"view": "search", **search_state.encode(state)}
-        new_hash = model_state.merge(hash_, own, prefix=search_state.PREFIX)
+        new_hash = url_hash.merge(hash_, own, prefix=search_state.PREFIX)
         controls = control_values(state) if notes else {}
     else:
         if not search_state.in_view(hash_):
@@ -47,21 +56,23 @@ def update_search(hash_, _clicks, *args):
         new_hash, controls = no_update, control_values(state)
     key = search_state.key_of(state)
     request = {"search": key, "at": time.time()}  # `at`: the same search asked again is a new job
-    return (
-        new_hash,
-        *[controls.get(name, no_update) for name in CONTROLS],
-        widgets.notes(notes),
-        request,
-        key,
-    )
+    return {
+        "hash": new_hash,
+        "controls": {name: controls.get(name, no_update) for name in CONTROLS},
+        "notes": widgets.notes(notes),
+        "request": request,
+        "ran": key,
+    }
 
 
 @callback(
-    Output("grid-search", "rowData"),
-    Output("scatter-search", "figure"),
-    Output("summary-search", "children"),
-    Output("error-search", "children"),
-    Input("request-search", "data"),
+    output={
+        "rows": Output("grid-search", "rowData"),
+        "scatter": Output("scatter-search", "figure"),
+        "summary": Output("summary-search", "children"),
+        "error": Output("error-search", "children"),
+    },
+    inputs=[Input("request-search", "data")],
     background=True,
     manager=jobs.manager(),
     interval=jobs.POLL_MS,
@@ -82,7 +93,7 @@ def search_in_background(set_progress, request):
     key = request.get("search") if isinstance(request, dict) else None
     state, _, given = search_state.parse("#" + key if isinstance(key, str) else "")
     if not given:  # not a request this page made (it always names its inputs): nothing to search
-        return no_update, no_update, no_update, no_update
+        return dict.fromkeys(("rows", "scatter", "summary", "error"), no_update)
 
     def progress(done: int, total: int) -> None:
         set_progress((done, max(total, 1), f"{done:,} of {total:,} layouts decided…"))
@@ -90,13 +101,19 @@ def search_in_background(set_progress, request):
     try:
         jobs.watch(on_wait=lambda text: set_progress((0, 1, f"the search is {text}")))
         set_progress((0, 1, f"{state.model} on {state.gpus:,} × {state.gpu}: listing the layouts…"))
-        result = search_views.run(state, progress=progress, deadline_s=DEADLINE_S)
+        result = render.run(state, progress=progress, deadline_s=DEADLINE_S)
     except jobs.STOPPED as e:
-        text = f"the search {jobs.why(e)}: restrict it, or use the CLI: {cli(state)}"
-        return [], views.message_figure(text), "", _error(text)
+        text = f"the search {jobs.why(e)}: restrict it, or use the CLI: {search_state.cli_command(state)}"
     except ValueError as e:  # nothing divides, nothing fits: the search says what to change
-        return [], views.message_figure(str(e)), "", _error(str(e))
-    return search_views.rows(result), search_views.scatter(result), search_views.summary(result), None
+        text = str(e)
+    else:
+        return {
+            "rows": render.rows(result),
+            "scatter": render.scatter(result),
+            "summary": render.summary(result),
+            "error": None,
+        }
+    return {"rows": [], "scatter": charts.message_figure(text), "summary": "", "error": _error(text)}
 
 
 @callback(
@@ -115,10 +132,9 @@ def open_row(selected, hash_):
         target = search_state.model_link(state, row)
     except (KeyError, TypeError, ValueError):  # not a row of ours (a crafted request): nothing to open
         return no_update
-    pairs = model_state.encode(target)
-    checked = model_state.parse(model_state.write_hash(pairs)).state  # the same bounds as any link
-    own = {"view": "model", **model_state.encode(checked)}
-    return model_state.merge(hash_, own, model_state.MODEL_KEYS | {"view"})
+    pairs = cluster.encode(target)
+    checked = cluster.parse(url_hash.write_hash(pairs)).state  # the same bounds as any link
+    return cluster.linked(hash_, checked)
 
 
 clientside_callback(
@@ -130,14 +146,6 @@ clientside_callback(
     Input("cancel-search", "n_clicks"),
     prevent_initial_call=True,
 )
-
-
-def cli(state: search_state.SearchState) -> str:
-    return (
-        f"ppviz search --model {state.model} --gpu {state.gpu} --gpus {state.gpus} --gbs {state.gbs} "
-        f"--seq {state.seq} --schedules {','.join(state.schedules)} --headroom {state.headroom / 100:g} "
-        f"--tp-mode {','.join(state.tp_modes)}"
-    )
 
 
 def _error(text: str) -> html.Span:

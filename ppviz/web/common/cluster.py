@@ -1,8 +1,7 @@
-"""The "model & cluster" view as plain data, its link form (the URL's hash) and its bounds.
+"""A model on a cluster as plain data, its link form (hash pairs) and its bounds.
 
-The abstract view keeps its state in the query string; this view and the search keep theirs in the
-hash (``#view=model&model=llama3-70b&tp=8…``), so neither reads or rewrites the other's. Every
-value is bounded here before any work, the same way ``limits.bounded`` bounds the abstract view:
+Shared by the model page (which shows it) and the search page (whose rows open in the model page).
+Every value is bounded here before any work, with ``common.validation``'s readers:
 a value past its range is clamped and said so, an unreadable one falls back to its default.
 The page converts page units (TFLOP/s, GB, GB/s) to the estimate's (FLOP/s, bytes, bytes/s) and
 back; the costs themselves are ``ppviz.estimate``'s.
@@ -12,16 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
-from urllib.parse import parse_qsl, urlencode
 
 from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
-from . import limits
-from .url_state import read_lines
+from . import commands, limits, url_hash, validation
+from .url_hash import read_hash
+from .validation import read_lines
 
-VIEWS = ("abstract", "model", "search")
 MAX_COMPARE = limits.MAX_COMPARE
 
 
@@ -194,56 +192,25 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
 def cli_command(state: ModelState, schedule: str) -> str:
     """The ``ppviz estimate`` command of one schedule of the view (what to run past the page's bounds)."""
     lay = layout_of(state, schedule)
-    parts = [f"ppviz estimate --model {state.model} --gpu {state.gpu}"]
-    parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs")]
-    parts.append(f"--recompute {lay.recompute} --zero {lay.zero} --schedule {schedule}")
-    if lay.sequence_parallel:
-        parts.append("--sequence-parallel")
-    if lay.tp_comm_overlap:
-        parts.append("--tp-comm-overlap")
-    if iterations_of(state, schedule) > 1:
-        parts.append(f"--iterations {state.iterations}")
-    if state.split:
-        parts.append("--layer-split " + ",".join(map(str, state.split)))
+    flags: dict = {"model": state.model, "gpu": state.gpu}
+    flags |= {k: getattr(lay, k) for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs")}
+    flags |= {"recompute": lay.recompute, "zero": lay.zero, "schedule": schedule}
+    flags |= {"sequence_parallel": lay.sequence_parallel, "tp_comm_overlap": lay.tp_comm_overlap}
+    flags["iterations"] = state.iterations if iterations_of(state, schedule) > 1 else None
+    flags["layer_split"] = ",".join(map(str, state.split)) if state.split else None
     if state.tp_mode == "2d" and state.tp2d:
-        parts.append(f"--tp-mode 2d --tp2d {state.tp2d[0]},{state.tp2d[1]}")
-        if state.summa_blocks:
-            parts.append(f"--summa-blocks {state.summa_blocks}")
+        flags |= {
+            "tp_mode": "2d",
+            "tp2d": f"{state.tp2d[0]},{state.tp2d[1]}",
+            "summa_blocks": state.summa_blocks or None,
+        }
     if state.nvlink_dp_pp:
-        parts.append(f"--nvlink-dp-pp {state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}")
-    flags = {"layers": "layers", "hidden": "hidden", "heads": "heads", "kv_heads": "kv-heads", "ffn": "ffn"}
-    flags |= {"vocab": "vocab", "seq": "seq"}
-    parts += [f"--{flags[k]} {v}" for k, v in sorted(state.model_over.items())]
-    return " ".join(parts)
+        flags["nvlink_dp_pp"] = f"{state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}"
+    flags |= dict(sorted(state.model_over.items()))  # layers, hidden, kv_heads (--kv-heads), …
+    return commands.command("estimate", **flags)
 
 
-# --- the link --------------------------------------------------------------------------------
-
-
-def read_hash(hash_: object) -> dict[str, str]:
-    """The hash's key/value pairs (any input type; junk gives {})."""
-    if not isinstance(hash_, str) or len(hash_) > limits.MAX_SEARCH_CHARS:
-        return {}
-    return dict(parse_qsl(hash_.lstrip("#"), keep_blank_values=True))
-
-
-def write_hash(pairs: dict[str, str]) -> str:
-    return "#" + urlencode(pairs, safe=",:") if pairs else ""
-
-
-def view_of(hash_: object) -> str:
-    view = read_hash(hash_).get("view")
-    return view if view in VIEWS else "abstract"
-
-
-def merge(hash_: object, own: dict[str, str], mine: set[str] | None = None, prefix: str = "") -> str:
-    """A hash with this view's keys replaced by ``own``, every other view's keys kept as they were."""
-    others = {k: v for k, v in read_hash(hash_).items() if not _owned(k, mine, prefix)}
-    return write_hash({**others, **own})
-
-
-def _owned(key: str, mine: set[str] | None, prefix: str) -> bool:
-    return key.startswith(prefix) if prefix else key in (mine or set())
+# --- the link ---------------------------------------------------------------------------------
 
 
 MODEL_KEYS = {
@@ -265,6 +232,12 @@ COMPARE_SHOWS = ("charts", "sweep")
 SWEEP_AXES = ("m", "v", "p")
 PLACEMENT_KEYS = ("tp_mode", "tp2d", "summa_blocks", "nvlink")  # set by a search row, kept while they fit
 MODEL_KEYS |= set(PLACEMENT_KEYS)
+
+
+def linked(hash_: object, state: ModelState) -> str:
+    """``hash_`` opened at ``state`` in the model view: its keys and ``view=model`` set, other views' keys kept
+    (the model page writes it on every move, the search page when a row is opened)."""
+    return url_hash.merge(hash_, {"view": "model", **encode(state)}, MODEL_KEYS | {"view"})
 
 
 def encode(state: ModelState) -> dict[str, str]:
@@ -297,7 +270,7 @@ def encode(state: ModelState) -> dict[str, str]:
     if state.nvlink_dp_pp:
         pairs["nvlink"] = f"{state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}"
     for name, value in sorted({**state.model_over, **state.gpu_over}.items()):
-        pairs[name] = _num(value)
+        pairs[name] = validation.num(value)
     return pairs
 
 
@@ -351,7 +324,7 @@ def _take_choice(raw: dict, key: str, allowed, values: dict, notes: list[str], n
     if isinstance(chosen, str) and chosen in allowed:
         values[key] = chosen
     else:
-        notes.append(note.format(limits._show(chosen)))
+        notes.append(note.format(validation.show(chosen)))
 
 
 def bounded(raw: dict, numbers: dict) -> Parsed:
@@ -367,13 +340,13 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
     if mode in ("single", "compare"):
         values["mode"] = mode
     elif mode is not None:
-        notes.append(f"mode {limits._show(mode)} is not single or compare; showing one schedule")
+        notes.append(f"mode {validation.show(mode)} is not single or compare; showing one schedule")
     schedule = raw.get("schedule")
     if schedule is not None:
         if isinstance(schedule, str) and schedule in REGISTRY:
             values["schedule"] = schedule
         else:
-            notes.append(f"unknown schedule {limits._show(schedule)}; showing {base.schedule}")
+            notes.append(f"unknown schedule {validation.show(schedule)}; showing {base.schedule}")
     compare = raw.get("compare")
     if compare is not None:
         names = [n for n in compare if isinstance(n, str)] if isinstance(compare, (list, tuple)) else []
@@ -390,11 +363,11 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
             values["recompute"] = recompute
         else:
             notes.append(
-                f"recompute {limits._show(recompute)} is not one of {', '.join(RECOMPUTE)}; using {base.recompute}"
+                f"recompute {validation.show(recompute)} is not one of {', '.join(RECOMPUTE)}; using {base.recompute}"
             )
     zero = raw.get("zero")
     if zero is not None:
-        z = limits._in_range("zero", _number(zero), 0, 3, True, notes)
+        z = validation.in_range("zero", validation.number(zero), 0, 3, True, notes)
         values["zero"] = base.zero if z is None else z
     for key in ("sp", "tpo"):
         on = raw.get(key)
@@ -409,7 +382,7 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         if isinstance(baseline, str) and baseline in values.get("compare", base.compare):
             values["baseline"] = baseline
         elif not (isinstance(baseline, str) and (baseline in REGISTRY or baseline == "")):
-            notes.append(f"baseline {limits._show(baseline)} is not a compared schedule; using the first")
+            notes.append(f"baseline {validation.show(baseline)} is not a compared schedule; using the first")
     for name, allowed in (("compare_show", COMPARE_SHOWS), ("sweep_axis", SWEEP_AXES)):
         note = f"{name.replace('_', ' ')} {{}} is not one of {', '.join(allowed)}"
         _take_choice(raw, name, allowed, values, notes, note)
@@ -419,7 +392,7 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         f = NUMBER_FIELDS.get(name) if isinstance(name, str) else None
         if f is None or value is None or value == "":
             continue
-        v = limits._in_range(name, _number(value), f.low, f.high, f.integer, notes)
+        v = validation.in_range(name, validation.number(value), f.low, f.high, f.integer, notes)
         if v is None:
             continue
         if name in LAYOUT_FIELDS:
@@ -439,9 +412,9 @@ def _placement(state: ModelState, raw: dict, notes: list[str]) -> ModelState:
     values: dict = {}
     if mode == "2d" or grid is not None:
         pair = _pair(grid)
-        nb = _number(blocks) if blocks not in (None, "") else 0
+        nb = validation.number(blocks) if blocks not in (None, "") else 0
         if pair is None or pair[0] * pair[1] != state.tp or state.sp or state.cp > 1:
-            notes.append(f"2D tensor parallelism {limits._show(grid)} does not fit tp {state.tp} (with cp 1 and no "
+            notes.append(f"2D tensor parallelism {validation.show(grid)} does not fit tp {state.tp} (with cp 1 and no "
                          "sequence parallel); showing 1D")  # fmt: skip
         elif (
             not isinstance(nb, (int, float))
@@ -450,7 +423,9 @@ def _placement(state: ModelState, raw: dict, notes: list[str]) -> ModelState:
             or not float(nb).is_integer()
             or (nb and (nb % pair[0] or nb % pair[1] or nb > 65_536))
         ):
-            notes.append(f"SUMMA blocks {limits._show(blocks)} must be a multiple of both grid sides; using their lcm")
+            notes.append(
+                f"SUMMA blocks {validation.show(blocks)} must be a multiple of both grid sides; using their lcm"
+            )
             values |= {"tp_mode": "2d", "tp2d": pair}
         else:
             values |= {"tp_mode": "2d", "tp2d": pair, "summa_blocks": int(nb)}
@@ -464,7 +439,7 @@ def _placement(state: ModelState, raw: dict, notes: list[str]) -> ModelState:
             or (state.ep > 1 and pair[0] % state.ep)
             or (pair[0] * pair[1] > 1 and state.tp * state.cp * pair[0] * pair[1] > domain)
         ):
-            notes.append(f"NVLink placement dp,pp {limits._show(nvlink)} does not fit this layout; using Megatron's "
+            notes.append(f"NVLink placement dp,pp {validation.show(nvlink)} does not fit this layout; using Megatron's "
                          "rank order")  # fmt: skip
         else:
             values["nvlink_dp_pp"] = pair
@@ -478,102 +453,13 @@ def _pair(value: object) -> tuple[int, int] | None:
         return None
     out = []
     for item in items:
-        v = _number(item.strip() if isinstance(item, str) else item)
+        v = validation.number(item.strip() if isinstance(item, str) else item)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not float(v).is_integer():
             return None
         if not 1 <= v <= 65_536:
             return None
         out.append(int(v))
     return out[0], out[1]
-
-
-def check(state: ModelState) -> None:
-    """Refuse a view past what the page computes, saying what to change (cheap: nothing is built)."""
-    m = state.microbatches
-    if m is not None and m > limits.MAX_MICROBATCHES:
-        raise ValueError(
-            f"gbs {state.gbs} / (dp·mbs = {state.dp}·{state.mbs}) gives {m:,} microbatches; the page draws at most "
-            f"{limits.MAX_MICROBATCHES}: raise mbs or dp, or lower gbs, or use the CLI: "
-            f"{cli_command(state, state.shown[0] if state.shown else state.schedule)}"
-        )
-    for name in state.shown:
-        k = iterations_of(state, name)
-        if m is not None and k > 1 and m * k > limits.MAX_MICROBATCHES:
-            raise ValueError(
-                f"iterations {k} × {m} microbatches make {m * k:,} in the run; the page draws at most "
-                f"{limits.MAX_MICROBATCHES}: lower iterations or gbs, or use the CLI: {cli_command(state, name)}"
-            )
-        units = cost(state, name)
-        if units > limits.BACKGROUND_WORK:
-            raise ValueError(
-                f"{name} at pp {state.pp} × {m} microbatches is about {units:,} work units, past what the page "
-                f"computes ({limits.BACKGROUND_WORK:,}): lower pp or the microbatches, or use the CLI: "
-                f"{cli_command(state, name)}"
-            )
-
-
-def actions(state: ModelState, name: str) -> int:
-    spec = REGISTRY.get(name)
-    m = state.microbatches
-    if spec is None or m is None:
-        return 0
-    chunks = state.vpp if spec.param("chunks") is not None else (spec.chunks or 1)
-    return state.pp * m * iterations_of(state, name) * chunks * (3 if spec.split_backward else 2)
-
-
-def cost(state: ModelState, name: str) -> int:
-    """The price of one schedule of the view: ``limits.price``, as the abstract view's, estimated."""
-    return limits.price(name, state.pp, state.microbatches or 0, actions(state, name), estimated=True)
-
-
-def work(state: ModelState) -> int:
-    """The price of the view: its schedules, and their sweep when it is on screen."""
-    return sum(cost(state, n) for n in state.shown) + sweep_work(state)
-
-
-MAX_VPP = int(LAYOUT_FIELDS["vpp"].high)
-
-
-def sweep_values(state: ModelState) -> list[int]:
-    """Powers of two around the view's own m, vpp or pp, within the page's bounds."""
-    from ppviz.sweep import values_around
-
-    if state.sweep_axis == "m":
-        return values_around(min(state.microbatches or 1, limits.MAX_MICROBATCHES), 1, limits.MAX_MICROBATCHES)
-    if state.sweep_axis == "p":
-        return values_around(state.pp, 1, limits.MAX_DEVICES)
-    return values_around(state.vpp, 1, MAX_VPP)
-
-
-def at_value(state: ModelState, value: int) -> ModelState:
-    """The view with the sweep's axis at ``value`` (m sets the global batch to m·dp·mbs)."""
-    field_name = {"m": "gbs", "v": "vpp", "p": "pp"}[state.sweep_axis]
-    return replace(state, **{field_name: value * state.dp * state.mbs if state.sweep_axis == "m" else value})
-
-
-def sweep_plan(state: ModelState) -> tuple[set[tuple[str, int]], int]:
-    """The sweep's points the page estimates, cheapest first within ``limits.SWEEP_WORK`` (the view's
-    own value is free: it is estimated anyway), and their price; the rest are gaps naming the CLI."""
-    if state.mode != "compare" or state.compare_show != "sweep":
-        return set(), 0
-    own = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
-    priced = sorted(
-        (0 if v == own else cost(at_value(state, v), n), n, v) for n in state.compare for v in sweep_values(state)
-    )
-    allowed, spent = set(), 0
-    for price, name, value in priced:
-        if spent + price <= limits.SWEEP_WORK:
-            allowed.add((name, value))
-            spent += price
-    return allowed, spent
-
-
-def sweep_work(state: ModelState) -> int:
-    return sweep_plan(state)[1]
-
-
-def in_background(state: ModelState) -> bool:
-    return work(state) > limits.SYNC_WORK
 
 
 def _split(value: object, notes: list[str]) -> tuple[int, ...] | None:
@@ -583,33 +469,17 @@ def _split(value: object, notes: list[str]) -> tuple[int, ...] | None:
     items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
     if items is None or len(items) > MAX_SPLIT:
         notes.append(
-            f"layer split {limits._show(value)} is not a list of up to {MAX_SPLIT} layer counts; splitting evenly"
+            f"layer split {validation.show(value)} is not a list of up to {MAX_SPLIT} layer counts; splitting evenly"
         )
         return None
     out = []
     for item in items:
-        v = _number(item.strip() if isinstance(item, str) else item)
+        v = validation.number(item.strip() if isinstance(item, str) else item)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not float(v).is_integer():
-            notes.append(f"layer split {limits._show(value)} needs whole numbers (e.g. 9,10,10,9); splitting evenly")
+            notes.append(f"layer split {validation.show(value)} needs whole numbers (e.g. 9,10,10,9); splitting evenly")
             return None
         if not 0 <= v <= MODEL_FIELDS["layers"].high:
             notes.append(f"layer split entry {v:g} is outside 0–{MODEL_FIELDS['layers'].high:g}; splitting evenly")
             return None
         out.append(int(v))
     return tuple(out)
-
-
-def _number(value: object) -> object:
-    """A link's text as a number (other types are left for the range check to judge)."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _num(v: float | int) -> str:
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
-        return str(int(v))
-    return f"{v:.12g}"

@@ -13,15 +13,16 @@ import hashlib
 
 from dash import Output, html, no_update
 
-from .model_layout import RANKING_COLUMNS, bar_id, card_id
-from .model_state import MAX_COMPARE
-from .model_views import CARD_LABELS, ModelView
+from ...common.cluster import MAX_COMPARE
+from .ids import bar_id, card_id
+from .layout import RANKING_COLUMNS
+from .render import CARD_LABELS, ModelView
 
 HIDDEN = {"display": "none"}
 CARD_KEYS = tuple(CARD_LABELS)
 ROWS = tuple(range(MAX_COMPARE))
-# (component id, property, part of ``view_parts``) of every output a view sets, in the order ``values``
-# returns them: one output per card and per breakdown row (string ids; pattern ids cost the renderer a
+# (component id, property, part of ``view_parts``) of every output a view sets, named by its part:
+# one output per card and per breakdown row (string ids; pattern ids cost the renderer a
 # search of the page for each, twice a move).
 OUTPUT_PARTS = (
     ("gantt-model", "figure", "gantt"),
@@ -39,11 +40,11 @@ OUTPUT_PARTS = (
     *[(bar_id("text", i), "children", f"text {i}") for i in ROWS],
     ("breakdown-legend-model", "children", "legend"),
 )
-VIEW_OUTPUTS = tuple((cid, prop) for cid, prop, _ in OUTPUT_PARTS)
 
 
-def view_outputs(allow_duplicate: bool = False) -> list[Output]:
-    return [Output(cid, prop, allow_duplicate=allow_duplicate) for cid, prop in VIEW_OUTPUTS]
+def view_outputs(allow_duplicate: bool = False) -> dict[str, Output]:
+    """Every output a view sets, keyed by its part's name."""
+    return {part: Output(cid, prop, allow_duplicate=allow_duplicate) for cid, prop, part in OUTPUT_PARTS}
 
 
 def digest(value: object) -> str:
@@ -91,15 +92,15 @@ def view_parts(view: ModelView) -> dict[str, tuple[object, object]]:
     return parts
 
 
-def values(view: ModelView, out: dict) -> tuple:
-    """The outputs of ``VIEW_OUTPUTS`` from ``out`` (built parts, see ``unsent``); the charts always."""
+def values(view: ModelView, out: dict) -> dict:
+    """The outputs of ``view_outputs`` from ``out`` (built parts, see ``unsent``); the charts always."""
     charts = {"gantt": view.gantt, "memory": view.memory if view.memory is not None else no_update}
-    return tuple(charts[part] if part in charts else out.get(part, no_update) for _, _, part in OUTPUT_PARTS)
+    return {part: charts[part] if part in charts else out.get(part, no_update) for _, _, part in OUTPUT_PARTS}
 
 
-def unchanged() -> tuple:
-    """``VIEW_OUTPUTS`` all ``no_update``."""
-    return (no_update,) * len(VIEW_OUTPUTS)
+def unchanged() -> dict:
+    """Every output of ``view_outputs`` left as it is."""
+    return {part: no_update for _, _, part in OUTPUT_PARTS}
 
 
 def _legend(items: list[tuple[str, str]]) -> list:

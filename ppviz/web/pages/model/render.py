@@ -8,17 +8,18 @@ estimate error is about.
 
 from __future__ import annotations
 
-import re
-import threading
-from collections import OrderedDict
+import logging
 from dataclasses import dataclass, field, replace
 
 import ppviz
 from ppviz import figures
 from ppviz import sweep as sweeps
 
-from . import bars, model_state, views
-from .model_state import ModelState
+from ...common import caches, charts, cluster
+from ...common.cluster import ModelState
+from . import bars, budget, ids
+
+log = logging.getLogger(__name__)
 
 MS = 1e3  # seconds → ms on every time axis
 GB = 1e-9  # bytes → GB (10⁹ bytes, as GPUs are sold: an H100 holds 80 GB)
@@ -45,29 +46,21 @@ class ModelView:
     estimates: list = field(default_factory=list)
 
 
-_CACHE: OrderedDict[tuple, ppviz.Estimate] = OrderedDict()
-_LOCK = threading.Lock()
+ESTIMATES = caches.Cache(CACHE_SIZE)
 
 
 def estimate_of(state: ModelState, schedule: str) -> ppviz.Estimate:
     """``ppviz.estimate`` of one schedule of the view, remembering the last few (keyed by their inputs)."""
-    key = (model_state.model_of(state), model_state.gpu_of(state), model_state.layout_of(state, schedule))
-    with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-            return hit
-    est = ppviz.estimate(*key)
-    with _LOCK:
-        _CACHE[key] = est
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return est
+    key = (cluster.model_of(state), cluster.gpu_of(state), cluster.layout_of(state, schedule))
+    hit = ESTIMATES.get(key)
+    if hit is None:
+        hit = ppviz.estimate(*key)
+        ESTIMATES.put(key, hit)
+    return hit
 
 
 def clear_cache() -> None:
-    with _LOCK:
-        _CACHE.clear()
+    ESTIMATES.clear()
 
 
 def render(state: ModelState, background: bool = False) -> ModelView:
@@ -75,17 +68,17 @@ def render(state: ModelState, background: bool = False) -> ModelView:
     (a background job draws it) unless ``background``."""
     names = state.shown
     if not names:
-        text = f"pick 2–{model_state.MAX_COMPARE} schedules to compare"
+        text = f"pick 2–{cluster.MAX_COMPARE} schedules to compare"
         return _failed(state, text, {"compare": ("error", text)})
     try:
-        model_state.check(state)
+        budget.check(state)
     except ValueError as e:
-        return _failed(state, str(e), {control_for(str(e), state): ("error", str(e))})
-    if not background and model_state.in_background(state):
+        return _failed(state, str(e), {control_for(e, state): ("error", str(e))})
+    if not background and budget.in_background(state):
         text = (
             f"Estimating {' and '.join(names)} at pp {state.pp} × {state.microbatches} microbatches in the background…"
         )
-        fig = views.message_figure(text)
+        fig = charts.message_figure(text)
         return ModelView(fig, None, None, [], [], {}, "queued")
     estimates = []
     for name in names:
@@ -93,9 +86,9 @@ def render(state: ModelState, background: bool = False) -> ModelView:
             estimates.append(estimate_of(state, name))
         except ValueError as e:
             text = f"{name}: {e}" if len(names) > 1 else str(e)
-            return _failed(state, text, {control_for(str(e), state): ("error", text)})
+            return _failed(state, text, {control_for(e, state): ("error", text)})
         except Exception as e:  # a bug, not a bad input: say so on the page, never a 500
-            views.log.exception("estimating %s failed", name)
+            log.exception("estimating %s failed", name)
             text = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
             return _failed(state, text, {"schedule": ("error", text)})
     notes = _iteration_notes(state)
@@ -111,7 +104,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
         fig = figures.compare_memory(
             [e.run for e in estimates],
             titles=[_title(e) for e in estimates],
-            max_bars=views.BARS_MAX_OPS // len(estimates),
+            max_bars=charts.BARS_MAX_OPS // len(estimates),
             time_scale=MS,
             time_unit="ms",
             memory_kwargs=[figures.memory_kwargs(e) for e in estimates],
@@ -119,31 +112,29 @@ def render(state: ModelState, background: bool = False) -> ModelView:
         return ModelView(figures.encode(fig), memory, breakdown, [], table, notes, "bars", estimates)
     est = estimates[0]
     gantt, drawn_as = gantt_figure(est)
-    both = figures.encode(figures.stacked(gantt, memory_figure(est, views.lines_of(state, est.run))))
-    notes = {**notes, "lines": views.lines_reason(state, est.run, est.peak_bytes)}
+    both = figures.encode(figures.stacked(gantt, memory_figure(est, charts.lines_of(state, est.run))))
+    notes = {**notes, "lines": charts.lines_reason(state, est.run, est.peak_bytes)}
     return ModelView(both, None, breakdown, cards(est), [], notes, drawn_as, estimates)
 
 
 def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
     """Beside the iterations box: which schedules on screen run one iteration whatever it says."""
-    single = [n for n in state.shown if not model_state.takes_iterations(n)]
+    single = [n for n in state.shown if not cluster.takes_iterations(n)]
     if state.iterations == 1 or not single:
         return {}
-    text = (
-        f"{', '.join(single)} run{'s' if len(single) == 1 else ''} one iteration: only {model_state.ITERATED} take more"
-    )
+    text = f"{', '.join(single)} run{'s' if len(single) == 1 else ''} one iteration: only {cluster.ITERATED} take more"
     return {"iterations": ("reason", text)}
 
 
 def gantt_figure(est) -> tuple[dict, str]:
-    """The Gantt in ms (its overview past ``views.BARS_MAX_OPS`` ops) as a plain figure, and which it is."""
+    """The Gantt in ms (its overview past ``charts.BARS_MAX_OPS`` ops) as a plain figure, and which it is."""
     run = est.run
     k = est.iterations
     of = f"{k} iterations of {est.microbatches} microbatches" if k > 1 else f"{est.microbatches} microbatches"
     title = f"{_title(est)} · {run.schedule.devices} devices · {of}"
     # capped as in the abstract view, so that the cards, both charts and the time axis fit a 1280×800 screen
-    height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), views.GANTT_MAX_PX)
-    if len(run.result) <= views.BARS_MAX_OPS:
+    height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), charts.GANTT_MAX_PX)
+    if len(run.result) <= charts.BARS_MAX_OPS:
         return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
     return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
 
@@ -163,8 +154,8 @@ def memory_figure(est, lines: list[int] | None = None) -> dict:
         capacity=est.capacity_bytes,
         time_scale=MS,
         time_unit="ms",
-        height=views.MEMORY_PX,
-        band_over=views.MEMORY_LINES,
+        height=charts.MEMORY_PX,
+        band_over=charts.MEMORY_LINES,
         lines=lines,
         device_legend=False,
         title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
@@ -180,7 +171,7 @@ def memory_figure(est, lines: list[int] | None = None) -> dict:
 def _colour_key(devices: int) -> str:
     """What the memory lines' colours mean: up to MEMORY_LINES devices they have no legend entries
     (see ``figures.memory``'s ``device_legend``)."""
-    if devices <= 1 or devices > views.MEMORY_LINES:
+    if devices <= 1 or devices > charts.MEMORY_LINES:
         return ""
     return f"line colour: device 0 dark → {devices - 1} light"
 
@@ -256,8 +247,8 @@ def _delta(est, base) -> str:
     """An estimate against the baseline's: iteration time in percent, peak memory in GB."""
     peak = (float(est.peak_bytes.max()) - float(base.peak_bytes.max())) * GB
     return (
-        f"{views.percent_change(est.iteration_s, base.iteration_s)} iteration, "
-        f"{views.signed(round(peak, 1), '.1f')} GB peak"
+        f"{charts.percent_change(est.iteration_s, base.iteration_s)} iteration, "
+        f"{charts.signed(round(peak, 1), '.1f')} GB peak"
     )
 
 
@@ -271,7 +262,7 @@ SWEEP_METRICS = [
 def sweep_rows(state: ModelState) -> list[dict]:
     """``ppviz.sweep_estimate`` of the compared schedules along the view's axis (m, vpp or pp), the
     rest of the layout as set; points past the page's work limit are gaps that say so."""
-    allowed, _ = model_state.sweep_plan(state)
+    allowed, _ = budget.sweep_plan(state)
 
     def guard(name: str, lay) -> str | None:
         axis = state.sweep_axis
@@ -279,16 +270,16 @@ def sweep_rows(state: ModelState) -> list[dict]:
         if (name, value) in allowed or (state.sweep_axis == "v" and not sweeps.takes_chunks(name)):
             return None
         point = replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs)
-        return f"past the page's work limit: use the CLI: {model_state.cli_command(point, name)}"
+        return f"past the page's work limit: use the CLI: {cluster.cli_command(point, name)}"
 
     return sweeps.sweep_estimate(
         list(state.compare),
         state.sweep_axis,
-        model_state.sweep_values(state),
-        model=model_state.model_of(state),
-        gpu=model_state.gpu_of(state),
-        layout=model_state.layout_of(state, state.compare[0]),
-        layout_for=lambda name, lay: model_state.layout_of(replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs), name),
+        budget.sweep_values(state),
+        model=cluster.model_of(state),
+        gpu=cluster.gpu_of(state),
+        layout=cluster.layout_of(state, state.compare[0]),
+        layout_for=lambda name, lay: cluster.layout_of(replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs), name),
         guard=guard,
     )
 
@@ -297,57 +288,22 @@ def sweep_figure(state: ModelState) -> dict:
     """The sweep chart in real units: iteration and bubble in ms, peak memory in GB with the HBM line."""
     rows = sweep_rows(state)
     current = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
-    capacity = ("peak_bytes", model_state.gpu_of(state).hbm_bytes * GB)
+    capacity = ("peak_bytes", cluster.gpu_of(state).hbm_bytes * GB)
     title = f"the compared schedules along {figures.SWEEP_AXES[state.sweep_axis]} ({state.model} on {state.gpu})"
     sweep = figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current, capacity=capacity, title=title)
     return figures.encode(sweep)
 
 
 # Words of the estimate's messages and the control each one is about (the earliest mention wins).
-CONTROL_WORDS = {
-    "tp": "tp",
-    "pp": "pp",
-    "dp": "dp",
-    "vpp": "vpp",
-    "chunks": "vpp",
-    "mbs": "mbs",
-    "micro-batch": "mbs",
-    "gbs": "gbs",
-    "global batch": "gbs",
-    "microbatches": "gbs",
-    "iterations": "iterations",
-    "sequence parallel": "sp",
-    "recompute": "recompute",
-    "zero": "zero",
-    "layers": "layers",
-    "layer_split": "split",
-    "edge_fewer": "split",
-    "cp": "cp",
-    "ep": "ep",
-    "hidden": "hidden",
-    "attention heads": "heads",
-    "heads": "heads",
-    "KV heads": "kv_heads",
-    "kv_heads": "kv_heads",
-    "FFN": "ffn",
-    "vocabulary": "vocab",
-    "sequence length": "seq",
-    "nvlink_domain": "domain",
-    "FP8": "gpu",
-}
-
-
-def control_for(message: str, state: ModelState) -> str:
-    best, where = "schedule" if state.mode == "single" else "compare", len(message) + 1
-    for word, control in CONTROL_WORDS.items():
-        m = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", message)
-        if m and m.start() < where:
-            best, where = control, m.start()
-    return best
+def control_for(error: Exception, state: ModelState) -> str:
+    """The control an error belongs to, by the field it names (``InputError.field``, see ``ids.FIELD_CONTROLS``);
+    the schedule picker (compare's in compare mode) for the rest."""
+    name = getattr(error, "field", None)
+    return ids.FIELD_CONTROLS.get(name, "schedule" if state.mode == "single" else "compare")
 
 
 def _failed(state: ModelState, text: str, messages: dict) -> ModelView:
-    fig = views.message_figure(f"Nothing to draw. {text}")
+    fig = charts.message_figure(f"Nothing to draw. {text}")
     return ModelView(fig, None, None, [], [], messages, "none")
 
 

@@ -13,11 +13,12 @@ from ppviz.estimate import specs
 from ppviz.estimate.iteration import resolve
 from ppviz.search import space
 
-from . import limits, model_state, search_state
-from .search_state import SearchState
+from ...common import cluster, limits
+from . import state as search_state
+from .state import SearchState
 
 GB = 1e-9
-MAX_MBS = int(model_state.LAYOUT_FIELDS["mbs"].high)  # the model & cluster view's largest micro-batch size
+MAX_MBS = int(cluster.LAYOUT_FIELDS["mbs"].high)  # the model & cluster view's largest micro-batch size
 
 
 def options(state: SearchState) -> dict:

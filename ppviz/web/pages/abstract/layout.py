@@ -1,43 +1,37 @@
-"""The page: a header, the control panel, metric cards, the Gantt and memory charts on one time axis."""
+"""The abstract page: the control panel, metric cards, the Gantt and memory charts on one time axis."""
 
 from __future__ import annotations
 
-from dash import dash_table, dcc, html
-from dash.dash_table import FormatTemplate
+import dash_ag_grid as dag
+from dash import dcc, html
 
 from ppviz import REGISTRY
 
-from . import controls, model_layout, search_layout, widgets
-from .url_state import SLIDERS, ViewState
-from .views import GRAPH_CONFIG, IMAGE_FORMATS, UPLOAD_MAX_BYTES
+from ...common import charts, widgets
+from ...common.charts import GRAPH_CONFIG, IMAGE_FORMATS
+from . import controls
+from .ids import msg_id
+from .render import UPLOAD_MAX_BYTES
+from .state import SLIDERS, ViewState
 
 UPLOAD_KB = UPLOAD_MAX_BYTES // 1024
 
 STAGE_COLUMNS = [
-    {"name": "stage", "id": "stage", "editable": False},
-    *(
-        {
-            "name": k.upper(),
-            "id": k,
-            "type": "numeric",
-            "editable": True,
-            "on_change": {"action": "coerce", "failure": "reject"},
-            "validation": {"allow_null": False},
-        }
-        for k in "fbw"
-    ),
+    {"field": "stage", "headerName": "stage", "editable": False, "cellStyle": {"color": "#667"}},
+    *({"field": k, "headerName": k.upper(), "editable": True, "cellDataType": "number"} for k in "fbw"),
 ]
+WRAPPED = {"wrapText": True, "autoHeight": True, "cellStyle": {"lineHeight": "1.25", "padding": "1px 5px"}}
+PERCENT = {"function": "params.value == null ? '' : d3.format('.1%')(params.value)"}
 RANKING_COLUMNS = [
-    {"name": "rank", "id": "rank", "type": "numeric"},
-    {"name": "schedule", "id": "schedule", "type": "text"},
-    {"name": "makespan", "id": "makespan", "type": "numeric"},
-    {"name": "bubble", "id": "bubble", "type": "numeric", "format": FormatTemplate.percentage(1)},
-    {"name": "span", "id": "span", "type": "numeric"},
-    {"name": "peak act.", "id": "peak activation", "type": "numeric"},
-    {"name": "params", "id": "parameters", "type": "numeric"},
-    {"name": "vs baseline", "id": "vs baseline", "type": "text"},
+    {"field": "rank", "headerName": "rank", "minWidth": 64},
+    {"field": "schedule", "headerName": "schedule", "minWidth": 120, **WRAPPED},  # wraps rather than scrolls
+    {"field": "makespan", "headerName": "makespan"},
+    {"field": "bubble", "headerName": "bubble", "valueFormatter": PERCENT},
+    {"field": "span", "headerName": "span"},
+    {"field": "peak activation", "headerName": "peak act."},
+    {"field": "parameters", "headerName": "params"},
+    {"field": "vs baseline", "headerName": "vs baseline", "minWidth": 150, **WRAPPED},
 ]
-WRAPPED = ("schedule", "vs baseline")  # the ranking's columns of free text
 COMPARE_BAR_STYLE = {"display": "flex", "flexWrap": "wrap", "gap": "4px 14px", "alignItems": "center"}
 EXPORTS = [
     ("ops-csv", "ops CSV"),
@@ -48,10 +42,10 @@ EXPORTS = [
 
 
 def layout() -> html.Div:
+    """The abstract page: its stores, the control panel and the charts."""
     state = ViewState()
     return html.Div(
         [
-            dcc.Location(id="url", refresh=False),
             dcc.Download(id="download"),
             dcc.Store(id="upload-store"),
             dcc.Store(id="upload-checked"),
@@ -60,38 +54,11 @@ def layout() -> html.Div:
             dcc.Store(id="zoom-job"),
             dcc.Store(id="axes-sync"),
             dcc.Store(id="zoom-request"),
-            header(),
-            html.Div([panel(state), views()], className="main", id="abstract-view"),
-            model_layout.model_view(),
-            search_layout.search_view(),
+            panel(state),
+            views(),
         ],
-        className="page",
-    )
-
-
-def header() -> html.Header:
-    return html.Header(
-        [
-            html.Div(
-                [
-                    html.H1("ppviz"),
-                    html.Span(
-                        "exact simulation of pipeline-parallel training schedules",
-                        className="subtitle",
-                    ),
-                ],
-                className="brand",
-            ),
-            model_layout.view_tabs(),  # in the header row: a row of its own cost the charts 36 px of an 800 px screen
-            html.Div(
-                [
-                    html.Span("copy link", className="copy-label"),
-                    dcc.Clipboard(id="copy-link", title="copy a link to this exact view", className="clipboard"),
-                ],
-                className="share",
-            ),
-        ],
-        className="header",
+        className="main",
+        id="abstract-view",
     )
 
 
@@ -118,7 +85,7 @@ def panel(state: ViewState) -> html.Aside:
                         optionHeight=48,
                     ),
                     html.Div(controls.schedule_info(state.schedule), id="schedule-info", className="info"),
-                    html.Div(id=controls.msg_id("schedule"), className="control-msg"),
+                    html.Div(id=msg_id("schedule"), className="control-msg"),
                 ],
                 id="row-schedule",
                 className="control",
@@ -129,7 +96,7 @@ def panel(state: ViewState) -> html.Aside:
                     dcc.Dropdown(
                         id="compare", options=controls.compare_options(), value=list(state.compare), multi=True
                     ),
-                    html.Div(id=controls.msg_id("compare"), className="control-msg"),
+                    html.Div(id=msg_id("compare"), className="control-msg"),
                 ],
                 id="row-compare",
                 className="control",
@@ -171,17 +138,20 @@ def stage_table(state: ViewState) -> list:
             "(chunks, V shapes) apply a row to the stages that make up that share.",
             className="help",
         ),
-        dash_table.DataTable(
-            id="stage-table",
-            columns=STAGE_COLUMNS,
-            data=[],
-            editable=True,
-            style_table={"maxHeight": "260px", "overflowY": "auto"},
-            style_cell={"textAlign": "right", "padding": "2px 8px", "fontFamily": "inherit", "minWidth": "48px"},
-            style_data_conditional=[{"if": {"column_editable": False}, "color": "#667"}],
+        html.Div(
+            dag.AgGrid(
+                id="stage-table",
+                columnDefs=STAGE_COLUMNS,
+                rowData=[],
+                defaultColDef={"sortable": False, "resizable": False, "minWidth": 48},
+                dashGridOptions={"domLayout": "autoHeight", "singleClickEdit": True, "animateRows": False},
+                columnSize="responsiveSizeToFit",
+                style={"width": "100%"},
+            ),
+            style={"maxHeight": "260px", "overflowY": "auto"},
         ),
         html.Button("reset to the sliders", id="stage-reset", n_clicks=0, className="button small"),
-        html.Div(id=controls.msg_id("stage_times"), className="control-msg"),
+        html.Div(id=msg_id("stage_times"), className="control-msg"),
     ]
 
 
@@ -214,7 +184,7 @@ def export_panel() -> list:
             className="upload",
         ),
         html.Div(id="upload-error", className="control-msg"),
-        html.Div(id=controls.msg_id("upload"), className="control-msg"),
+        html.Div(id=msg_id("upload"), className="control-msg"),
     ]
 
 
@@ -263,32 +233,33 @@ def views() -> html.Section:
             html.Div(id="cards", className="cards"),
             compare_bar(state),
             html.Div(
-                dash_table.DataTable(
+                dag.AgGrid(
                     id="ranking",
-                    columns=RANKING_COLUMNS,
-                    data=[],
-                    sort_action="native",
-                    style_table={"overflowX": "auto"},
-                    style_cell={"padding": "3px 5px", "fontFamily": "inherit"},
-                    style_cell_conditional=[
-                        {"if": {"column_id": "schedule"}, "textAlign": "left"},
-                        # long names and deltas wrap where the table would not fit its box (1280 px)
-                        *({"if": {"column_id": c}, "whiteSpace": "normal", "height": "auto"} for c in WRAPPED),
-                    ],
-                    style_header={"fontWeight": "600"},
+                    columnDefs=RANKING_COLUMNS,
+                    rowData=[],
+                    defaultColDef={"sortable": True, "resizable": True, "minWidth": 56},
+                    # as compact as the table it replaced, so a comparison's time axis stays on an 800 px screen
+                    dashGridOptions={
+                        "domLayout": "autoHeight",
+                        "animateRows": False,
+                        "rowHeight": 26,
+                        "headerHeight": 28,
+                    },
+                    columnSize="responsiveSizeToFit",
+                    style={"width": "100%"},
                 ),
                 id="ranking-box",
                 style={"display": "none"},
             ),
             job_box(),
             dcc.Loading(
-                dcc.Graph(id="gantt", config=GRAPH_CONFIG, figure=_empty()),
+                dcc.Graph(id="gantt", config=GRAPH_CONFIG, figure=charts.empty()),
                 custom_spinner=_working(),
                 target_components={"gantt": "figure"},
                 delay_show=400,
                 overlay_style={"visibility": "visible", "opacity": 0.6},
             ),
-            html.Div(dcc.Graph(id="memory", config=GRAPH_CONFIG, figure=_empty()), id="memory-box"),
+            html.Div(dcc.Graph(id="memory", config=GRAPH_CONFIG, figure=charts.empty()), id="memory-box"),
             html.Div("", id="render-stamp", className="stamp"),
             html.Div("", id="zoom-stamp", className="stamp"),
             html.Footer(
@@ -306,10 +277,6 @@ def views() -> html.Section:
 def job_box() -> html.Div:
     """Progress of a view drawn in the background (big sizes, searching schedules), with a stop button."""
     return widgets.job_box()
-
-
-def _empty() -> dict:
-    return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 200}}
 
 
 def _working() -> html.Div:

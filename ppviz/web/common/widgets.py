@@ -32,3 +32,28 @@ def job_box(prefix: str = "job-", suffix: str = "", cancel: str = "stop", top: i
         style={"display": "none"},
     )
     return html.Div([box, html.Div(id=f"{prefix}error{suffix}", className="control-msg")] if error else [box])
+
+
+def device_options(devices: int) -> list[dict]:
+    """The picker's choices: every device of the view."""
+    return [{"label": f"device {d}", "value": d} for d in range(max(int(devices), 0))]
+
+
+def row(
+    label: str,
+    widget,
+    *,
+    for_id: str | None,
+    help_text: str = "",
+    show_help: bool = False,
+    message_id: str | dict | None = None,
+    row_id: str | None = None,
+) -> html.Div:
+    """A labelled control of any page: the label (its help as a tooltip), the widget, the help under it
+    when shown, and the box its errors and reasons go to."""
+    children = [html.Label(label, htmlFor=for_id, title=help_text or None, className="label"), widget]
+    if show_help and help_text:
+        children.append(html.Div(help_text, className="help"))
+    if message_id is not None:
+        children.append(html.Div(id=message_id, className="control-msg"))
+    return html.Div(children, className="control", **({"id": row_id} if row_id else {}))

@@ -10,8 +10,9 @@ from dataclasses import dataclass, replace
 
 from ppviz import REGISTRY
 
-from . import controls, limits
-from .url_state import BATCH_FIELDS, CUSTOM, SLIDERS, Parsed, ViewState, encode, parse
+from ...common import limits
+from . import controls
+from .state import BATCH_FIELDS, CUSTOM, SLIDERS, Parsed, ViewState, bounded, encode, parse
 
 CONTROLS = (
     "mode",
@@ -71,7 +72,7 @@ def read(search: object) -> Parsed:
         notes.append(f"the link is longer than {limits.MAX_SEARCH_CHARS:,} characters; showing the default view")
         text = ""
     parsed = parse(text)
-    state, more = limits.bounded(parsed.state)
+    state, more = bounded(parsed.state)
     return Parsed(state, notes + parsed.notes + more)
 
 
@@ -105,7 +106,7 @@ def state_from_controls(
         gbs=None if trigger == "microbatches" else _count(values.get("gbs")),  # the slider gives m itself
         mbs=_count(values.get("mbs")),
         params=chosen,
-        lines=values.get("lines") or (),  # limits.bounded keeps devices only
+        lines=values.get("lines") or (),  # bounded keeps devices only
         baseline=values.get("baseline") if isinstance(values.get("baseline"), str) else None,
         compare_show=values.get("compare_show") if isinstance(values.get("compare_show"), str) else "charts",
         sweep_axis=values.get("sweep_axis") if isinstance(values.get("sweep_axis"), str) else "m",
@@ -136,7 +137,7 @@ def sync(
 ) -> Synced:
     """Both directions: a URL change sets the controls; a control change writes the URL.
 
-    Either way the state passes ``limits.bounded``: a value past its range is clamped, said so in
+    Either way the state passes ``bounded``: a value past its range is clamped, said so in
     the notes, and the control is set to what is used.
     """
     parsed = read(search)
@@ -154,7 +155,7 @@ def sync(
     if trigger == "upload-store" and upload:
         values = {**values, "mode": "single", "schedule": CUSTOM}
     raw = state_from_controls(values, params, rows, parsed.state, trigger, upload)
-    state, notes = limits.bounded(raw)
+    state, notes = bounded(raw)
     out = Synced(state, search=encode(state), notes=notes)
     if notes:  # show what is used instead of what was sent
         out.controls = {name: value for name, value in control_values(state).items() if name != "compare"}
@@ -207,7 +208,7 @@ def _number(value: object, default: float, name: str) -> float:
 
 
 def _count(value: object) -> int | float | None:
-    """A batch box's number (range checks are ``limits.bounded``'s), None when empty or unreadable."""
+    """A batch box's number (range checks are ``bounded``'s), None when empty or unreadable."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return int(value) if isinstance(value, float) and value.is_integer() else value

@@ -9,14 +9,27 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 import zlib
 from dataclasses import dataclass, field, fields, replace
 from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 from ppviz import REGISTRY
+from ppviz.errors import InputError
+from ppviz.iterations import microbatches_for_batch
 from ppviz.schedules.registry import Param
+
+from ...common import validation
+from ...common.limits import (
+    MAX_COMPARE,
+    MAX_DEVICES,
+    MAX_LIMIT,
+    MAX_MICRO_BATCH,
+    MAX_MICROBATCHES,
+    MAX_PARAM,
+    MAX_STAGE_TIME,
+)
+from ...common.validation import num, read_lines, to_float
 
 CUSTOM = "custom"  # the schedule name of an uploaded order
 MAX_ORDER_CHARS = 6000  # an uploaded order travels in the link, compressed, up to this many characters
@@ -33,8 +46,10 @@ class Slider(NamedTuple):
 
 
 SLIDERS: dict[str, Slider] = {
-    "devices": Slider("devices (pipeline ranks)", 1, 64, 1, "devices p; stages follow the schedule's placement"),
-    "microbatches": Slider("microbatches", 1, 512, 1, "microbatches m per training step"),
+    "devices": Slider(
+        "devices (pipeline ranks)", 1, MAX_DEVICES, 1, "devices p; stages follow the schedule's placement"
+    ),
+    "microbatches": Slider("microbatches", 1, MAX_MICROBATCHES, 1, "microbatches m per training step"),
     "f": Slider("F time", 0, 4, 0.05, "forward of one microbatch through one device's share of the model"),
     "b": Slider("B time", 0, 4, 0.05, "backward for inputs (a full backward BW takes B + W)"),
     "w": Slider("W time", 0, 4, 0.05, "backward for weights"),
@@ -45,8 +60,6 @@ SLIDERS: dict[str, Slider] = {
 INT_FIELDS = ("devices", "microbatches")
 BATCH_FIELDS = ("gbs", "mbs")  # global batch and micro-batch size: microbatches = gbs / mbs when both are set
 BATCH_LABELS = {"gbs": "global batch", "mbs": "micro-batch size"}
-MAX_LINES = 8  # devices drawn as lines over the memory band (more could not be told apart)
-MAX_DEVICE_ID = 1023  # a chosen device past the view's devices is not drawn; past this it is junk
 COMPARE_SHOWS = ("charts", "sweep")  # compare mode shows Gantt + memory per schedule, or the sweep chart
 SWEEP_AXES = ("m", "v", "p")  # the sweep runs along microbatches, chunks per device or devices
 
@@ -122,18 +135,18 @@ def encode(state: ViewState) -> str:
     else:
         pairs.append(("schedule", state.schedule))
     for name in SLIDERS:
-        pairs.append((name, _num(getattr(state, name))))
+        pairs.append((name, num(getattr(state, name))))
     if state.limit is not None:
-        pairs.append(("limit", _num(state.limit)))
+        pairs.append(("limit", num(state.limit)))
     for name in BATCH_FIELDS:
         if getattr(state, name) is not None:
-            pairs.append((name, _num(getattr(state, name))))
+            pairs.append((name, num(getattr(state, name))))
     for sched in state.shown:
         for key, value in sorted(state.params.get(sched, {}).items()):
             if value is not None:
-                pairs.append((f"{sched}.{key}", _num(value)))
+                pairs.append((f"{sched}.{key}", num(value)))
     if state.stage_times:
-        cells = (":".join([str(s), *map(_num, fbw)]) for s, fbw in sorted(state.stage_times.items()))
+        cells = (":".join([str(s), *map(num, fbw)]) for s, fbw in sorted(state.stage_times.items()))
         pairs.append(("stage_times", ",".join(cells)))
     if state.order is not None and state.mode != "compare":
         pairs.append(("order", pack_order(state.order)))
@@ -186,14 +199,14 @@ def parse(search: str | None) -> Parsed:
             if value is not None:
                 values[name] = value
     if query.get("limit"):
-        limit = _to_float(query["limit"])
+        limit = to_float(query["limit"])
         if limit is None or limit < 0:
             notes.append(f"memory limit {query['limit']!r} is not a number ≥ 0; no limit line")
         else:
             values["limit"] = limit
     for name in BATCH_FIELDS:
         if query.get(name):
-            v = _to_float(query[name])
+            v = to_float(query[name])
             if v is None or not v.is_integer() or v < 1:
                 notes.append(f"{BATCH_LABELS[name]} {query[name]!r} is not a whole number ≥ 1; left out")
             else:
@@ -232,29 +245,6 @@ def parse(search: str | None) -> Parsed:
     return Parsed(state, notes)
 
 
-def read_lines(value: object, notes: list[str]) -> tuple[int, ...]:
-    """Devices to draw as lines over the memory band, from a link ("3,17") or a dropdown ([3, 17]):
-    whole numbers 0–1023, each once, in order, at most MAX_LINES; anything else is left out with a note."""
-    if value is None or value == "":
-        return ()
-    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
-    if items is None or len(items) > 4 * MAX_LINES:
-        notes.append(f"memory lines {str(value)[:40]!r} is not a list of devices; drawing the highest and lowest peak")
-        return ()
-    out: set[int] = set()
-    for item in items:
-        v = _to_float(item) if isinstance(item, str) else item
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer():
-            notes.append(f"memory lines: {str(item)[:20]!r} is not a device number; left out")
-        elif not 0 <= v <= MAX_DEVICE_ID:
-            notes.append(f"memory lines: device {v:g} is outside 0–{MAX_DEVICE_ID}; left out")
-        else:
-            out.add(int(v))
-    if len(out) > MAX_LINES:
-        notes.append(f"memory lines: at most {MAX_LINES} devices are drawn as lines; kept the first {MAX_LINES}")
-    return tuple(sorted(out)[:MAX_LINES])
-
-
 def pack_order(text: str) -> str:
     """An order CSV as compact link-safe text (zlib, then URL-safe base64)."""
     return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii").rstrip("=")
@@ -267,48 +257,26 @@ def unpack_order(packed: str, max_chars: int = 256 * 1024) -> str:  # the upload
         inflater = zlib.decompressobj()
         data = inflater.decompress(raw, max_chars + 1)
         if len(data) > max_chars or inflater.unconsumed_tail:
-            raise ValueError("the order in the link is too large")
+            raise InputError("the order in the link is too large", field="order")
         if not inflater.eof:
             raise zlib.error("truncated")
         return data.decode("utf-8")
     except (binascii.Error, zlib.error, UnicodeDecodeError):
-        raise ValueError("the order in the link is damaged; upload it again") from None
+        raise InputError("the order in the link is damaged; upload it again", field="order") from None
 
 
 def field_names() -> list[str]:
     return [f.name for f in fields(ViewState)]
 
 
-def _num(v: float | int) -> str:
-    if isinstance(v, bool):
-        return str(int(v))
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
-        return str(int(v))
-    return f"{v:.12g}"
-
-
-def _to_float(text: str) -> float | None:
-    try:
-        v = float(text)
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
-
-
 def _read_number(name: str, raw: str, spec: Slider, integer: bool, notes: list[str]) -> float | int | None:
-    v = _to_float(raw)
-    if v is None or (integer and not v.is_integer()):
-        notes.append(f"{name}={raw!r} is not a {'whole number' if integer else 'number'}; using its default")
-        return None
-    if not spec.low <= v <= spec.high:
-        clamped = float(min(max(v, spec.low), spec.high))
-        notes.append(f"{name} {_num(v)} is outside {_num(spec.low)}–{_num(spec.high)}; using {_num(clamped)}")
-        v = clamped
-    return int(v) if integer else v
+    """A slider's value from the link, bounded by ``validation.in_range`` like every other number."""
+    v = to_float(raw)
+    return validation.in_range(name, raw if v is None else v, spec.low, spec.high, integer, notes)
 
 
 def _read_param(param: Param, raw: str) -> float | int | None:
-    v = _to_float(raw)
+    v = to_float(raw)
     if v is None:
         return None
     if param.type is int:
@@ -320,9 +288,137 @@ def _read_stage_times(raw: str, notes: list[str]) -> dict[int, tuple[float, floa
     out: dict[int, tuple[float, float, float]] = {}
     for cell in raw.split(","):
         parts = cell.split(":")
-        nums = [_to_float(x) for x in parts[1:]]
+        nums = [to_float(x) for x in parts[1:]]
         if len(parts) != 4 or not parts[0].isdigit() or None in nums:
             notes.append(f"stage time {cell!r} is not stage:f:b:w; left out")
             continue
         out[int(parts[0])] = tuple(nums)  # type: ignore[assignment]
+    return out
+
+
+def bounded(state: ViewState) -> tuple[ViewState, list[str]]:
+    """``state`` with every field of a known type and within its range; a note for each change."""
+    notes: list[str] = []
+    default = ViewState()
+    values: dict = {}
+    if state.mode not in ("single", "compare"):
+        values["mode"] = "single"
+    if not isinstance(state.schedule, str) or (state.schedule not in REGISTRY and state.schedule != CUSTOM):
+        notes.append(f"unknown schedule {validation.show(state.schedule)}; showing {default.schedule}")
+        values["schedule"] = default.schedule
+    compare = state.compare if isinstance(state.compare, (list, tuple)) else ()
+    known = [n for n in compare if isinstance(n, str) and n in REGISTRY]
+    if len(known) != len(compare):
+        notes.append("unknown schedules left out of the comparison")
+    known = list(dict.fromkeys(known))
+    if len(known) > MAX_COMPARE:
+        notes.append(f"compare takes at most {MAX_COMPARE} schedules; kept the first {MAX_COMPARE}")
+    if tuple(known[:MAX_COMPARE]) != tuple(compare):
+        values["compare"] = tuple(known[:MAX_COMPARE])
+    for name, spec in SLIDERS.items():
+        value = getattr(state, name)
+        clean = validation.in_range(name, value, spec.low, spec.high, name in ("devices", "microbatches"), notes)
+        if clean is None:
+            clean = getattr(default, name)
+        if clean != value or type(clean) is not type(value):
+            values[name] = clean
+    if state.limit is not None:
+        limit = validation.in_range("memory limit", state.limit, 0, MAX_LIMIT, False, notes)
+        if limit != state.limit:
+            values["limit"] = limit
+    values.update(_bounded_batch(state, notes))
+    params = _bounded_params(state.params, notes)
+    if params != state.params:
+        values["params"] = params
+    devices = values.get("devices", state.devices)
+    stage_times = _bounded_stage_times(state.stage_times, devices, notes)
+    if stage_times != state.stage_times:
+        values["stage_times"] = stage_times
+    if state.order is not None and not isinstance(state.order, str):
+        values["order"] = None
+    lines = read_lines(state.lines, notes)
+    if lines != state.lines:
+        values["lines"] = lines
+    compared = values.get("compare", state.compare)
+    if state.baseline is not None and state.baseline not in compared:
+        values["baseline"] = None  # the first compared schedule is the baseline
+    if state.compare_show not in COMPARE_SHOWS:
+        values["compare_show"] = default.compare_show
+    if state.sweep_axis not in SWEEP_AXES:
+        values["sweep_axis"] = default.sweep_axis
+    state = replace(state, **values) if values else state
+    if state.schedule == CUSTOM and state.order is None:
+        state = replace(state, schedule=default.schedule)
+    return state, notes
+
+
+def _bounded_batch(state: ViewState, notes: list[str]) -> dict:
+    """Global batch and micro-batch size as whole numbers in range; when both are set and divide,
+    the microbatch count they give (a pair that does not divide is left for ``batch_error`` to say)."""
+    out: dict = {}
+    mbs = state.mbs
+    for name, high in (("mbs", MAX_MICRO_BATCH), ("gbs", MAX_MICROBATCHES * MAX_MICRO_BATCH)):
+        value = getattr(state, name)
+        if value is None:
+            continue
+        if name == "gbs" and isinstance(mbs, int):
+            high = MAX_MICROBATCHES * mbs
+        clean = validation.in_range(BATCH_LABELS[name], value, 1, high, True, notes)
+        if clean != value or type(clean) is not type(value):
+            out[name] = clean
+        if name == "mbs":
+            mbs = clean
+    gbs = out.get("gbs", state.gbs)
+    if gbs is not None and mbs is not None and batch_error(gbs, mbs) is None:
+        out["microbatches"] = gbs // mbs
+    return out
+
+
+def batch_error(gbs: int | None, mbs: int | None) -> str | None:
+    """Why a global batch and a micro-batch size give no microbatch count (None when they do, or are unset)."""
+    if gbs is None or mbs is None:
+        return None
+    try:
+        microbatches_for_batch(gbs, mbs)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def _bounded_params(params: object, notes: list[str]) -> dict:
+    out: dict[str, dict] = {}
+    if not isinstance(params, dict):
+        return out
+    for sched, chosen in params.items():
+        spec = REGISTRY.get(sched) if isinstance(sched, str) else None
+        if spec is None or not isinstance(chosen, dict):
+            continue
+        for pname, value in chosen.items():
+            param = spec.param(pname) if isinstance(pname, str) else None
+            if param is None or value is None:
+                continue
+            high = param.high if param.high is not None else MAX_PARAM[param.type]
+            clean = validation.in_range(f"{sched} {pname}", value, param.low, high, param.type is int, notes)
+            if clean is not None:
+                out.setdefault(sched, {})[pname] = clean
+    return out
+
+
+def _bounded_stage_times(stage_times: object, devices: int, notes: list[str]) -> dict:
+    out: dict[int, tuple[float, float, float]] = {}
+    if not isinstance(stage_times, dict):
+        return out
+    for share, fbw in stage_times.items():
+        if isinstance(share, bool) or not isinstance(share, int) or not 0 <= share < devices:
+            continue
+        if not isinstance(fbw, (list, tuple)) or len(fbw) != 3:
+            continue
+        times = [validation.finite(t) for t in fbw]
+        if None in times:
+            notes.append(f"per-stage times of share {share} are not numbers; left out")
+            continue
+        if any(abs(t) > MAX_STAGE_TIME for t in times):
+            notes.append(f"per-stage times of share {share} are past ±{MAX_STAGE_TIME:g}; left out")
+            continue
+        out[share] = tuple(times)
     return out

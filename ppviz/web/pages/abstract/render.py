@@ -10,59 +10,45 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-
-import numpy as np
 
 import ppviz
 from ppviz import REGISTRY, figures, formats
 from ppviz import sweep as sweeps
+from ppviz.errors import InputError
 from ppviz.ir import KIND_INDEX, Kind
 
-from . import limits
-from .url_state import CUSTOM, MAX_ORDER_CHARS, ViewState
+from ...common import caches, limits, validation
+from ...common.charts import (
+    BARS_MAX_OPS,
+    GANTT_MAX_PX,
+    MEMORY_LINES,
+    MEMORY_PX,
+    lines_of,
+    lines_reason,
+    message_figure,
+    percent_change,
+    signed,
+)
+from . import budget, ids
+from .state import CUSTOM, MAX_ORDER_CHARS, ViewState, batch_error, pack_order
 
 log = logging.getLogger(__name__)
 
-# Gantt bars are drawn one per op up to this many ops; past it the chart is a heatmap overview.
-# Measured slider-release-to-chart in headless Chromium (bench/bench_page.py --sweep): bars 1.1 s
-# at 5k ops, 1.45 s at 10k, 4.8 s at 15k; the overview 0.3-0.7 s up to 20k and 1.1 s at 50k.
-BARS_MAX_OPS = 8_000
-UPLOAD_MAX_BYTES = limits.MAX_ORDER_BYTES
 # Runs kept per worker, by the bytes they hold, so that a zoom or a limit-line move simulates nothing again.
 RUN_CACHE_BYTES = int(float(os.environ.get("PPVIZ_RUN_CACHE_MB", "48")) * 2**20)
 # Bytes of a run's Python objects besides its numpy columns (measured with tracemalloc: ~57 per action).
 ACTION_BYTES = 64
 DEVICE_BYTES = 512
+UPLOAD_MAX_BYTES = limits.MAX_ORDER_BYTES
 OVERVIEW_NOTE = " · zoom in for bars"
-# Chart heights on the page, so that cards, both charts and the time axis fit a 1280×800 screen:
-# the Gantt grows with devices up to GANTT_MAX_PX (zoom on the device axis for a range of them).
-GANTT_MAX_PX = 330
-MEMORY_PX = 260
-MEMORY_LINES = 8  # past this many devices, memory is a min–max band with the highest and lowest as lines
 SLIDER_CONTROLS = ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees")
-IMAGE_FORMATS = ("svg", "png")
-
-
-def graph_config(image_format: str = "svg", filename: str = "ppviz") -> dict:
-    """Chart options: the modebar's camera button saves the chart as SVG or PNG (at 2× for PNG)."""
-    fmt = image_format if image_format in IMAGE_FORMATS else "svg"
-    return {
-        "displaylogo": False,
-        "toImageButtonOptions": {"format": fmt, "filename": filename, "scale": 2 if fmt == "png" else 1},
-    }
 
 
 def file_stem(state: ViewState) -> str:
     """Downloads are named after what is shown: ``zb-v_p8_m32`` (``compare_…`` in compare mode)."""
     name = state.schedule if state.mode == "single" else "compare"
     return f"{name}_p{state.devices}_m{state.microbatches}"
-
-
-GRAPH_CONFIG = graph_config()
 
 
 @dataclass
@@ -87,10 +73,10 @@ def schedule_of(state: ViewState, name: str, costs: ppviz.Costs | None = None) -
     """The order to show; searching schedules are built under ``costs`` (the view's op times)."""
     if name == CUSTOM:
         if state.order is None:
-            raise ValueError("no order uploaded: upload a PyTorch-format order CSV")
-        limits.check_order(state.order)
+            raise InputError("no order uploaded: upload a PyTorch-format order CSV", field="order")
+        validation.check_order(state.order)
         schedule = formats.read_torch_csv(state.order, max_bytes=UPLOAD_MAX_BYTES)
-        limits.check_order_size(schedule.devices, schedule.microbatches)
+        validation.check_order_size(schedule.devices, schedule.microbatches)
         return schedule
     return ppviz.build(name, state.devices, state.microbatches, costs=costs, **state.params_of(name))
 
@@ -105,8 +91,12 @@ def run_of(state: ViewState, name: str) -> ppviz.Run:
     return ppviz.evaluate(schedule_of(state, name, costs), costs)
 
 
-_RUN_CACHE: OrderedDict[tuple, tuple[ppviz.Run, int]] = OrderedDict()
-_RUN_CACHE_LOCK = threading.Lock()
+def held_bytes(entry: tuple[ppviz.Run, int]) -> int:
+    """What a cached (run, bytes) entry holds (``run_bytes``, measured once when it was kept)."""
+    return entry[1]
+
+
+RUNS = caches.Cache(RUN_CACHE_BYTES, getsizeof=held_bytes)
 
 
 def cached_run(state: ViewState, name: str) -> ppviz.Run:
@@ -116,27 +106,16 @@ def cached_run(state: ViewState, name: str) -> ppviz.Run:
     limit line, switching mode or going back to a schedule shown before simulates nothing.
     """
     key = run_key(state, name)
-    with _RUN_CACHE_LOCK:
-        hit = _RUN_CACHE.get(key)
-        if hit is not None:
-            _RUN_CACHE.move_to_end(key)
-            return hit[0]
+    hit = RUNS.get(key)
+    if hit is not None:
+        return hit[0]
     run = run_of(state, name)
-    size = run_bytes(run, key)
-    if size > RUN_CACHE_BYTES:
-        return run  # bigger than the whole cache: kept only while it is drawn
-    with _RUN_CACHE_LOCK:
-        _RUN_CACHE[key] = (run, size)
-        held = sum(b for _, b in _RUN_CACHE.values())
-        while held > RUN_CACHE_BYTES:
-            _, (_, dropped) = _RUN_CACHE.popitem(last=False)
-            held -= dropped
+    RUNS.put(key, (run, run_bytes(run, key)))  # bigger than the whole cache: kept only while it is drawn
     return run
 
 
 def is_cached(state: ViewState, name: str) -> bool:
-    with _RUN_CACHE_LOCK:
-        return run_key(state, name) in _RUN_CACHE
+    return run_key(state, name) in RUNS
 
 
 def run_bytes(run: ppviz.Run, key: tuple = ()) -> int:
@@ -147,8 +126,7 @@ def run_bytes(run: ppviz.Run, key: tuple = ()) -> int:
 
 
 def run_cache_bytes() -> int:
-    with _RUN_CACHE_LOCK:
-        return sum(b for _, b in _RUN_CACHE.values())
+    return RUNS.held
 
 
 def run_key(state: ViewState, name: str) -> tuple:
@@ -163,35 +141,8 @@ def run_key(state: ViewState, name: str) -> tuple:
 
 
 def clear_run_cache() -> None:
-    with _RUN_CACHE_LOCK:
-        _RUN_CACHE.clear()
-        _SWEEP_CACHE.clear()
-
-
-def message_figure(text: str) -> dict:
-    """A chart-sized placeholder that says why there is no chart (never a blank area)."""
-    return {
-        "data": [],
-        "layout": {
-            "xaxis": {"visible": False},
-            "yaxis": {"visible": False},
-            "height": 180,
-            "annotations": [
-                {
-                    "text": _wrap(text),
-                    "showarrow": False,
-                    "xref": "paper",
-                    "yref": "paper",
-                    "x": 0.5,
-                    "y": 0.5,
-                    "font": {"size": 14, "color": "#1d2433"},
-                }
-            ],
-            "paper_bgcolor": "#f6f7fa",
-            "plot_bgcolor": "#f6f7fa",
-            "margin": {"l": 20, "r": 20, "t": 20, "b": 20},
-        },
-    }
+    RUNS.clear()
+    SWEEPS.clear()
 
 
 def gantt_figure(run: ppviz.Run, title: str | None = None, window: tuple[float, float] | None = None):
@@ -228,8 +179,8 @@ def zoomed(state: ViewState, window: tuple[float, float] | str, background: bool
     A run past a synchronous request's budget that this worker does not hold (a background job
     drew it) raises LookupError unless ``background``: the zoom is then left to a background job.
     """
-    limits.check(state)
-    if not background and limits.in_background(state) and not is_cached(state, state.schedule):
+    budget.check(state)
+    if not background and budget.in_background(state) and not is_cached(state, state.schedule):
         raise LookupError("the run is not held by this worker")
     run = cached_run(state, state.schedule)
     return gantt_figure(run, window=None if window == "full" else window)
@@ -247,14 +198,14 @@ def render(state: ViewState, background: bool = False) -> View:
         text = f"pick 2–{limits.MAX_COMPARE} schedules to compare"
         return View(message_figure(text), None, [], [], {"compare": ("error", text)}, _disabled(state, [])[0])
     try:
-        batch = limits.batch_error(state.gbs, state.mbs)
+        batch = batch_error(state.gbs, state.mbs)
         if batch is not None and CUSTOM not in names:
-            raise ValueError(batch)
-        limits.check(state)
+            raise InputError(batch, field="gbs")
+        budget.check(state)
     except ValueError as e:
-        errors[names[0]] = str(e)
+        errors[names[0]] = e
         names = names[:1]
-    if not errors and not background and limits.in_background(state):
+    if not errors and not background and budget.in_background(state):
         text = f"Drawing {' and '.join(names)} at {state.devices} × {state.microbatches} in the background…"
         placeholder = message_figure(text)
         memory = None if state.mode == "compare" else placeholder
@@ -263,15 +214,15 @@ def render(state: ViewState, background: bool = False) -> View:
         try:
             runs.append(cached_run(state, name))
         except ValueError as e:
-            errors[name] = str(e)
+            errors[name] = e
         except Exception as e:  # a bug, not a bad input: say so on the page instead of answering 500
             log.exception("simulating %s failed", name)
-            errors[name] = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
+            errors[name] = ValueError(f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it")
     disabled, messages = _disabled(state, runs)
     if errors:
-        name, text = next(iter(errors.items()))
-        shown = f"{name}: {text}" if len(names) > 1 else text
-        messages[control_for(text, state, name)] = ("error", shown)
+        name, error = next(iter(errors.items()))
+        shown = f"{name}: {error}" if len(names) > 1 else str(error)
+        messages[control_for(error, state, name)] = ("error", shown)
         # One empty state that says why (the memory chart is hidden, not drawn empty)
         return View(message_figure(f"Nothing to draw. {shown}"), None, [], [], messages, disabled, runs, "none")
     if state.mode == "compare":
@@ -295,14 +246,16 @@ def render(state: ViewState, background: bool = False) -> View:
     return View(gantt, memory, cards(run, drawn_as), [], messages, disabled, runs, drawn_as)
 
 
-def cards(run: ppviz.Run, drawn_as: str = "bars") -> list[tuple[str, str, str]]:
-    """Metric cards: (label, value, detail)."""
+def cards(
+    run: ppviz.Run, drawn_as: str = "bars", window: tuple[float, float] | None = None
+) -> list[tuple[str, str, str]]:
+    """Metric cards: (label, value, detail); zoomed into a time ``window``, the size card counts the ops in view."""
     m = run.metrics
     peak = max(m.peak_activation)
     peak_dev = m.peak_activation.index(peak)
     spec = REGISTRY.get(run.schedule.name)
     fm, fb = m.formula_makespan, m.formula_bubble_fraction
-    ops = size_detail(run, drawn_as)
+    ops = size_detail(run, drawn_as, window)
     return [
         ("makespan", f"{m.makespan:g}", f"closed form {fm:g}" if fm is not None else "no closed form here"),
         (
@@ -322,9 +275,6 @@ def cards(run: ppviz.Run, drawn_as: str = "bars") -> list[tuple[str, str, str]]:
         ),
         ("size", f"{run.schedule.devices}×{run.schedule.microbatches}", ops),
     ]
-
-
-SIZE_CARD = 4  # the size card's place among the cards (a zoom patches its detail)
 
 
 def size_detail(run: ppviz.Run, drawn_as: str, window: tuple[float, float] | None = None) -> str:
@@ -367,55 +317,39 @@ def ranking(runs: list[ppviz.Run], baseline: str | None = None) -> list[dict]:
     return rows
 
 
-def percent_change(value: float, base: float) -> str:
-    """``value`` against ``base`` in percent, signed with a true minus: "−12.0%" (n/a against 0)."""
-    if base == 0:
-        return "±0%" if value == 0 else "n/a %"
-    return signed(100 * (value - base) / base, ".1f") + "%"
-
-
-def signed(delta: float, fmt: str = "g") -> str:
-    """A difference with its sign and a true minus, ± for none: "+3.1", "−0.5", "±0"."""
-    if abs(delta) < 1e-12:
-        return "±0"
-    return ("+" if delta > 0 else "−") + format(abs(delta), fmt)
-
-
 SWEEP_METRICS = [
     ("makespan", "makespan (units)", 1.0),
     ("bubble_fraction", "bubble (%)", 100.0),
     ("peak_activation", "peak activation (units)", 1.0),
 ]
-_SWEEP_CACHE: OrderedDict[tuple, list[dict]] = OrderedDict()
-SWEEP_CACHE_SIZE = 8
+SWEEPS = caches.Cache(8)  # the last few sweeps of this worker
 
 
 def sweep_rows(state: ViewState) -> list[dict]:
     """``ppviz.sweep`` of the compared schedules along the view's sweep axis, under the view's costs.
 
-    Points past the page's work limit (``limits.sweep_plan``: the cheapest first) are gaps that
+    Points past the page's work limit (``budget.sweep_plan``: the cheapest first) are gaps that
     say so and give the CLI command instead. The last few sweeps are kept per worker.
     """
-    values = limits.sweep_values(state)
+    values = budget.sweep_values(state)
     costs = ppviz.make_costs(**costs_kwargs(state), stage_times=state.stage_times)
     names = [n for n in state.compare if n != CUSTOM]
     params = {n: state.params_of(n) for n in names}
     key = (tuple(names), state.sweep_axis, tuple(values), state.devices, state.microbatches, repr(costs), repr(params))
-    with _RUN_CACHE_LOCK:
-        if key in _SWEEP_CACHE:
-            _SWEEP_CACHE.move_to_end(key)
-            return _SWEEP_CACHE[key]
-    allowed, _ = limits.sweep_plan(state)
+    hit = SWEEPS.get(key)
+    if hit is not None:
+        return hit
+    allowed, _ = budget.sweep_plan(state)
 
     def guard(name: str, devices: int, microbatches: int, own: dict) -> str | None:
         value = {"m": microbatches, "p": devices}.get(state.sweep_axis, own.get("chunks"))
         if value is None or (name, value) in allowed:
             return None
         return (
-            f"past the page's work limit: use the CLI: {limits.cli_command(limits.at_value(state, name, value), name)}"
+            f"past the page's work limit: use the CLI: {budget.cli_command(budget.at_value(state, name, value), name)}"
         )
 
-    known = {(n, v): cached_run(state, n) for n in names for v in values if limits.own_point(state, n, v)}
+    known = {(n, v): cached_run(state, n) for n in names for v in values if budget.own_point(state, n, v)}
     rows = sweeps.sweep(
         names,
         state.sweep_axis,
@@ -427,10 +361,7 @@ def sweep_rows(state: ViewState) -> list[dict]:
         guard=guard,
         known=known,
     )
-    with _RUN_CACHE_LOCK:
-        _SWEEP_CACHE[key] = rows
-        while len(_SWEEP_CACHE) > SWEEP_CACHE_SIZE:
-            _SWEEP_CACHE.popitem(last=False)
+    SWEEPS.put(key, rows)
     return rows
 
 
@@ -454,41 +385,16 @@ def _own_limit(state: ViewState, name: str) -> float | None:
     return own if own is not None else state.limit
 
 
-def control_for(message: str, state: ViewState, schedule: str) -> str:
-    """The control a core error message is about: the earliest control name the message mentions."""
+def control_for(error: Exception, state: ViewState, schedule: str) -> str:
+    """The control an error belongs to, by the field it names (``InputError.field``): a parameter of
+    ``schedule``, a control of ``ids.FIELD_CONTROLS``, else the schedule picker (compare's in compare mode)."""
+    name = getattr(error, "field", None)
     spec = REGISTRY.get(schedule)
-    words: dict[str, str] = {}
-    if spec is not None:
-        for p in spec.params:
-            for form in (p.name, p.name.replace("_", " ")):
-                words[form] = f"{schedule}.{p.name}"
-    if schedule == CUSTOM:
-        for form in ("order", "rank", "row", "action", "stage", "microbatch"):
-            words[form] = "upload"
-    words.update(
-        {
-            "per-stage": "stage_times",
-            "stage": "stage_times",
-            "devices": "devices",
-            "microbatches": "microbatches",
-            "p2p": "p2p",
-            "latency": "p2p",
-            "overlap": "overlap",
-            "b_frees": "b_frees",
-            "memory limit": "limit",
-            "global batch": "gbs",
-            "micro-batch size": "gbs",
-            "F, B and W": "f",  # all-zero op times: beside the first of their sliders
-        }
-    )
-    best, where = "schedule", len(message) + 1
-    for form, control in words.items():
-        m = re.search(rf"(?<![\w-]){re.escape(form)}(?![\w-])", message)
-        if m and m.start() < where:
-            best, where = control, m.start()
-    if best == "schedule" and state.mode == "compare":
-        return "compare"
-    return best
+    if name is not None and spec is not None and spec.param(name) is not None:
+        return f"{schedule}.{name}"
+    if schedule == CUSTOM and name in ids.SET_BY_ORDER:
+        return "upload"
+    return ids.FIELD_CONTROLS.get(name, "compare" if state.mode == "compare" else "schedule")
 
 
 def export(state: ViewState, kind: str) -> dict:
@@ -497,12 +403,12 @@ def export(state: ViewState, kind: str) -> dict:
         raise ValueError("nothing on screen to export: pick a schedule")
     name = state.shown[0]
     one = replace(state, mode="single", schedule=name)
-    limits.check(one)
-    size = limits.actions(one, name)
-    if size > limits.EXPORT_MAX_OPS:
+    budget.check(one)
+    size = budget.actions(one, name)
+    if size > budget.EXPORT_MAX_OPS:
         raise ValueError(
-            f"{name} has about {size:,} ops, more than the page exports ({limits.EXPORT_MAX_OPS:,}): "
-            f"use the CLI: {limits.cli_command(one, name, ' --json > run.json')}"
+            f"{name} has about {size:,} ops, more than the page exports ({budget.EXPORT_MAX_OPS:,}): "
+            f"use the CLI: {budget.cli_command(one, name, ' --json > run.json')}"
         )
     run = cached_run(one, name)
     stem = f"{name}_p{run.schedule.devices}_m{run.schedule.microbatches}"
@@ -519,29 +425,16 @@ def export(state: ViewState, kind: str) -> dict:
 
 def read_upload(contents: str, filename: str | None) -> str:
     """The text of an uploaded order, checked by the strict parser (never evaluated as code)."""
-    import base64
-    import binascii
-
     name = filename if isinstance(filename, str) and filename else "the file"
-    header, _, data = (contents if isinstance(contents, str) else "").partition(",")
-    if not data or ";base64" not in header:
-        raise ValueError("the upload is empty: choose a PyTorch-format order CSV")
-    padding = len(data) - len(data.rstrip("="))  # base64 pads to 4 characters: 1 or 2 of them decode to nothing
-    if len(data) * 3 // 4 - padding > UPLOAD_MAX_BYTES:
-        raise ValueError(f"{name} is larger than {UPLOAD_MAX_BYTES // 1024} KB: upload a smaller order")
-    try:
-        text = base64.b64decode(data, validate=True).decode("utf-8-sig")
-    except (binascii.Error, UnicodeDecodeError):
-        raise ValueError(f"{name} is not UTF-8 text: upload a CSV") from None
-    limits.check_order(text)
+    text = validation.uploaded_text(contents, name, UPLOAD_MAX_BYTES, field="order")
+    validation.check_order(text)
     schedule = formats.read_torch_csv(text, max_bytes=UPLOAD_MAX_BYTES)  # ValueError on anything but a valid order
-    limits.check_order_size(schedule.devices, schedule.microbatches)
-    from .url_state import pack_order
-
+    validation.check_order_size(schedule.devices, schedule.microbatches)
     if len(pack_order(text)) > MAX_ORDER_CHARS:
-        raise ValueError(
+        raise InputError(
             f"{name} is too large to keep in a shareable link "
-            f"(more than {MAX_ORDER_CHARS:,} characters compressed): upload a smaller order"
+            f"(more than {MAX_ORDER_CHARS:,} characters compressed): upload a smaller order",
+            field="order",
         )
     return text
 
@@ -569,7 +462,7 @@ def _disabled(state: ViewState, runs: list) -> tuple[dict[str, bool], dict[str, 
         reasons["overlap"] = ("reason", f"no overlapped F&B pairs in {which}")
     if CUSTOM not in names and (state.gbs is None) != (state.mbs is None):
         reasons["gbs"] = ("reason", "give both to set the microbatches (global batch ÷ micro-batch size)")
-    elif CUSTOM not in names and state.gbs is not None and limits.batch_error(state.gbs, state.mbs) is None:
+    elif CUSTOM not in names and state.gbs is not None and batch_error(state.gbs, state.mbs) is None:
         reasons["gbs"] = ("reason", f"{state.gbs} ÷ {state.mbs} = {state.microbatches} microbatches")
     if state.devices == 1 and CUSTOM not in names:
         reasons["p2p"] = ("reason", "one device: nothing crosses devices")
@@ -589,7 +482,7 @@ def limit_change(before: ViewState, after: ViewState) -> tuple[int, bool, dict |
     old, new = _limit(before), _limit(after)
     if old == new:
         return None
-    if limits.in_background(after) and not is_cached(after, after.schedule):
+    if budget.in_background(after) and not is_cached(after, after.schedule):
         raise LookupError("the run is not held by this worker")
     run = cached_run(after, after.schedule)
     line = None
@@ -597,23 +490,6 @@ def limit_change(before: ViewState, after: ViewState) -> tuple[int, bool, dict |
         memory = figures.memory(run, limit=new, band_over=MEMORY_LINES, lines=lines_of(after, run))
         line = figures.encode(memory["data"][-1])
     return figures.memory_traces(run, MEMORY_LINES, lines_of(after, run)), old is not None, line  # after the peaks
-
-
-def lines_of(state, run: ppviz.Run) -> list[int] | None:
-    """The chosen devices the run has, to draw as lines over the memory band; None: the automatic pair."""
-    chosen = [d for d in state.lines if d < run.schedule.devices]
-    return chosen or None
-
-
-def lines_reason(state, run: ppviz.Run, peaks) -> tuple[str, str]:
-    """What the memory-lines picker does for this run (shown beside it)."""
-    p = run.schedule.devices
-    if p <= MEMORY_LINES:
-        return ("reason", f"up to {MEMORY_LINES} devices every device is drawn as a line")
-    if lines_of(state, run) is None:
-        high, low = int(np.argmax(peaks)), int(np.argmin(peaks))
-        return ("reason", f"automatic: device {high} (highest peak) and device {low} (lowest) over the band")
-    return ("reason", f"over the min–max band of all {p} devices")
 
 
 def _limit(state: ViewState) -> float | None:
@@ -635,15 +511,3 @@ def _title(run: ppviz.Run) -> str:
         f"{k}={v}" for k, v in s.params.items() if k != "microbatches" and v is not None and quiet.get(k) != v
     )
     return s.name + (f" ({extra})" if extra else "")
-
-
-def _wrap(text: str, width: int = 90) -> str:
-    words, lines, line = text.split(), [], ""
-    for word in words:
-        if line and len(line) + len(word) + 1 > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    lines.append(line)
-    return "<br>".join(lines)

@@ -12,8 +12,9 @@ from typing import NamedTuple
 from ppviz import REGISTRY
 from ppviz.estimate import specs
 
-from . import limits
-from .model_state import Field, ModelState, _num, _number, read_hash, read_presets, view_of
+from ...common import commands, validation
+from ...common.cluster import Field, ModelState, read_presets
+from ...common.url_hash import read_hash, view_of
 
 PREFIX = "s."
 DEFAULT_SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-v")
@@ -60,7 +61,7 @@ class Parsed(NamedTuple):
 def encode(state: SearchState) -> dict[str, str]:
     pairs = {"model": state.model, "gpu": state.gpu, "schedules": ",".join(state.schedules)}
     pairs["tp_mode"] = ",".join(state.tp_modes)
-    pairs |= {name: _num(getattr(state, name)) for name in FIELDS}
+    pairs |= {name: validation.num(getattr(state, name)) for name in FIELDS}
     return {PREFIX + k: v for k, v in pairs.items()}
 
 
@@ -105,7 +106,7 @@ def bounded(raw: dict) -> tuple[SearchState, list[str]]:
     for name, f in FIELDS.items():
         if raw.get(name) is None or raw.get(name) == "":
             continue
-        v = limits._in_range(name, _number(raw[name]), f.low, f.high, f.integer, notes)
+        v = validation.in_range(name, validation.number(raw[name]), f.low, f.high, f.integer, notes)
         if v is not None:
             values[name] = v
     return replace(base, **values), notes
@@ -125,10 +126,18 @@ def check_groups(state: SearchState, groups: int | None) -> None:
 
 
 def cli_command(state: SearchState) -> str:
-    return (
-        f"ppviz search --model {state.model} --gpu {state.gpu} --gpus {state.gpus} --gbs {state.gbs} "
-        f"--seq {state.seq} --schedules {','.join(state.schedules)} --headroom {state.headroom / 100:g} "
-        f"--tp-mode {','.join(state.tp_modes)} --top {state.top}"
+    """The ``ppviz search`` command of the page's inputs (what to run past the page's bounds)."""
+    return commands.command(
+        "search",
+        model=state.model,
+        gpu=state.gpu,
+        gpus=state.gpus,
+        gbs=state.gbs,
+        seq=state.seq,
+        schedules=",".join(state.schedules),
+        headroom=state.headroom / 100,
+        tp_mode=",".join(state.tp_modes),
+        top=state.top,
     )
 
 

@@ -1,4 +1,4 @@
-"""The model & cluster view's controls and charts, and the switch between the page's three views.
+"""The model & cluster page's controls and charts.
 
 Every view stays mounted (hidden ones have ``display: none``) so that each keeps its callbacks and
 its state while another is shown; the URL's hash says which one is on screen.
@@ -12,11 +12,12 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
 
-from . import widgets
-from .controls import device_options
-from .model_state import GPU_FIELDS, LAYOUT_FIELDS, MAX_COMPARE, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
-from .model_views import CARD_LABELS
-from .views import GRAPH_CONFIG
+from ...common import charts, widgets
+from ...common.charts import GRAPH_CONFIG
+from ...common.cluster import GPU_FIELDS, LAYOUT_FIELDS, MAX_COMPARE, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
+from ...common.widgets import device_options
+from .ids import bar_id, card_id, cid, msg_id
+from .render import CARD_LABELS
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split", "lines")
 CONTROLS += ("baseline", "compare_show", "sweep_axis", "tpo")
@@ -30,40 +31,6 @@ ZERO_LABELS = {
 }
 RANKING_COLUMNS = ("rank", "schedule", "iteration (ms)", "tokens/s", "MFU", "bubble (ms)", "peak (GB)", "fits")
 RANKING_COLUMNS += ("vs baseline",)
-
-
-def cid(name: str) -> str:
-    """The component id of one of this view's controls (``tp-model``)."""
-    return f"{name}-model"
-
-
-def card_id(part: str, key: str) -> str:
-    """A card's ``value`` or ``detail`` box: the page keeps the boxes and a move sets their text only
-    (new elements in a callback's answer cost the browser a pass over the page for each). A string,
-    not a pattern id: the renderer finds a string id by one lookup, a dict id by a search of the page."""
-    return f"card-{part}-{key}-model"
-
-
-def bar_id(part: str, row: int) -> str:
-    """A breakdown row (``row``) or its ``label``, ``bar`` or ``text``, kept on the page like the cards."""
-    return f"breakdown-{part}-{row}-model"
-
-
-def msg_id(name: str) -> str:
-    """A control's message box: a string id like the cards' (see ``card_id``)."""
-    return f"msg-{name}-model"
-
-
-def view_tabs() -> dcc.Tabs:
-    return dcc.Tabs(
-        id="view-tabs",
-        value="abstract",
-        children=[
-            dcc.Tab(label="abstract schedules", value="abstract"),
-            dcc.Tab(label="model & cluster", value="model"),
-            dcc.Tab(label="search layouts", value="search"),
-        ],
-    )
 
 
 def control_values(state: ModelState) -> dict[str, object]:
@@ -107,15 +74,14 @@ def model_view() -> html.Div:
 
 
 def _row(name: str, label: str, widget, help_text: str = "") -> html.Div:
-    return html.Div(
-        [
-            html.Label(label, htmlFor=cid(name), title=help_text, className="label"),
-            widget,
-            html.Div(help_text, className="help") if help_text else None,
-            html.Div(id=msg_id(name), className="control-msg"),
-        ],
-        className="control",
-        id=f"row-{name}-model",
+    return widgets.row(
+        label,
+        widget,
+        for_id=cid(name),
+        help_text=help_text,
+        show_help=True,
+        message_id=msg_id(name),
+        row_id=f"row-{name}-model",
     )
 
 
@@ -270,8 +236,8 @@ def _charts() -> list:
         html.Div([_card(k, label) for k, label in CARD_LABELS.items()], id="cards-model", className="cards"),
         html.Div(id="ranking-model"),
         widgets.job_box(suffix="-model"),
-        dcc.Graph(id="gantt-model", config=GRAPH_CONFIG, figure=_empty()),
-        html.Div(dcc.Graph(id="memory-model", config=GRAPH_CONFIG, figure=_empty()), id="memory-box-model"),
+        dcc.Graph(id="gantt-model", config=GRAPH_CONFIG, figure=charts.empty(120)),
+        html.Div(dcc.Graph(id="memory-model", config=GRAPH_CONFIG, figure=charts.empty(120)), id="memory-box-model"),
         _breakdown(),
         html.Footer(
             [
@@ -314,7 +280,3 @@ def _breakdown() -> html.Div:
     title = html.Div("iteration breakdown on the busiest device (ms)", className="breakdown-title")
     legend = html.Div(id="breakdown-legend-model", className="breakdown-legend")
     return html.Div([title, *rows, legend], id="breakdown-model", className="breakdown", style={"display": "none"})
-
-
-def _empty() -> dict:
-    return {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "height": 120}}

@@ -16,7 +16,7 @@ Work that may take longer than a synchronous request's budget runs as a Dash bac
 A job calls ``watch()`` first: it waits there for a slot (telling the page its place in the queue
 through ``on_wait``) or raises ``JobRefused``. A callback catches ``STOPPED`` and shows ``why(e)``::
 
-    from ppviz.web import jobs
+    from ppviz.web.common import jobs
 
     @callback(Output(...), Input(...), background=True, manager=jobs.manager(),
               progress=[...], cancel=[...], interval=jobs.POLL_MS)

@@ -3,7 +3,7 @@
 A Plotly chart cost the browser about 30 ms a redraw for a handful of numbers; a row here is one
 div whose background is the stacked parts (a CSS gradient) and whose width is its total against
 the longest row's, with the parts in words beside it and in its hover title. Plain values only:
-the page (``model_layout``) holds the row elements and the callback sets their props.
+the page (``layout``) holds the row elements and the callback sets their props.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""What every page uses: ids helpers, widgets, the validation layer, URL-hash helpers, jobs, caches and bounds."""

@@ -1,0 +1,143 @@
+"""The one validation layer: every value that enters the server (link, control, upload) is read here.
+
+Lenient readers (``in_range``, ``read_lines``) bound a value and add a note for each change, so no
+link breaks a page; strict checks (``check_order``) raise ``InputError`` naming the field, so the
+page shows the message beside that control.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+
+from ppviz.errors import InputError
+from ppviz.ir import torch_lines
+
+from .limits import MAX_MICROBATCHES, MAX_ORDER_BYTES, MAX_ORDER_RANKS
+
+MAX_LINES = 8  # devices drawn as lines over the memory band (more could not be told apart)
+MAX_DEVICE_ID = 1023  # a chosen device past the view's devices is not drawn; past this it is junk
+
+
+def finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def in_range(name: str, value: object, low: float, high: float, integer: bool, notes: list[str]):
+    """``value`` as a number in [low, high] (clamped, with a note), or None when it is not a number."""
+    v = finite(value)
+    if v is None or (integer and not v.is_integer()):
+        notes.append(f"{name} {show(value)} is not a {'whole number' if integer else 'number'}; using its default")
+        return None
+    if not low <= v <= high:
+        clamped = min(max(v, low), high)
+        notes.append(f"{name} {v:g} is outside {low:g}–{high:g}; using {clamped:g}")
+        v = clamped
+    return int(v) if integer else v
+
+
+def show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def order_tokens(text: str) -> int:
+    """Actions in an order's text, counted without parsing it (an overlapped pair counts twice)."""
+    return sum(1 for cell in re.split(r"[,;\r\n]", text) if cell.strip())
+
+
+def check_order(text: str) -> None:
+    """An imported order's bounds, checked on its text before it is parsed."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_ORDER_BYTES:
+        raise InputError(
+            f"the order is {size:,} bytes; the page takes up to {MAX_ORDER_BYTES // 1024} KB", field="order"
+        )
+    ranks = len(torch_lines(text))  # the rows the parser will read, counted the parser's way
+    if ranks > MAX_ORDER_RANKS:
+        raise InputError(
+            f"the order has {ranks:,} rows (ranks, blank rows included); the page takes at most {MAX_ORDER_RANKS}: "
+            f"remove the blank rows, or use the CLI: ppviz simulate --order order.csv",
+            field="order",
+        )
+
+
+def check_order_size(devices: int, microbatches: int) -> None:
+    """A parsed order's sizes, bounded like the sliders."""
+    if microbatches > MAX_MICROBATCHES:
+        raise InputError(
+            f"the order has {microbatches:,} microbatches; the page takes at most {MAX_MICROBATCHES}: "
+            "use the CLI: ppviz simulate --order order.csv",
+            field="order",
+        )
+    if devices > MAX_ORDER_RANKS:
+        raise InputError(f"the order has {devices} devices; the page takes at most {MAX_ORDER_RANKS}", field="order")
+
+
+def read_lines(value: object, notes: list[str]) -> tuple[int, ...]:
+    """Devices to draw as lines over the memory band, from a link ("3,17") or a dropdown ([3, 17]):
+    whole numbers 0–1023, each once, in order, at most MAX_LINES; anything else is left out with a note."""
+    if value is None or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
+    if items is None or len(items) > 4 * MAX_LINES:
+        notes.append(f"memory lines {str(value)[:40]!r} is not a list of devices; drawing the highest and lowest peak")
+        return ()
+    out: set[int] = set()
+    for item in items:
+        v = to_float(item) if isinstance(item, str) else item
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer():
+            notes.append(f"memory lines: {str(item)[:20]!r} is not a device number; left out")
+        elif not 0 <= v <= MAX_DEVICE_ID:
+            notes.append(f"memory lines: device {v:g} is outside 0–{MAX_DEVICE_ID}; left out")
+        else:
+            out.add(int(v))
+    if len(out) > MAX_LINES:
+        notes.append(f"memory lines: at most {MAX_LINES} devices are drawn as lines; kept the first {MAX_LINES}")
+    return tuple(sorted(out)[:MAX_LINES])
+
+
+def num(v: float | int) -> str:
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
+        return str(int(v))
+    return f"{v:.12g}"
+
+
+def to_float(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def number(value: object) -> object:
+    """A link's text as a number (other types are left for the range check to judge)."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def uploaded_text(contents: object, name: str, max_bytes: int, field: str) -> str:
+    """The text of an upload as dcc.Upload sends it (a base64 data URL), refused past ``max_bytes``
+    before it is decoded, and when it is not UTF-8."""
+    header, _, data = (contents if isinstance(contents, str) else "").partition(",")
+    if not data or ";base64" not in header:
+        raise InputError("the upload is empty: choose a PyTorch-format order CSV", field=field)
+    padding = len(data) - len(data.rstrip("="))  # base64 pads to 4 characters: 1 or 2 of them decode to nothing
+    if len(data) * 3 // 4 - padding > max_bytes:
+        raise InputError(f"{name} is larger than {max_bytes // 1024} KB: upload a smaller order", field=field)
+    try:
+        return base64.b64decode(data, validate=True).decode("utf-8-sig")
+    except (binascii.Error, UnicodeDecodeError):
+        raise InputError(f"{name} is not UTF-8 text: upload a CSV", field=field) from None

@@ -1,0 +1,1 @@
+"""The pages of the web view (one package each); a page never imports another."""

@@ -1,0 +1,1 @@
+"""The abstract page: state, layout, callbacks, render and ids."""

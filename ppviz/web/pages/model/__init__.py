@@ -1,0 +1,1 @@
+"""The model page: state, layout, callbacks, render and ids."""

@@ -1,0 +1,44 @@
+"""Component ids of the model page: each ends in ``-model`` so that no two pages share one."""
+
+
+def cid(name: str) -> str:
+    """The component id of one of this view's controls (``tp-model``)."""
+    return f"{name}-model"
+
+
+def card_id(part: str, key: str) -> str:
+    """A card's ``value`` or ``detail`` box: the page keeps the boxes and a move sets their text only
+    (new elements in a callback's answer cost the browser a pass over the page for each). A string,
+    not a pattern id: the renderer finds a string id by one lookup, a dict id by a search of the page."""
+    return f"card-{part}-{key}-model"
+
+
+def bar_id(part: str, row: int) -> str:
+    """A breakdown row (``row``) or its ``label``, ``bar`` or ``text``, kept on the page like the cards."""
+    return f"breakdown-{part}-{row}-model"
+
+
+def msg_id(name: str) -> str:
+    """A control's message box: a string id like the cards' (see ``card_id``)."""
+    return f"msg-{name}-model"
+
+
+# The control beside which an input error is shown, by the field it names (``ppviz.errors.InputError``,
+# fields as the estimate spells them); any other field goes to the schedule picker.
+FIELD_CONTROLS = {
+    **{name: name for name in ("model", "gpu", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")},
+    **{name: name for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "iterations", "recompute", "zero")},
+    **{name: name for name in ("tflops", "hbm_gb", "hbm_tbs", "nvlink_gbs", "net_gbs", "domain")},
+    "chunks": "vpp",
+    "microbatches": "gbs",
+    "sequence_parallel": "sp",
+    "tp_comm_overlap": "tpo",
+    "layer_split": "split",
+    "edge_fewer": "split",
+    "nvlink_domain": "domain",
+    "precision": "gpu",
+    "tp_mode": "tp",
+    "tp2d": "tp",
+    "summa_blocks": "tp",
+    "nvlink_dp_pp": "domain",
+}

@@ -1,0 +1,1 @@
+"""The search page: state, layout, callbacks, render and ids."""
