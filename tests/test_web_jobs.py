@@ -239,7 +239,7 @@ def test_a_forked_worker_leaving_does_not_remove_the_servers_folder(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if k != job_table.ENV_DIR}
     code = (
-        "import os, sys; from ppviz.web import job_table; p = job_table.private_dir(); "
+        "import os, sys; from ppviz.web.common import job_table; p = job_table.private_dir(); "
         "pid = os.fork()\n"
         "if pid == 0:\n    sys.exit(0)  # the worker's exit: atexit hooks run here\n"
         "os.waitpid(pid, 0); print(p, os.path.isdir(os.path.join(p, 'table')))"
