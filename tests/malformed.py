@@ -122,7 +122,7 @@ SHAPES: dict[str, Callable[[Page], Request]] = {
     "body nested 100,000 objects deep": lambda p: _post(p, b'{"a":' * 100_000 + b"1" + b"}" * 100_000),
     "a value nested 900 lists deep": lambda p: _post(p, _with_value(p, _nested(900))),
     "a value nested 200 lists deep": lambda p: _post(p, _with_value(p, _nested(200))),
-    "a lone surrogate in a value": lambda p: _post(p, _with_value(p, "?schedule=\ud800"), expect=(200, 400)),
+    "a lone surrogate in a value": lambda p: _post(p, _with_value(p, "?schedule=\ud800"), expect=(400,)),
     "a string of 1.5 MB": lambda p: _post(p, _with_value(p, "?" + "x" * 1_500_000), expect=(200, 400)),
     "a body past the size limit": lambda p: _post(p, _with_value(p, "x" * 3_000_000), expect=(413,)),
     "an integer of 5,000 digits": lambda p: _post(p, b'{"output":"lines.options","x":' + b"9" * 5000 + b"}"),

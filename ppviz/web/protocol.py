@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -172,6 +173,21 @@ def nesting(raw: bytes) -> int:
     return int(np.cumsum(steps).max(initial=0))
 
 
+_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+
+
+def lone_surrogate(raw: bytes, body: object) -> bool:
+    """Whether a JSON escape left half of a UTF-16 pair in a string: JSON allows it, UTF-8 cannot
+    hold it, and the answer echoing it could not be encoded (orjson refuses it)."""
+    if not _SURROGATE.search(raw):
+        return False
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def guard(app) -> None:
     """Wrap Dash's routes that raise on crafted requests: 400 or 404 and one log line instead."""
     from dash.exceptions import InvalidCallbackReturnValue
@@ -197,6 +213,8 @@ def guard(app) -> None:
             why = "the body is not a UTF-8 JSON object"
         elif nesting(raw) > MAX_DEPTH:
             why = f"the body nests deeper than {MAX_DEPTH} levels"
+        elif lone_surrogate(raw, body):
+            why = "a string in the body holds a lone UTF-16 surrogate (\\udXXX): it is not Unicode text"
         else:
             why = problem(body, app.callback_map)
         if why is not None:
