@@ -55,11 +55,12 @@ def model_from_config(config: Mapping | str | Path, *, seq: int | None = None, n
     return Model(name=name or str(cfg.get("_name_or_path") or family), **fields)
 
 
-def _need(cfg: Mapping, key: str, what: str, kind: type = int):
+def _need(cfg: Mapping, key: str, what: str) -> int:
+    """A whole-number field the family needs, or an error naming it."""
     if key not in cfg or cfg[key] is None:
         raise InputError(f"config.json has no {key!r} ({what})", field=key)
     v = cfg[key]
-    if kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise InputError(f"config.json {key!r} must be a whole number ≥ 0 (got {v!r})", field=key)
     return v
 

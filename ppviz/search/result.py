@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..errors import InputError
 from ..estimate import hf_config, specs
@@ -26,7 +27,9 @@ def model_flag(model: specs.Model) -> str:
     return f"--hf-config {shlex.quote(model.name)}"
 
 
+@lru_cache(maxsize=8)
 def _base_model(name: str) -> specs.Model | None:
+    """The preset or config file a model was made from (read once, not once per ranked row)."""
     if name in specs.model_names():
         return specs.model(name)
     try:
