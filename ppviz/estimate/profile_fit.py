@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .iteration import estimate, resolve
+from .iteration import estimate, resolve, simulate_layout, totals
 from .profile import FIELDS, Profile
 from .specs import Gpu, Layout, Model, SpecError, as_dict, override
 
@@ -39,8 +39,9 @@ class Measured:
 
 
 def predict(runs: Sequence[Measured], gpu: Gpu) -> list[float]:
-    """ppviz's iteration seconds of every run on ``gpu``."""
-    return [estimate(r.model, gpu, r.layout).iteration_s for r in runs]
+    """ppviz's iteration seconds of every run on ``gpu`` (``estimate``'s first two steps: the time
+    without the throughput and memory figures a fit does not need)."""
+    return [totals(simulate_layout(r.model, gpu, r.layout)).iteration_s for r in runs]
 
 
 def mean_abs_error(runs: Sequence[Measured], gpu: Gpu) -> float:
@@ -66,7 +67,10 @@ def fit(runs: Sequence[Measured], gpu: Gpu | str, fields: Sequence[str] = ("matm
             field="fit",
         )
     for r in runs:  # every run must be one ppviz can estimate, before the search
-        estimate(r.model, gpu, r.layout)
+        try:
+            estimate(r.model, gpu, r.layout)
+        except ValueError as e:
+            raise SpecError(f"run {r.label!r}: {e}", field=getattr(e, "field", None)) from None
     best = gpu
     for _ in range(ROUNDS):
         moved = False
