@@ -38,7 +38,7 @@ def _fields(text: str) -> list[str]:
     names = [x.strip() for x in text.split(",") if x.strip()]
     bad = [n for n in names if n not in FIELDS]
     if bad or not names:
-        raise argparse.ArgumentTypeError(f"--fit takes names among {', '.join(FIELDS)} (got {text!r})")
+        raise ValueError(f"--fit takes names among {', '.join(FIELDS)} (got {text!r})")
     return names
 
 
@@ -61,8 +61,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--fit",
-        type=_fields,
-        default=["matmul_efficiency"],
+        default="matmul_efficiency",
         metavar="NAME,NAME",
         help=f"efficiencies to fit, among {', '.join(FIELDS)} (default matmul_efficiency; at most one per run)",
     )
@@ -71,6 +70,7 @@ def add_parser(sub) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    fields = _fields(args.fit)
     est = estimate_cli.build(args)  # the command line's model, GPU and layout, checked as `ppviz estimate` does
     runs = []
     if args.logs and args.iteration_ms is not None:
@@ -83,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
         runs += runs_file(args.runs, est.model)
     if not runs:
         raise ValueError("nothing measured: give the run's Megatron-LM logs (or --iteration-ms), or --runs FILE.toml")
-    prof = profile_fit.fit(runs, est.gpu, args.fit)
+    prof = profile_fit.fit(runs, est.gpu, fields)
     prof.save(args.output)
     sys.stdout.write(json.dumps(prof.to_dict()) + "\n" if args.json else table(prof) + f"wrote {args.output}\n")
     return 0
@@ -130,10 +130,11 @@ def _run(row: dict, i: int, path: str, model: Model) -> profile_fit.Measured:
     if not isinstance(fields, dict) or not isinstance(lay, dict):
         raise SpecError(f"{where}: model must be a table of model fields and layout a table of layout fields",
                         field="runs")  # fmt: skip
-    for key, v in lay.items():
-        bound = BOUNDS.get("--" + key.replace("_", "-"))
-        if bound is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and not bound.holds(v):
-            raise SpecError(f"{where}: layout {key} {v} is out of range: it takes {bound.text()}", field="runs")
+    for what, table in (("model", fields), ("layout", lay)):
+        for key, v in table.items():
+            bound = BOUNDS.get("--" + key.replace("_", "-"))
+            if bound is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and not bound.holds(v):
+                raise SpecError(f"{where}: {what} {key} {v} is out of range: it takes {bound.text()}", field="runs")
     logs = row.get("log", [])
     logs = [logs] if isinstance(logs, str) else logs
     ms = row.get("iteration_ms")
