@@ -66,6 +66,13 @@ def test_profile_fitted_on_one_layout_predicts_the_others_better_than_the_defaul
     assert sum(after) / len(after) < 0.5 * sum(before) / len(before)
 
 
+def test_a_profile_fitted_on_any_one_run_predicts_the_others_better_on_average():
+    for one in calibration_v100.each_fit():
+        b, a = one.default_errors, one.calibrated_errors
+        assert len(a) == len(calibration_v100.RUNS) - 1
+        assert sum(a) < sum(b), one.run.label
+
+
 def test_table_reports_every_run_with_default_and_calibrated_errors():
     text = calibration_v100.table()
     assert text.count("| predicted |") == len(calibration_v100.RUNS) - 1 and text.count("| fit |") == 1

@@ -98,5 +98,44 @@ def table() -> str:
     return "\n".join(rows) + "\n"
 
 
+@dataclass(frozen=True)
+class OneFit:
+    """A profile fitted on one run alone, and the |error| of each of the other runs before and after."""
+
+    run: Measured
+    profile: Profile
+    default_errors: tuple[float, ...]
+    calibrated_errors: tuple[float, ...]
+
+
+@cache
+def each_fit() -> tuple[OneFit, ...]:
+    """A profile fitted on each run alone, checked on the five others."""
+    runs = [r.measured() for r in RUNS]
+    default = predict(runs, gpu(GPU))
+    out = []
+    for i, run in enumerate(runs):
+        prof = fitted_profile() if RUNS[i] is FIT_ON else fit([run], GPU)
+        others = runs[:i] + runs[i + 1 :]
+        before = [abs(d / r.iteration_s - 1) for d, r in zip(default[:i] + default[i + 1 :], others)]
+        after = [abs(c / r.iteration_s - 1) for c, r in zip(predict(others, prof.apply(gpu(GPU))), others)]
+        out.append(OneFit(run, prof, tuple(before), tuple(after)))
+    return tuple(out)
+
+
+def each_fit_table() -> str:
+    """Markdown: ``each_fit``, the mean and largest |error| on the other runs, default → calibrated."""
+    rows = ["| fitted on | matmul efficiency | the others' mean abs error: default → calibrated | largest |",
+            "|---|---:|---:|---:|"]  # fmt: skip
+    for one in each_fit():
+        b, a = one.default_errors, one.calibrated_errors
+        eff = dict(one.profile.efficiencies)["matmul_efficiency"]
+        rows.append(f"| {one.run.label} | {eff:.2f} | {sum(b) / len(b) * 100:.1f}% → {sum(a) / len(a) * 100:.1f}% "
+                    f"| {max(b) * 100:.1f}% → {max(a) * 100:.1f}% |")  # fmt: skip
+    return "\n".join(rows) + "\n"
+
+
 if __name__ == "__main__":
     print(table(), end="")
+    print()
+    print(each_fit_table(), end="")

@@ -2,8 +2,9 @@
 measured ones, searched on a grid as ``calibration.fit_matmul_efficiency`` searches the H100's.
 
 The objective is the mean |ppviz / measured − 1| over the runs (calibration.py's). One efficiency
-is searched over ``GRID`` with the others held; with several, each in turn (coordinate descent)
-until a full round changes none. A run set pins at most as many efficiencies as it has runs, so
+is searched over ``GRID`` (0.05 to 1.00 by 0.01: every 0.05 first, then every 0.01 around the best)
+with the others held; with several, each in turn (coordinate descent) until a full round changes
+none. A run set pins at most as many efficiencies as it has runs, so
 fitting more than that is refused; an efficiency the runs do not depend on keeps its value (ties
 go to the value nearest the current one).
 """
@@ -20,6 +21,7 @@ from .specs import Gpu, Layout, Model, SpecError, as_dict, override
 
 GRID = tuple(round(0.05 + 0.01 * i, 2) for i in range(96))  # 0.05 … 1.00
 ROUNDS = 8
+STRIDE = 5  # the coarse pass of a search: every 0.05
 
 
 @dataclass(frozen=True)
@@ -76,13 +78,27 @@ def fit(runs: Sequence[Measured], gpu: Gpu | str, fields: Sequence[str] = ("matm
         moved = False
         for f in fields:
             now = getattr(best, f)
-            value = min(grid, key=lambda x, f=f, now=now: (_rounded(mean_abs_error(runs, override(best, **{f: x}))),
-                                                           abs(x - now)))  # fmt: skip
+            value = _search(tuple(grid), lambda x, f=f, g=best: mean_abs_error(runs, override(g, **{f: x})), now)
             if value != now:
                 best, moved = override(best, **{f: value}), True
         if not moved:
             break
     return _profile(runs, gpu, best, fields)
+
+
+def _search(grid: tuple[float, ...], error, now: float) -> float:
+    """The grid value of least error, coarse to fine: every STRIDE-th value, then every value within
+    STRIDE steps of the best of those (the error of a run against one efficiency has one minimum: its
+    time falls as the efficiency rises). Ties go to the value nearest ``now``."""
+    seen: dict[float, float] = {}
+
+    def key(x: float) -> tuple[float, float]:
+        if x not in seen:
+            seen[x] = _rounded(error(x))
+        return seen[x], abs(x - now)
+
+    i = grid.index(min(grid[::STRIDE], key=key))
+    return min(grid[max(0, i - STRIDE) : i + STRIDE + 1], key=key)
 
 
 def _rounded(error: float) -> float:
