@@ -145,3 +145,25 @@ def test_validation_and_memory_lines_are_not_iterations(tmp_path):
     text = (ITER + "[Rank 1] (after 2 iterations) memory (MB) | allocated: 1.0[Rank 0] (after 2 iterations) memory\n"
             " validation loss at iteration 2 | lm loss value: 7.4 |\n")  # fmt: skip
     assert len(read_log(_log(tmp_path, text)).iterations) == 1
+
+
+def test_max_form_and_crlf_line_ends(tmp_path):
+    text = (
+        ITER + "max time across ranks (ms):\n    forward-compute ......: 417.40\n    backward-compute .....: 834.21\n"
+    )
+    run = read_log(_log(tmp_path, text.replace("\n", "\r\n")))
+    assert run.form == "max"
+    t = run.iterations[0].timers
+    assert (t["forward-compute"].low, t["forward-compute"].high) == (417.40, 417.40)
+    assert t["backward-compute"].high == 834.21
+    assert any("maximum over the ranks" in n for n in run.notes)
+
+
+def test_an_overlong_line_is_cut_and_reading_goes_on(tmp_path, monkeypatch):
+    from ppviz.measured import megatron
+
+    monkeypatch.setattr(megatron, "MAX_LINE_CHARS", 64)
+    text = "x" * 1000 + "\n iteration 2/ 4 | elapsed time per iteration (ms): 1.0 |\n"
+    run = read_log(_log(tmp_path, text))
+    assert [it.elapsed_ms for it in run.iterations] == [1.0]
+    assert run.iterations[0].where.endswith(":2")

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from ..errors import InputError
 
-MAX_LOG_BYTES = 200_000_000  # a training log of millions of lines; refused past this
+MAX_LOG_BYTES = 2_000_000_000  # a training log of tens of millions of lines; refused past this
+MAX_LINE_CHARS = 1_000_000  # a longer line is cut (Megatron's lines are under 10 kB)
 
 _ITERATION = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?iteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _ELAPSED = re.compile(r"elapsed time per iteration \(ms\):\s*([^|]*)")
@@ -171,7 +172,13 @@ def read_log(paths: str | Path | list[str | Path]) -> MegatronRun:
         raise InputError("give at least one Megatron-LM log file", field="log")
     run = MegatronRun(files=[str(p) for p in files])
     for path in files:
-        _Reader(run, str(path), _text(path)).read()
+        try:
+            if path.stat().st_size > MAX_LOG_BYTES:
+                raise InputError(f"{path} is larger than {MAX_LOG_BYTES:,} bytes", field="log")
+            with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+                _Reader(run, str(path), fh).read()
+        except OSError as e:
+            raise InputError(f"cannot read {path}: {e.strerror}", field="log") from None
     if not run.iterations:
         raise InputError(
             f"{', '.join(run.files)}: no Megatron-LM iteration line ('iteration N/ M | ... | elapsed time per "
@@ -180,17 +187,6 @@ def read_log(paths: str | Path | list[str | Path]) -> MegatronRun:
         )
     _add_notes(run)
     return run
-
-
-def _text(path: Path) -> str:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_LOG_BYTES + 1)
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror}", field="log") from None
-    if len(data) > MAX_LOG_BYTES:
-        raise InputError(f"{path} is larger than {MAX_LOG_BYTES:,} bytes", field="log")
-    return data.decode("utf-8", errors="replace")
 
 
 def _add_notes(run: MegatronRun) -> None:
@@ -211,24 +207,37 @@ def _add_notes(run: MegatronRun) -> None:
 
 
 class _Reader:
-    """One file, line by line: iteration lines, and timer blocks in whichever form they come."""
+    """One file, streamed line by line (memory grows with the iterations kept, not the file):
+    iteration lines, and timer blocks in whichever form they come."""
 
-    def __init__(self, run: MegatronRun, name: str, text: str):
-        self.run, self.name = run, name
-        self.lines = text.splitlines()
-        self.i = 0
+    def __init__(self, run: MegatronRun, name: str, fh):
+        self.run, self.name, self.fh = run, name, fh
+        self.no = 0  # the current line's number (1-based) and text
+        self.line = ""
         self.current: dict[str, Timer] | None = None  # timers of the last iteration (None: setup)
 
-    def where(self, i: int | None = None) -> str:
-        return f"{self.name}:{(self.i if i is None else i) + 1}"
+    def next(self) -> str | None:
+        """The next line (without its end; one longer than MAX_LINE_CHARS is cut there), or None."""
+        text = self.fh.readline(MAX_LINE_CHARS)
+        if not text:
+            return None
+        if len(text) == MAX_LINE_CHARS and not text.endswith("\n"):
+            while (rest := self.fh.readline(MAX_LINE_CHARS)) and not rest.endswith("\n"):
+                pass  # drop the rest of an overlong line
+        self.no += 1
+        self.line = text.rstrip("\r\n")
+        return self.line
 
-    def fail(self, what: str, i: int | None = None) -> None:
-        line = self.lines[self.i if i is None else i].strip()
-        raise InputError(f"{self.where(i)}: {what} (line: {line[:120]!r})", field="log")
+    def fail(self, what: str, no: int | None = None, line: str | None = None) -> None:
+        text = (self.line if line is None else line).strip()
+        raise InputError(f"{self.name}:{no or self.no}: {what} (line: {text[:120]!r})", field="log")
+
+    def where(self) -> str:
+        return f"{self.name}:{self.no}"
 
     def read(self) -> None:
-        while self.i < len(self.lines):
-            line = self.lines[self.i]
+        line = self.next()
+        while line is not None:
             stripped = line.strip()
             if m := _ITERATION.match(line):
                 self.iteration(m)
@@ -236,12 +245,12 @@ class _Reader:
                 self.store("single-line", self.old_timers(m.group(1)))
             elif stripped in _HEADERS:
                 form = _HEADERS[stripped]
-                self.i += 1
-                self.store(form, self.block(form))
-                continue
+                timers, line = self.block(form)
+                self.store(form, timers)
+                continue  # ``line`` is the first line after the block, not yet read
             elif m := _ARGUMENT.match(line):
                 self.run.arguments.setdefault(m.group(1), m.group(2))
-            self.i += 1
+            line = self.next()
 
     def store(self, form: str, timers: dict[str, Timer]) -> None:
         if self.current is None:  # before the first iteration line: the setup's timers
@@ -288,12 +297,13 @@ class _Reader:
             out[name.strip()] = Timer(v, v)
         return out
 
-    def block(self, form: str) -> dict[str, Timer]:
-        """The timer lines under a header, up to the first line that is not one."""
+    def block(self, form: str) -> tuple[dict[str, Timer], str | None]:
+        """The timer lines under a header, and the first line after them (None at the end)."""
+        header, header_no = self.line, self.no
         out: dict[str, Timer] = {}
         name = None
-        while self.i < len(self.lines):
-            line = self.lines[self.i]
+        line = self.next()
+        while line is not None:
             if form == "all":
                 if m := _RANK.match(line):
                     if name is None:
@@ -309,10 +319,10 @@ class _Reader:
                 out[m.group(1)] = self.value(form, m.group(1), m.group(2))
             else:
                 break
-            self.i += 1
+            line = self.next()
         if not out:
-            self.fail(f"a '{form}' timer header with no timer under it", self.i - 1)
-        return out
+            self.fail(f"a '{form}' timer header with no timer under it", header_no, header)
+        return out, line
 
     def value(self, form: str, name: str, text: str) -> Timer:
         text = text.strip()
