@@ -33,6 +33,7 @@ def test_old_single_line_form_is_the_last_ranks_timers_with_a_note():
     assert s["backward_forward_ratio"] == pytest.approx(s["timers"]["backward-compute"]["median_ms"] / 416.43)
     assert any("only one rank printed" in n for n in s["notes"])
     assert run.median_iteration_s() == pytest.approx(1.4612)
+    assert s["arguments"]["pipeline_model_parallel_size"] == "4"  # the argument dump, as printed
     json.dumps(s)  # JSON-able
 
 

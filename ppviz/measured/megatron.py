@@ -158,6 +158,7 @@ class MegatronRun:
             "backward_forward_ratio": bwd["median_ms"] / fwd["median_ms"] if fwd and bwd and fwd["median_ms"] else None,
             "fittable": list(FITTABLE),
             "not_fittable": list(NOT_FITTABLE),
+            "arguments": dict(self.arguments),
             "notes": list(self.notes),
         }
 
