@@ -81,6 +81,18 @@ def calibration_sc21() -> str:
     return calibration_sc21.table()
 
 
+def calibration_v100() -> str:
+    from ppviz.estimate import calibration_v100
+
+    return calibration_v100.table()
+
+
+def calibration_v100_each() -> str:
+    from ppviz.estimate import calibration_v100
+
+    return calibration_v100.each_fit_table()
+
+
 TABLES = {
     "schedule-table": schedule_table,
     "model-presets": model_presets,
@@ -88,6 +100,8 @@ TABLES = {
     "calibration-a100": calibration_a100,
     "calibration-h100": calibration_h100,
     "calibration-sc21": calibration_sc21,
+    "calibration-v100": calibration_v100,
+    "calibration-v100-each": calibration_v100_each,
 }
 
 

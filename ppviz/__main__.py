@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from . import REGISTRY, __version__, api, cli_limits
 from .cli_types import NEGATIVE_NUMBER, NUMBER_TYPES, ascii_float, ascii_int
+from .estimate import calibrate_cli
 from .estimate import cli as estimate_cli
 from .ir import KIND_INDEX, Kind, from_torch_csv, to_torch_csv
 from .search import cli as search_cli
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="print the registry as JSON")
     sub.add_parser("table", help="print the schedule table (Markdown), measured at p=8, m=32")
     estimate_cli.add_parsers(sub)
+    calibrate_cli.add_parser(sub)
     search_cli.add_parser(sub)
     for name, help_ in (("simulate", "simulate a schedule and print its metrics"),
                         ("render", "write a standalone HTML page with the Gantt and memory charts")):  # fmt: skip
@@ -344,6 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return estimate_cli.main(args)
         if args.command == "search":
             return search_cli.main(args)
+        if args.command == "calibrate":
+            return calibrate_cli.main(args)
         if args.command == "table":
             from .report import schedule_table
 

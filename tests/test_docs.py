@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ppviz import REGISTRY
-from ppviz.estimate import calibration, calibration_sc21
+from ppviz.estimate import calibration, calibration_sc21, calibration_v100
 from ppviz.report import schedule_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,6 +136,16 @@ def test_validation_page_shows_the_calibration_tables(site, table):
     assert expected
     for row in expected:
         assert row in shown, row[0]
+
+
+def test_calibration_page_shows_the_v100_table(site):
+    """The fit on one Jean Zay run and its predictions of the others are calibration_v100's output."""
+    shown = html_rows(page_text(site, "real-units/calibration"))
+    for table in (calibration_v100.table, calibration_v100.each_fit_table):
+        expected = markdown_rows(table())
+        assert len(expected) == 1 + len(calibration_v100.RUNS)
+        for row in expected:
+            assert row in shown, row[0]
 
 
 def test_performance_page_shows_each_bench_json(site):

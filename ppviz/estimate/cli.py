@@ -13,7 +13,7 @@ import sys
 from .. import formats
 from ..cli_types import NUMBER_TYPES, ascii_float, ascii_int, ascii_ints
 from ..schedules import REGISTRY
-from . import hf_config, planning, specs
+from . import hf_config, planning, profile, specs
 from .iteration import FLOPS_DEFINITION, Estimate, estimate
 
 GIB = 2**30
@@ -87,7 +87,7 @@ def add_layout_args(p: argparse.ArgumentParser, *, render: bool = False) -> None
     p.add_argument(
         "--zero", type=ascii_int, help="0 none (default), 1 distributed optimizer, 2 + gradients, 3 + weights"
     )
-    p.add_argument("--precision", choices=specs.PRECISIONS, help="bf16 (default) or fp8")
+    p.add_argument("--precision", choices=specs.PRECISIONS, help="bf16 (default), fp16 (same tensor rate) or fp8")
     if render:
         p.add_argument("schedule", nargs="?", help="pipeline schedule (see `ppviz list`)")
     else:
@@ -131,13 +131,15 @@ def add_spec_overrides(p: argparse.ArgumentParser) -> None:
                                help=f.help)  # fmt: skip
             else:
                 p.add_argument(f"--{f.name}", dest=f"{prefix}_{f.field}", type=NUMBER_TYPES[f.type], help=f.help)
+    p.add_argument("--calibration", metavar="FILE", help="a calibration profile (`ppviz calibrate`): the GPU's "
+                   "efficiencies fitted to your stack; efficiency flags given beside it win")  # fmt: skip
 
 
 def given_flags(args: argparse.Namespace) -> list[str]:
     """The model, GPU and layout flags given on a `ppviz render` line in real units."""
     plain = ["model", "hf_config", "gpu", "tp", "pp", "dp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero",
              "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "precision", "layer_split", "edge_fewer",
-             "no_dp_overlap", "pair_overlap", "tp_comm_overlap"]  # fmt: skip
+             "no_dp_overlap", "pair_overlap", "tp_comm_overlap", "calibration"]  # fmt: skip
     flags = {n: n.replace("_", "-") for n in plain}
     flags.update({f"{prefix}_{f.field}": f.name for prefix, cls in SPECS for f in specs.override_flags(cls)})
     return [f"--{flag}" for dest, flag in flags.items() if getattr(args, dest, None) not in (None, False)]
@@ -153,7 +155,10 @@ def specs_from_args(args: argparse.Namespace) -> tuple[specs.Model, specs.Gpu]:
         model = specs.override(hf_config.model_from_config(args.hf_config, name=args.hf_config), **over["model"])
     else:
         model = specs.model(args.model, **over["model"])
-    return model, specs.gpu(args.gpu, **over["gpu"])
+    gpu = specs.gpu(args.gpu, **over["gpu"])
+    if getattr(args, "calibration", None):
+        gpu = profile.load(args.calibration).apply(gpu, keep=tuple(over["gpu"]))
+    return model, gpu
 
 
 def _or(value, default):

@@ -59,7 +59,7 @@ from .. import api, memory, metrics, schedules, simulator
 from ..costs import Costs
 from ..ir import KIND_INDEX, Kind, Placement, Schedule
 from ..iterations import iterations
-from . import comm, devices, layer
+from . import comm, devices, layer, profile
 from .devices import GRAD_B, WEIGHT_B, dp_groups, same_domain
 from .specs import Gpu, Layout, Model, SpecError
 from .specs import gpu as gpu_preset
@@ -307,15 +307,27 @@ def _uniform_costs(model: Model, gpu: Gpu, layout: Layout) -> Costs:
 
 
 def estimate(
-    model: Model | str, gpu: Gpu | str, layout: Layout, *, schedule: Schedule | None = None, run: api.Run | None = None
+    model: Model | str,
+    gpu: Gpu | str,
+    layout: Layout,
+    *,
+    schedule: Schedule | None = None,
+    run: api.Run | None = None,
+    calibration: profile.Profile | str | None = None,
 ) -> Estimate:
     """Estimate one training iteration of ``model`` on ``gpu`` GPUs laid out as ``layout``.
+
+    ``calibration``: a ``profile.Profile`` or the path of a profile file (``ppviz calibrate``),
+    whose efficiencies replace the GPU's (it must be the GPU the profile was fitted on).
 
     Pass ``schedule`` (built for this layout's pp and microbatches) to reuse it, and ``run`` (that
     schedule already simulated) to reuse the simulation: it is used only when its costs equal this
     layout's, e.g. for layouts that differ only in ZeRO stage (the search). Raises ValueError
     with a message saying what to change when the inputs do not fit together.
     """
+    if calibration is not None:
+        model, gpu = resolve(model, gpu)
+        gpu = profile.calibrated(gpu, calibration)
     return complete(totals(simulate_layout(model, gpu, layout, schedule=schedule, run=run)))
 
 

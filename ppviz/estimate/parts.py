@@ -117,6 +117,8 @@ class Acc:
 
 
 def peak_flops(gpu: Gpu, precision: str) -> float:
+    """The tensor-core peak of ``precision``: FP16 and BF16 run at the same 16-bit rate on every
+    preset (NVIDIA's datasheets list one figure for both; V100 has FP16 only), held in bf16_flops."""
     if precision == "fp8":
         if not gpu.fp8_flops:
             raise SpecError(f"{gpu.name} has no FP8 tensor cores: use precision bf16", field="precision")

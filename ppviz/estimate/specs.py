@@ -17,7 +17,7 @@ from ..errors import InputError
 
 RECOMPUTE = ("none", "selective", "full")
 TP_MODES = ("1d", "2d")
-PRECISIONS = ("bf16", "fp8")
+PRECISIONS = ("bf16", "fp16", "fp8")  # fp16 runs at the 16-bit tensor rate, bf16_flops (V100 has no BF16)
 
 
 class SpecError(InputError):
