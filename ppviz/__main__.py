@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from . import REGISTRY, __version__, api, cli_limits
 from .cli_types import NEGATIVE_NUMBER, NUMBER_TYPES, ascii_float, ascii_int
 from .estimate import cli as estimate_cli
-from .ir import KIND_INDEX, Kind, from_torch_csv, to_torch_csv
+from .ir import KIND_INDEX, Kind, to_torch_csv
 from .search import cli as search_cli
 
 MAX_ORDER_BYTES = 5_000_000
@@ -155,11 +155,9 @@ def _simulate(args: argparse.Namespace) -> api.Run:
             raise UsageError(f"cannot read {args.order}: {e.strerror}") from None
         if len(data) > MAX_ORDER_BYTES:
             raise UsageError(f"{args.order} is larger than {MAX_ORDER_BYTES:,} bytes")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UsageError(f"{args.order} is not UTF-8 text") from None
-        schedule = from_torch_csv(text, name=os.path.basename(args.order))
+        from . import formats
+
+        schedule = formats.read_torch_csv(data, max_bytes=MAX_ORDER_BYTES, name=os.path.basename(args.order))
         return api.evaluate(schedule, api.make_costs(**costs))
     if not args.schedule:
         raise UsageError("name a schedule (see `ppviz list`) or give --order FILE.csv")
