@@ -23,7 +23,7 @@ _PAIR = re.compile(r"\(([^;()]+);([^;()]+)\)OVERLAP_F_B")
 _P2P = re.compile(r"(\d+)(SEND|RECV)_([FB])(\d+)")
 _BATCHED = re.compile(r"(\d+)(SEND|RECV)_([FB])(\d+)_(\d+)(SEND|RECV)_([FB])(\d+)")
 _STAGE_ONLY = re.compile(r"(\d+)(UNSHARD|RESHARD|REDUCE_GRAD)")
-_KINDS = {
+KIND_TABLES = {
     "torch": {"F": Kind.F, "I": Kind.B, "W": Kind.W, "B": Kind.BW},
     "torch-old": {"F": Kind.F, "B": Kind.B, "W": Kind.W, "BW": Kind.BW},
     "torch-old-full": {"F": Kind.F, "B": Kind.BW, "BW": Kind.BW},  # no W in the file: B is the full backward
@@ -68,8 +68,8 @@ def read_order(text: str, *, source: str = "the order", naming: str = "auto") ->
     cells = [[c.strip() for c in _split_cells(line)] for line in lines]
     kinds = {m.group(2) for row in cells for c in row for m in _compute_tokens(c)}
     batched = any(_BATCHED.fullmatch(c) for row in cells for c in row)
-    used = _naming(kinds, batched, naming, source)
-    table = _KINDS["torch-old-full" if used == "torch-old" and "W" not in kinds else used]
+    used = choose_naming(kinds, batched, naming, source)
+    table = KIND_TABLES["torch-old-full" if used == "torch-old" and "W" not in kinds else used]
     rows: list[tuple[Step | None, ...]] = []
     comms: list[Comm] = []
     skipped: dict[str, int] = {}
@@ -84,7 +84,7 @@ def read_order(text: str, *, source: str = "the order", naming: str = "auto") ->
             if step is not None:
                 steps.append(step)
                 continue
-            new = _comms(cell, r)
+            new = parse_comms(cell, r)
             if new is None:
                 raise InputError(f"{where}: cannot read action {cell!r}: {_EXPECTED}", field="order")
             comms += new
@@ -108,7 +108,7 @@ _NAMING_TEXT = {
 }
 
 
-def _naming(kinds: set[str], batched: bool, naming: str, source: str) -> str:
+def choose_naming(kinds: set[str], batched: bool, naming: str, source: str) -> str:
     old = "BW" in kinds or batched or ("W" in kinds and "B" in kinds and "I" not in kinds)
     if naming == "auto":
         if old and "I" in kinds:
@@ -150,7 +150,7 @@ def _action(token: str, table: dict[str, Kind], where: str) -> Action | None:
     return Action(int(m.group(1)), int(m.group(3)), kind)
 
 
-def _comms(cell: str, rank: int) -> list[Comm] | None:
+def parse_comms(cell: str, rank: int) -> list[Comm] | None:
     m = _BATCHED.fullmatch(cell)
     if m:
         g = m.groups()

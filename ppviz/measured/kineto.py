@@ -1,0 +1,331 @@
+"""PyTorch profiler (Kineto) Chrome traces, one file per rank, read by streaming (bounded memory).
+
+Per file: the rank (``distributedInfo.rank``), the clock base (``baseTimeNanoseconds``), the
+``ProfilerStep#N`` spans, the actions and the p2p events. Only those are kept, so memory grows with
+the number of actions, not with the trace. Actions come from the pipelining runtime's annotations
+(``PP:0F3``, ``PP:1I0``, ``PP:0SEND_F1``…), GPipe's ``Forward 3`` / ``Backward 3`` (the stage is the
+rank's), or a regex with named groups ``stage`` (optional: the rank's), ``kind`` and ``microbatch``
+for other frameworks. An action's span is trimmed to its own compute: from the end of a receive that
+completes inside it, to the post of a send it makes (both are waiting, not computing).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+import ijson
+
+from ..errors import InputError
+from ..ir import Kind
+from ..simulator import validate
+from .files import open_binary
+from .run import Comm, MeasuredRun, Op, peer_of
+from .torch_csv import KIND_TABLES, choose_naming, parse_comms
+
+_PP = re.compile(r"PP:(.+)")
+_PP_COMPUTE = re.compile(r"(?P<stage>\d+)(?P<kind>BW|F|I|W|B)(?P<microbatch>\d+)")
+_GPIPE = re.compile(r"(?P<kind>Forward|Backward) (?P<microbatch>\d+)")
+_STEP = re.compile(r"ProfilerStep#(\d+)")
+_WORK = {"gloo:send": "send", "gloo:recv": "recv", "nccl:send": "send", "nccl:recv": "recv"}
+_POST = {"c10d::send": "send", "c10d::recv_": "recv"}
+_PATTERN_KINDS = {"F", "I", "W", "B", "BW"}
+
+
+@dataclass
+class _Span:
+    start: float  # µs on the rank's own clock
+    end: float
+    name: str = ""
+    stage: int | None = None
+    kind: str = ""  # compute: F/I/W/B/BW as written; p2p: send/recv
+    microbatch: int | None = None
+    direction: str | None = None
+    tid: object = None
+
+
+@dataclass
+class _Rank:
+    """What one file holds that matters, as read."""
+
+    source: str
+    rank: int | None = None
+    base_ns: int = 0
+    steps: dict[int, tuple[float, float]] = field(default_factory=dict)
+    actions: list[_Span] = field(default_factory=list)
+    gpu_actions: list[_Span] = field(default_factory=list)
+    comm_actions: list[_Span] = field(default_factory=list)  # PP:<s>SEND_F<m> and the like
+    work: list[_Span] = field(default_factory=list)  # gloo:/nccl: send and recv spans
+    posts: list[_Span] = field(default_factory=list)  # c10d::send / c10d::recv_
+    launches: list[tuple[float, float, object, int]] = field(default_factory=list)  # (ts, end, tid, correlation)
+    kernels: dict[int, tuple[float, float]] = field(default_factory=dict)  # nccl kernels by correlation
+
+
+def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str | None = None) -> MeasuredRun:
+    """The run's chosen iteration (default: the last complete one) from one trace per rank."""
+    regex = _compile(pattern)
+    ranks = [_scan(p, regex) for p in paths]
+    notes: list[str] = []
+    if any(r.rank is None for r in ranks):
+        if len(ranks) > 1:
+            missing = next(r.source for r in ranks if r.rank is None)
+            raise InputError(f"{missing} has no distributedInfo.rank: cannot tell which rank it is", field="files")
+        ranks[0].rank = 0
+        notes.append(f"{ranks[0].source} has no distributedInfo.rank: taken as rank 0")
+    ranks.sort(key=lambda r: r.rank)
+    seen = [r.rank for r in ranks]
+    if seen != list(range(len(ranks))):
+        raise InputError(f"the traces are of ranks {seen}: give one trace per rank, ranks 0 to {len(ranks) - 1}",
+                         field="files")  # fmt: skip
+    steps = sorted(set.intersection(*(set(r.steps) for r in ranks)))
+    if not steps:
+        raise InputError("no ProfilerStep#N is in every trace: profile with torch.profiler's schedule and "
+                         "call prof.step() once per iteration", field="iteration")  # fmt: skip
+    if iteration is not None and iteration not in steps:
+        raise InputError(f"ProfilerStep#{iteration} is not in every trace; they share {_listed(steps)}",
+                         field="iteration")  # fmt: skip
+    naming = _naming_of(ranks, regex)
+    table = KIND_TABLES["torch-old-full" if naming == "torch-old" and not _has(ranks, "W") else naming]
+    base = min(r.base_ns for r in ranks)
+    candidates = [iteration] if iteration is not None else steps[::-1]
+    for n in candidates:
+        run = _build(ranks, n, table, base, regex)
+        if iteration is not None or _complete(run):
+            break
+    else:
+        run = _build(ranks, steps[-1], table, base, regex)
+        if any(run.ops):
+            notes.append(f"no profiled step has a complete order on every rank: took the last, {_listed(steps[-1:])}")
+    if iteration is None:
+        notes.append(f"iteration: ProfilerStep#{run.iteration}, the last complete one of {_listed(steps)}")
+    if not any(run.ops):
+        notes.append(
+            "no pipeline actions in the traces: this schedule class does not annotate its actions "
+            "(torch 2.13's Schedule1F1B and ScheduleGPipe's relatives); run its order with "
+            "_PipelineScheduleRuntime (PP:<action> annotations) or give --pattern for your annotations"
+        )
+    elif regex is None and any(r.actions and r.actions[0].stage is None for r in ranks):
+        notes.append("GPipe's Forward/Backward annotations: each rank runs one stage, its own")
+    if regex is not None:
+        notes.append(f"actions from the pattern {regex.pattern!r}")
+    if any(r.gpu_actions for r in ranks):
+        notes.append("actions timed on the GPU (gpu_user_annotation spans)")
+    notes.append("action spans trimmed to their own compute: after a receive that ends inside, before a send posted")
+    if naming != "torch":
+        notes.append("naming: torch's older one (B = input gradient, BW = full backward)")
+    return replace(run, notes=run.notes + tuple(notes))
+
+
+def _listed(steps: list[int]) -> str:
+    return ", ".join(f"ProfilerStep#{n}" for n in steps)
+
+
+def _compile(pattern: str | None) -> re.Pattern | None:
+    if pattern is None:
+        return None
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise InputError(f"the pattern is not a valid regular expression: {e}", field="pattern") from None
+    missing = {"kind", "microbatch"} - set(regex.groupindex)
+    if missing:
+        raise InputError(f"the pattern needs the named groups (?P<kind>…) and (?P<microbatch>…), optionally "
+                         f"(?P<stage>…); it lacks {', '.join(sorted(missing))}", field="pattern")  # fmt: skip
+    return regex
+
+
+def _has(ranks: list[_Rank], kind: str) -> bool:
+    return any(a.kind == kind for r in ranks for a in r.actions + r.gpu_actions)
+
+
+def _naming_of(ranks: list[_Rank], regex: re.Pattern | None) -> str:
+    kinds = {a.kind for r in ranks for a in r.actions + r.gpu_actions}
+    return choose_naming(kinds, False, "auto", "the traces")
+
+
+def _complete(run: MeasuredRun) -> bool:
+    if not all(run.ops):
+        return False
+    try:
+        validate(run.schedule())
+    except ValueError:
+        return False
+    return True
+
+
+# --- one file -------------------------------------------------------------------------------
+
+
+def _scan(path: str, regex: re.Pattern | None) -> _Rank:
+    out = _Rank(path)
+    _read_header(path, out)
+    with open_binary(path) as fh:
+        index = -1
+        try:
+            for index, ev in enumerate(ijson.items(fh, "traceEvents.item", use_float=True)):
+                _take(ev, index, out, regex)
+        except ijson.JSONError as e:
+            where = f"after event {index}" if index >= 0 else "before the first event"
+            raise InputError(f"{path}: not valid trace JSON {where} (byte {fh.count:,}): {e}", field="files") from None
+        except (OSError, EOFError) as e:
+            raise InputError(f"{path}: cannot decompress: {e}", field="files") from None
+    if index < 0:
+        raise InputError(f"{path}: no traceEvents: expected a PyTorch profiler (Chrome trace) JSON", field="files")
+    return out
+
+
+def _read_header(path: str, out: _Rank) -> None:
+    """``distributedInfo.rank`` and ``baseTimeNanoseconds``: Kineto writes them before the events, so
+    this stops at ``traceEvents`` when both are known, and walks the rest only when they are not."""
+    with open_binary(path) as fh:
+        found: set[str] = set()
+        try:
+            for prefix, event, value in ijson.parse(fh, use_float=True):
+                if prefix == "distributedInfo.rank" and event == "number":
+                    out.rank, _ = int(value), found.add("rank")
+                elif prefix == "baseTimeNanoseconds" and event == "number":
+                    out.base_ns, _ = int(value), found.add("base")
+                elif prefix == "traceEvents" and event == "start_array" and found == {"rank", "base"}:
+                    return
+                elif prefix == "" and event == "start_array":
+                    raise InputError(f"{path}: a bare JSON array of events: expected a PyTorch profiler trace "
+                                     "(an object with traceEvents)", field="files")  # fmt: skip
+        except ijson.JSONError as e:
+            raise InputError(f"{path}: not valid JSON (byte {fh.count:,}): {e}", field="files") from None
+        except (OSError, EOFError) as e:
+            raise InputError(f"{path}: cannot decompress: {e}", field="files") from None
+
+
+def _take(ev: object, index: int, out: _Rank, regex: re.Pattern | None) -> None:
+    if not isinstance(ev, dict) or ev.get("ph") != "X":
+        return
+    name, cat = ev.get("name"), ev.get("cat")
+    if not isinstance(name, str):
+        return
+    ts, dur = ev.get("ts"), ev.get("dur", 0.0)
+    if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or dur < 0:
+        raise InputError(f"{out.source}: event {index} ({name!r}): expected numbers ts and dur ≥ 0 "
+                         f"(got ts {ts!r}, dur {dur!r})", field="files")  # fmt: skip
+    span = _Span(float(ts), float(ts) + float(dur), name, tid=ev.get("tid"))
+    step = _STEP.fullmatch(name)
+    if step:
+        out.steps[int(step.group(1))] = (span.start, span.end)
+        return
+    if cat == "kernel" and "nccl" in name.lower():
+        corr = (ev.get("args") or {}).get("correlation")
+        if corr is not None:
+            out.kernels[corr] = (span.start, span.end)
+        return
+    if cat == "cuda_runtime":
+        corr = (ev.get("args") or {}).get("correlation")
+        if corr is not None and "Launch" in name:
+            out.launches.append((span.start, span.end, span.tid, corr))
+        return
+    if name in _WORK:
+        span.kind = _WORK[name]
+        out.work.append(span)
+        return
+    if name in _POST:
+        span.kind = _POST[name]
+        out.posts.append(span)
+        return
+    gpu = cat == "gpu_user_annotation"
+    if regex is not None:
+        m = regex.fullmatch(name)
+        if m:
+            _action(span, m, out, gpu, index)
+        return
+    pp = _PP.fullmatch(name)
+    if pp:
+        m = _PP_COMPUTE.fullmatch(pp.group(1))
+        if m:
+            _action(span, m, out, gpu, index)
+            return
+        comms = parse_comms(pp.group(1), 0)
+        if comms and not gpu:
+            for c in comms:
+                out.comm_actions.append(replace(span, stage=c.stage, kind=c.what, microbatch=c.microbatch,
+                                                direction=c.direction))  # fmt: skip
+        return
+    m = _GPIPE.fullmatch(name)
+    if m and cat in ("user_annotation", "gpu_user_annotation"):
+        span.kind = "F" if m.group("kind") == "Forward" else "B"
+        span.microbatch = int(m.group("microbatch"))
+        (out.gpu_actions if gpu else out.actions).append(span)
+
+
+def _action(span: _Span, m: re.Match, out: _Rank, gpu: bool, index: int) -> None:
+    groups = m.groupdict()
+    kind = (groups.get("kind") or "").upper()
+    if kind not in _PATTERN_KINDS:
+        raise InputError(f"{out.source}: event {index} ({span.name!r}): kind {groups.get('kind')!r} is not one of "
+                         "F, I, W, B, BW", field="pattern")  # fmt: skip
+    try:
+        span.microbatch = int(groups["microbatch"])
+        span.stage = None if groups.get("stage") is None else int(groups["stage"])
+    except (TypeError, ValueError):
+        raise InputError(f"{out.source}: event {index} ({span.name!r}): stage and microbatch must be whole "
+                         "numbers", field="pattern") from None  # fmt: skip
+    span.kind = kind
+    (out.gpu_actions if gpu else out.actions).append(span)
+
+
+# --- one iteration --------------------------------------------------------------------------
+
+
+def _build(ranks: list[_Rank], n: int, table: dict[str, Kind], base_ns: int, regex) -> MeasuredRun:
+    """Iteration ``n`` on one clock: seconds from the first action's start over all ranks."""
+    timed, p2p = [], []
+    for r in ranks:
+        lo, hi = r.steps[n]
+        offset = (r.base_ns - base_ns) / 1000.0  # µs between this rank's clock base and the earliest
+        own = sorted((a for a in (r.gpu_actions or r.actions) if lo <= a.start <= hi), key=lambda a: a.start)
+        work = [_on_gpu(w, r) for w in r.work if lo <= w.start <= hi]
+        posts = [p for p in r.posts if lo <= p.start <= hi]
+        timed.append([(a, *(t + offset for t in _trim(a, work, posts))) for a in own])
+        labels = [c for c in r.comm_actions if lo <= c.start <= hi]
+        p2p += [(r.rank, _label(w, labels, own, r.rank), offset) for w in work]
+    origin = min((start for row in timed for _, start, _ in row), default=None)
+    if origin is None:
+        origin = min(r.steps[n][0] + (r.base_ns - base_ns) / 1000.0 for r in ranks)
+    ops = tuple(
+        tuple(Op(r.rank, r.rank if a.stage is None else a.stage, a.microbatch, table.get(a.kind, Kind.BW),
+                 (start - origin) / 1e6, (end - origin) / 1e6) for a, start, end in row)
+        for r, row in zip(ranks, timed)
+    )  # fmt: skip
+    stage_rank = {op.stage: op.rank for row in ops for op in row}
+    comms = []
+    for rank, w, offset in p2p:
+        comm = Comm(rank, w.kind, w.stage, w.microbatch, w.direction, None,
+                    (w.start + offset - origin) / 1e6, (w.end + offset - origin) / 1e6)  # fmt: skip
+        comms.append(replace(comm, peer=peer_of(comm, stage_rank)) if comm.direction else comm)
+    return MeasuredRun("kineto", len(ranks), ops, tuple(comms), n, tuple(r.source for r in ranks), ())
+
+
+def _on_gpu(w: _Span, r: _Rank) -> _Span:
+    """A p2p span timed by its NCCL kernel when the trace has one (launched inside the span)."""
+    if not r.kernels:
+        return w
+    for ts, _end, tid, corr in r.launches:
+        if tid == w.tid and w.start <= ts <= w.end and corr in r.kernels:
+            start, end = r.kernels[corr]
+            return replace(w, start=start, end=end)
+    return w
+
+
+def _trim(a: _Span, work: list[_Span], posts: list[_Span]) -> tuple[float, float]:
+    start = max([w.end for w in work if w.kind == "recv" and a.start < w.end < a.end], default=a.start)
+    end = min([p.start for p in posts if p.kind == "send" and start < p.start < a.end], default=a.end)
+    return start, end
+
+
+def _label(w: _Span, labels: list[_Span], own: list[_Span], rank: int) -> _Span:
+    """The p2p span with the rank, stage, microbatch and direction of the action that made it."""
+    for c in labels:
+        if c.start <= w.start <= c.end and c.kind == w.kind:
+            return replace(w, stage=c.stage, microbatch=c.microbatch, direction=c.direction)
+    for a in own:
+        if a.start <= w.start <= a.end:
+            stage = rank if a.stage is None else a.stage
+            return replace(w, stage=stage, microbatch=a.microbatch, direction="F" if a.kind == "F" else "B")
+    return w
