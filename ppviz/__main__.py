@@ -16,6 +16,7 @@ from . import REGISTRY, __version__, api, cli_limits
 from .cli_types import NEGATIVE_NUMBER, NUMBER_TYPES, ascii_float, ascii_int
 from .estimate import cli as estimate_cli
 from .ir import KIND_INDEX, Kind, to_torch_csv
+from .measured import cli as measured_cli
 from .search import cli as search_cli
 
 MAX_ORDER_BYTES = 5_000_000
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("table", help="print the schedule table (Markdown), measured at p=8, m=32")
     estimate_cli.add_parsers(sub)
     search_cli.add_parser(sub)
+    measured_cli.add_parser(sub)
     for name, help_ in (("simulate", "simulate a schedule and print its metrics"),
                         ("render", "write a standalone HTML page with the Gantt and memory charts")):  # fmt: skip
         p = sub.add_parser(name, help=help_, epilog=RENDER_EPILOG if name == "render" else None)
@@ -342,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return estimate_cli.main(args)
         if args.command == "search":
             return search_cli.main(args)
+        if args.command == "measured":
+            return measured_cli.main(args)
         if args.command == "table":
             from .report import schedule_table
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import api
-from .fit import Fit, fit
+from ..ir import KIND_INDEX
+from .fit import Fit, Spread, fit
 from .run import MeasuredRun
 
-LATE_OPS = 5
+LATE_OPS = 5  # the latest ops listed
+ON_TIME_S = 1e-9  # later than the model by less than this is on time (float rounding of the times)
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,53 @@ def compare(run: MeasuredRun) -> Comparison:
     sim_idle = tuple(sim_span - b for b in sim.metrics.busy)
     sim_start = {key: t - float(r.start.min()) for key, t in zip(
         zip(r.stage.tolist(), r.microbatch.tolist(), r.kind.tolist()), r.start.tolist())}  # fmt: skip
-    from ..ir import KIND_INDEX
-
     late = [
         LateOp(str(op.action), op.rank, op.start - start, sim_start[(op.stage, op.microbatch, KIND_INDEX[op.kind])])
         for row in run.ops
         for op in row
     ]
-    late.sort(key=lambda x: -x.late_s)
-    return Comparison(run, fitted, sim, makespan, idle, sim_idle, tuple(x for x in late[:LATE_OPS] if x.late_s > 0))
+    late = sorted((x for x in late if x.late_s > ON_TIME_S), key=lambda x: -x.late_s)[:LATE_OPS]
+    return Comparison(run, fitted, sim, makespan, idle, sim_idle, tuple(late))
+
+
+def to_dict(c: Comparison) -> dict:
+    """The ``ppviz measured --json`` contract (times in seconds)."""
+    run = c.run
+    return {
+        "format": run.format,
+        "ranks": run.ranks,
+        "stages": run.stages,
+        "microbatches": run.microbatches,
+        "iteration": run.iteration,
+        "sources": list(run.sources),
+        "fitted": {
+            "stage_times": [
+                {
+                    "stage": s.stage,
+                    "f_s": _median(s.f),
+                    "b_s": _median(s.b),
+                    "w_s": _median(s.w),
+                    "samples": {k: (0 if v is None else v.samples) for k, v in (("f", s.f), ("b", s.b), ("w", s.w))},
+                    "spread_s": {k: None if v is None else [v.low, v.high] for k, v in (("f", s.f), ("b", s.b),
+                                                                                         ("w", s.w))},
+                }
+                for s in c.fit.stages
+            ],
+            "p2p_s": _median(c.fit.p2p) or 0.0,
+            "p2p_samples": 0 if c.fit.p2p is None else c.fit.p2p.samples,
+            "p2p_spread_s": None if c.fit.p2p is None else [c.fit.p2p.low, c.fit.p2p.high],
+        },
+        "measured": {"makespan_s": c.measured_makespan_s, "idle_s": list(c.measured_idle_s)},
+        "simulated": {"makespan_s": c.simulated_makespan_s, "idle_s": list(c.simulated_idle_s)},
+        "excess_idle_s": list(c.excess_idle_s),
+        "late_ops": [
+            {"op": x.name, "rank": x.rank, "measured_start_s": x.measured_start_s,
+             "simulated_start_s": x.simulated_start_s, "late_s": x.late_s}
+            for x in c.late_ops
+        ],
+        "notes": list(run.notes + c.fit.notes),
+    }  # fmt: skip
+
+
+def _median(s: Spread | None) -> float | None:
+    return None if s is None else s.median

@@ -64,7 +64,8 @@ def _med(s: Spread | None) -> float:
 def fit(run: MeasuredRun) -> Fit:
     """Fit a timed run; an InputError says why a run cannot be fitted."""
     if not any(run.ops):
-        raise InputError("the run has no pipeline actions to fit: " + " ".join(run.notes), field="files")
+        why = next((n for n in run.notes if n.startswith("no pipeline actions")), "")
+        raise InputError(f"the run has no pipeline actions to fit{': ' if why else ''}{why}", field="files")
     if not run.timed:
         raise InputError(
             f"{', '.join(sorted(set(run.sources)))} holds an order without times: fitting needs a measured run "

@@ -101,7 +101,7 @@ def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str 
     if not any(run.ops):
         notes.append(
             "no pipeline actions in the traces: this schedule class does not annotate its actions "
-            "(torch 2.13's Schedule1F1B and ScheduleGPipe's relatives); run its order with "
+            "(torch 2.13's Schedule1F1B, for one); run its order with "
             "_PipelineScheduleRuntime (PP:<action> annotations) or give --pattern for your annotations"
         )
     elif regex is None and any(r.actions and r.actions[0].stage is None for r in ranks):
@@ -280,11 +280,11 @@ def _build(ranks: list[_Rank], n: int, table: dict[str, Kind], base_ns: int, reg
         lo, hi = r.steps[n]
         offset = (r.base_ns - base_ns) / 1000.0  # µs between this rank's clock base and the earliest
         own = sorted((a for a in (r.gpu_actions or r.actions) if lo <= a.start <= hi), key=lambda a: a.start)
-        work = [_on_gpu(w, r) for w in r.work if lo <= w.start <= hi]
-        posts = [p for p in r.posts if lo <= p.start <= hi]
-        timed.append([(a, *(t + offset for t in _trim(a, work, posts))) for a in own])
         labels = [c for c in r.comm_actions if lo <= c.start <= hi]
-        p2p += [(r.rank, _label(w, labels, own, r.rank), offset) for w in work]
+        work = [_label(_on_gpu(w, r), labels, own, r.rank) for w in r.work if lo <= w.start <= hi]
+        posts = [p for p in r.posts if lo <= p.start <= hi]
+        timed.append([(a, *(t + offset for t in _trim(a, work, posts, r.rank))) for a in own])
+        p2p += [(r.rank, w, offset) for w in work]
     origin = min((start for row in timed for _, start, _ in row), default=None)
     if origin is None:
         origin = min(r.steps[n][0] + (r.base_ns - base_ns) / 1000.0 for r in ranks)
@@ -313,8 +313,13 @@ def _on_gpu(w: _Span, r: _Rank) -> _Span:
     return w
 
 
-def _trim(a: _Span, work: list[_Span], posts: list[_Span]) -> tuple[float, float]:
-    start = max([w.end for w in work if w.kind == "recv" and a.start < w.end < a.end], default=a.start)
+def _trim(a: _Span, work: list[_Span], posts: list[_Span], rank: int) -> tuple[float, float]:
+    """The action's own compute: after the receive of its input completes inside it (a receive known to
+    be another action's does not count), before the first send it posts."""
+    stage, direction = rank if a.stage is None else a.stage, "F" if a.kind == "F" else "B"
+    mine = [w for w in work if w.kind == "recv" and (w.stage is None or (w.stage, w.microbatch, w.direction)
+                                                     == (stage, a.microbatch, direction))]  # fmt: skip
+    start = max([w.end for w in mine if a.start < w.end < a.end], default=a.start)
     end = min([p.start for p in posts if p.kind == "send" and start < p.start < a.end], default=a.end)
     return start, end
 
