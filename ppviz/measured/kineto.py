@@ -158,7 +158,7 @@ def _complete(run: MeasuredRun) -> bool:
 
 def _scan(path: str, regex: re.Pattern | None) -> _Rank:
     out = _Rank(path)
-    _read_header(path, out)
+    complete = _read_header(path, out, whole=False)
     with open_binary(path) as fh:
         index = -1
         try:
@@ -166,34 +166,43 @@ def _scan(path: str, regex: re.Pattern | None) -> _Rank:
                 _take(ev, index, out, regex)
         except ijson.JSONError as e:
             where = f"after event {index}" if index >= 0 else "before the first event"
-            raise InputError(f"{path}: not valid trace JSON {where} (byte {fh.count:,}): {e}", field="files") from None
+            raise InputError(f"{path}: not valid trace JSON {where} (byte {fh.count:,}): {_first_line(e)}",
+                             field="files") from None  # fmt: skip
         except (OSError, EOFError) as e:
             raise InputError(f"{path}: cannot decompress: {e}", field="files") from None
     if index < 0:
         raise InputError(f"{path}: no traceEvents: expected a PyTorch profiler (Chrome trace) JSON", field="files")
+    if not complete:
+        _read_header(path, out, whole=True)
     return out
 
 
-def _read_header(path: str, out: _Rank) -> None:
-    """``distributedInfo.rank`` and ``baseTimeNanoseconds``: Kineto writes them before the events, so
-    this stops at ``traceEvents`` when both are known, and walks the rest only when they are not."""
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _read_header(path: str, out: _Rank, whole: bool) -> bool:
+    """``distributedInfo.rank`` and ``baseTimeNanoseconds``. Kineto writes them before the events, so the
+    first pass stops at ``traceEvents``; only when they were not there is the whole file walked.
+    Returns whether both were found."""
+    found: set[str] = set()
     with open_binary(path) as fh:
-        found: set[str] = set()
         try:
             for prefix, event, value in ijson.parse(fh, use_float=True):
                 if prefix == "distributedInfo.rank" and event == "number":
                     out.rank, _ = int(value), found.add("rank")
                 elif prefix == "baseTimeNanoseconds" and event == "number":
                     out.base_ns, _ = int(value), found.add("base")
-                elif prefix == "traceEvents" and event == "start_array" and found == {"rank", "base"}:
-                    return
+                elif prefix == "traceEvents" and event == "start_array" and not whole:
+                    return len(found) == 2
                 elif prefix == "" and event == "start_array":
                     raise InputError(f"{path}: a bare JSON array of events: expected a PyTorch profiler trace "
                                      "(an object with traceEvents)", field="files")  # fmt: skip
         except ijson.JSONError as e:
-            raise InputError(f"{path}: not valid JSON (byte {fh.count:,}): {e}", field="files") from None
+            raise InputError(f"{path}: not valid JSON (byte {fh.count:,}): {_first_line(e)}", field="files") from None
         except (OSError, EOFError) as e:
             raise InputError(f"{path}: cannot decompress: {e}", field="files") from None
+    return len(found) == 2
 
 
 def _take(ev: object, index: int, out: _Rank, regex: re.Pattern | None) -> None:
@@ -281,7 +290,7 @@ def _build(ranks: list[_Rank], n: int, table: dict[str, Kind], base_ns: int, reg
         offset = (r.base_ns - base_ns) / 1000.0  # µs between this rank's clock base and the earliest
         own = sorted((a for a in (r.gpu_actions or r.actions) if lo <= a.start <= hi), key=lambda a: a.start)
         labels = [c for c in r.comm_actions if lo <= c.start <= hi]
-        work = [_label(_on_gpu(w, r), labels, own, r.rank) for w in r.work if lo <= w.start <= hi]
+        work = [_on_gpu(_label(w, labels, own, r.rank), r) for w in r.work if lo <= w.start <= hi]
         posts = [p for p in r.posts if lo <= p.start <= hi]
         timed.append([(a, *(t + offset for t in _trim(a, work, posts, r.rank))) for a in own])
         p2p += [(r.rank, w, offset) for w in work]
