@@ -206,9 +206,11 @@ def _read_header(path: str, out: _Rank, whole: bool) -> bool:
 
 
 def _take(ev: object, index: int, out: _Rank, regex: re.Pattern | None) -> None:
-    if not isinstance(ev, dict) or ev.get("ph") != "X":
+    if ev.__class__ is not dict or ev.get("ph") != "X":
         return
     name, cat = ev.get("name"), ev.get("cat")
+    if cat == "cpu_op" and regex is None and name not in _POST:  # operators: most of a trace, none needed
+        return
     if not isinstance(name, str):
         return
     ts, dur = ev.get("ts"), ev.get("dur", 0.0)
