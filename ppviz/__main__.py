@@ -99,7 +99,7 @@ def _add_page_args(p: argparse.ArgumentParser) -> None:
 def _add_abstract_args(p: argparse.ArgumentParser) -> None:
     """The schedule and its costs in abstract units (`ppviz simulate` and `ppviz render`)."""
     p.add_argument("schedule", nargs="?", help="schedule name (see `ppviz list`)")
-    p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch compute-only CSV order instead")
+    p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch order CSV instead (any form torch writes)")
     p.add_argument("--devices", "-p", type=ascii_int, help="pipeline devices p")
     p.add_argument("--microbatches", "-m", type=ascii_int, help="microbatches m")
     p.add_argument("--gbs", type=ascii_int, help="global batch size: with --mbs, gives microbatches = gbs / mbs")

@@ -86,3 +86,11 @@ def test_simulate_order_takes_every_csv_form(capsys, name):
 def test_simulate_order_takes_the_older_naming(capsys):
     assert main(["simulate", "--order", str(DATA / "torch-older-naming/1f1b-2r-4mb.order_comms.csv")]) == 0
     assert "4 microbatches" in capsys.readouterr().out
+
+
+def test_torchtitans_csvs_read_in_both_forms():
+    folder = DATA / "torchtitan"
+    compute = formats.read_torch_csv((folder / "zb-interleaved-2r-4mb.order_compute.csv").read_text())
+    comms = formats.read_torch_csv((folder / "zb-interleaved-2r-4mb.order_comms.csv").read_text())
+    assert comms.order == tuple(tuple(a for a in row if a is not None) for row in compute.order)
+    assert compute.order == ppviz.build("interleaved-zb", 2, 4, chunks=2).order
