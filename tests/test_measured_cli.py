@@ -103,6 +103,7 @@ def test_nccl_p2p_is_timed_by_its_kernel(tmp_path):
     ev = traces[0]["traceEvents"]
     send = next(e for e in ev if e["name"] == "gloo:send")
     send["name"] = "nccl:send"
+    send["args"] = {"In msg nelems": 4096, "dtype": "BFloat16"}
     ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": send["tid"], "ts": send["ts"],
                "dur": 0.0, "args": {"correlation": 7}})  # fmt: skip
     ev.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv", "tid": 99, "ts": send["ts"] + 40.0,
@@ -110,7 +111,7 @@ def test_nccl_p2p_is_timed_by_its_kernel(tmp_path):
     measured = read_traces(_write(tmp_path, traces))
     comm = next(c for c in measured.comms if c.rank == 0 and c.what == "send" and c.microbatch == 0)
     first = min(op.start for row in measured.ops for op in row)
-    assert comm.end - comm.start == pytest.approx(25e-6) and comm.peer == 1
+    assert comm.end - comm.start == pytest.approx(25e-6) and comm.peer == 1 and comm.bytes == 8192
     assert comm.start == pytest.approx((send["ts"] + 40.0 - 1e6) / 1e6 - first)
 
 

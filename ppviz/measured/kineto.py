@@ -30,6 +30,9 @@ _STEP = re.compile(r"ProfilerStep#(\d+)")
 _WORK = {"gloo:send": "send", "gloo:recv": "recv", "nccl:send": "send", "nccl:recv": "recv"}
 _POST = {"c10d::send": "send", "c10d::recv_": "recv"}
 _PATTERN_KINDS = {"F", "I", "W", "B", "BW"}
+# bytes per element of the dtypes a p2p event's args name (Kineto: "In msg nelems", "dtype")
+_ITEMSIZE = {"Float": 4, "BFloat16": 2, "Half": 2, "Double": 8, "Int": 4, "Long": 8, "Short": 2, "Byte": 1,
+             "Char": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1}  # fmt: skip
 
 
 @dataclass
@@ -42,6 +45,7 @@ class _Span:
     microbatch: int | None = None
     direction: str | None = None
     tid: object = None
+    bytes: int | None = None
 
 
 @dataclass
@@ -232,13 +236,9 @@ def _take(ev: object, index: int, out: _Rank, regex: re.Pattern | None) -> None:
         if corr is not None and "Launch" in name:
             out.launches.append((span.start, span.end, span.tid, corr))
         return
-    if name in _WORK:
-        span.kind = _WORK[name]
-        out.work.append(span)
-        return
-    if name in _POST:
-        span.kind = _POST[name]
-        out.posts.append(span)
+    if name in _WORK or name in _POST:
+        span.kind, span.bytes = _WORK.get(name) or _POST[name], _bytes(ev.get("args"))
+        (out.work if name in _WORK else out.posts).append(span)
         return
     gpu = cat == "gpu_user_annotation"
     if regex is not None:
@@ -263,6 +263,13 @@ def _take(ev: object, index: int, out: _Rank, regex: re.Pattern | None) -> None:
         span.kind = "F" if m.group("kind") == "Forward" else "B"
         span.microbatch = int(m.group("microbatch"))
         (out.gpu_actions if gpu else out.actions).append(span)
+
+
+def _bytes(args: object) -> int | None:
+    if not isinstance(args, dict):
+        return None
+    n, size = args.get("In msg nelems", args.get("Out msg nelems")), _ITEMSIZE.get(args.get("dtype"))
+    return int(n) * size if isinstance(n, (int, float)) and size else None
 
 
 def _action(span: _Span, m: re.Match, out: _Rank, gpu: bool, index: int) -> None:
@@ -292,8 +299,8 @@ def _build(ranks: list[_Rank], n: int, table: dict[str, Kind], base_ns: int, reg
         offset = (r.base_ns - base_ns) / 1000.0  # µs between this rank's clock base and the earliest
         own = sorted((a for a in (r.gpu_actions or r.actions) if lo <= a.start <= hi), key=lambda a: a.start)
         labels = [c for c in r.comm_actions if lo <= c.start <= hi]
-        work = [_on_gpu(_label(w, labels, own, r.rank), r) for w in r.work if lo <= w.start <= hi]
         posts = [p for p in r.posts if lo <= p.start <= hi]
+        work = [_on_gpu(_label(_sized(w, posts), labels, own, r.rank), r) for w in r.work if lo <= w.start <= hi]
         timed.append([(a, *(t + offset for t in _trim(a, work, posts, r.rank))) for a in own])
         p2p += [(r.rank, w, offset) for w in work]
     origin = min((start for row in timed for _, start, _ in row), default=None)
@@ -308,9 +315,17 @@ def _build(ranks: list[_Rank], n: int, table: dict[str, Kind], base_ns: int, reg
     comms = []
     for rank, w, offset in p2p:
         comm = Comm(rank, w.kind, w.stage, w.microbatch, w.direction, None,
-                    (w.start + offset - origin) / 1e6, (w.end + offset - origin) / 1e6)  # fmt: skip
+                    (w.start + offset - origin) / 1e6, (w.end + offset - origin) / 1e6, w.bytes)  # fmt: skip
         comms.append(replace(comm, peer=peer_of(comm, stage_rank)) if comm.direction else comm)
     return MeasuredRun("kineto", len(ranks), ops, tuple(comms), n, tuple(r.source for r in ranks), ())
+
+
+def _sized(w: _Span, posts: list[_Span]) -> _Span:
+    """The size of a p2p span: its own args', else those of the post of the same kind just before it."""
+    if w.bytes is not None:
+        return w
+    before = [p for p in posts if p.kind == w.kind and p.start <= w.start and p.bytes is not None]
+    return replace(w, bytes=max(before, key=lambda p: p.start).bytes) if before else w
 
 
 def _on_gpu(w: _Span, r: _Rank) -> _Span:
