@@ -73,3 +73,43 @@ def test_a_late_op_is_named_with_its_lateness(tmp_path):
     c = compare(read_traces(paths))
     assert c.late_ops[0].name == "1B3" and c.late_ops[0].late_s == pytest.approx(5 * MS)
     assert c.excess_idle_s[1] > 0
+
+
+def _dump(tmp_path, traces) -> list[str]:
+    paths = []
+    for r, t in enumerate(traces):
+        paths.append(str(tmp_path / f"t{r}.json"))
+        (tmp_path / f"t{r}.json").write_text(json.dumps(t))
+    return paths
+
+
+def test_ranks_are_aligned_by_their_clock_base(tmp_path):
+    run = ppviz.simulate("1f1b", 2, 4, f=1.0, b=2.0, p2p=0.5)
+    same = read_traces(_dump(tmp_path, rank_traces(run)))
+    traces = rank_traces(run)
+    traces[1]["baseTimeNanoseconds"] += 7_000_000  # rank 1's clock starts 7 ms later: its ts are 7,000 µs less
+    for e in traces[1]["traceEvents"]:
+        e["ts"] -= 7000.0
+    shifted = read_traces(_dump(tmp_path, traces))
+    for a, b in zip(same.ops, shifted.ops):
+        assert [t for o in a for t in (o.start, o.end)] == pytest.approx(
+            [t for o in b for t in (o.start, o.end)], abs=1e-12
+        )
+    assert fit(shifted).p2p.median == pytest.approx(0.5 * MS, abs=1e-12)
+
+
+def test_the_last_complete_iteration_is_taken_unless_one_is_asked(tmp_path):
+    run = ppviz.simulate("gpipe", 2, 2)
+    traces = rank_traces(run, step=1)
+    for r, t in enumerate(traces):  # a second step, cut short: rank 1 never ran its ops
+        extra = [dict(e, ts=e["ts"] + 1e5) for e in t["traceEvents"]]
+        for e in extra:
+            if e["name"].startswith("ProfilerStep#"):
+                e["name"] = "ProfilerStep#2"
+        t["traceEvents"] += [e for e in extra if r == 0 or not e["name"].startswith("PP:")]
+    paths = _dump(tmp_path, traces)
+    default = read_traces(paths)
+    assert default.iteration == 1 and any("the last complete one of ProfilerStep#1, ProfilerStep#2" in n
+                                          for n in default.notes)  # fmt: skip
+    asked = read_traces(paths, iteration=2)
+    assert asked.iteration == 2 and len(asked.ops[0]) == 4 and not asked.ops[1]
