@@ -88,20 +88,19 @@ def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str 
     if iteration is not None and iteration not in steps:
         raise InputError(f"ProfilerStep#{iteration} is not in every trace; they share {_listed(steps)}",
                          field="iteration")  # fmt: skip
-    naming = _naming_of(ranks, regex)
+    naming = _naming_of(ranks)
     table = KIND_TABLES["torch-old-full" if naming == "torch-old" and not _has(ranks, "W") else naming]
     base = min(r.base_ns for r in ranks)
-    candidates = [iteration] if iteration is not None else steps[::-1]
-    for n in candidates:
-        run = _build(ranks, n, table, base, regex)
-        if iteration is not None or _complete(run):
-            break
+    if iteration is not None:
+        run = _build(ranks, iteration, table, base)
     else:
-        run = _build(ranks, steps[-1], table, base, regex)
-        if any(run.ops):
-            notes.append(f"no profiled step has a complete order on every rank: took the last, {_listed(steps[-1:])}")
-    if iteration is None:
-        notes.append(f"iteration: ProfilerStep#{run.iteration}, the last complete one of {_listed(steps)}")
+        run = next((r for r in (_build(ranks, n, table, base) for n in steps[::-1]) if _complete(r)), None)
+        if run is not None:
+            notes.append(f"iteration: ProfilerStep#{run.iteration}, the last complete one of {_listed(steps)}")
+        else:
+            run = _build(ranks, steps[-1], table, base)
+            notes.append(f"iteration: {_listed(steps[-1:])}, the last of {_listed(steps)}; none has a complete "
+                         "order on every rank")  # fmt: skip
     if not any(run.ops):
         notes.append(
             "no pipeline actions in the traces: this schedule class does not annotate its actions "
@@ -142,7 +141,7 @@ def _has(ranks: list[_Rank], kind: str) -> bool:
     return any(a.kind == kind for r in ranks for a in r.actions + r.gpu_actions)
 
 
-def _naming_of(ranks: list[_Rank], regex: re.Pattern | None) -> str:
+def _naming_of(ranks: list[_Rank]) -> str:
     kinds = {a.kind for r in ranks for a in r.actions + r.gpu_actions}
     return choose_naming(kinds, False, "auto", "the traces")
 
@@ -291,7 +290,7 @@ def _action(span: _Span, m: re.Match, out: _Rank, gpu: bool, index: int) -> None
 # --- one iteration --------------------------------------------------------------------------
 
 
-def _build(ranks: list[_Rank], n: int, table: dict[str, Kind], base_ns: int, regex) -> MeasuredRun:
+def _build(ranks: list[_Rank], n: int, table: dict[str, Kind], base_ns: int) -> MeasuredRun:
     """Iteration ``n`` on one clock: seconds from the first action's start over all ranks."""
     timed, p2p = [], []
     for r in ranks:
