@@ -57,7 +57,7 @@ def open_binary(path: str, cap: int = MAX_TRACE_BYTES) -> CappedReader:
 def read_text(path: str, cap: int = MAX_TEXT_BYTES) -> str:
     with open_binary(path, cap) as fh:
         try:
-            data = fh.read()
+            data = fh.read(cap + 1)  # past the cap, the reader refuses before holding more
         except (OSError, EOFError) as e:
             raise InputError(f"{path}: cannot decompress: {e}", field="files") from None
     try:
