@@ -113,3 +113,23 @@ def test_the_last_complete_iteration_is_taken_unless_one_is_asked(tmp_path):
                                           for n in default.notes)  # fmt: skip
     asked = read_traces(paths, iteration=2)
     assert asked.iteration == 2 and len(asked.ops[0]) == 4 and not asked.ops[1]
+
+
+def test_stages_with_a_full_backward_and_stages_with_split_ones_fit_each_their_way(tmp_path):
+    """torch's older _merge_bw order: rank 0 runs F and BW, rank 1 separate B and W."""
+    from pathlib import Path
+
+    from ppviz import formats
+
+    path = Path(__file__).parent / "data/measured/torch-older-naming/zb-interleaved-2r.order_compute_bw.csv"
+    schedule = formats.read_torch_csv(path.read_text())
+    times = [(1.0, 1.5, 0.5), (1.25, 1.0, 0.75), (1.0, 2.0, 1.0), (0.5, 1.0, 0.25)]
+    run = ppviz.evaluate(schedule, ppviz.make_costs(exact_stage_times=times, p2p=0.2))
+    fitted = fit(read_traces(_dump(tmp_path, rank_traces(run))))
+    for s, (f, b, w) in zip(fitted.stages, times):
+        assert s.f.median == pytest.approx(f * MS)
+        if s.stage in (0, 2):  # rank 0: full backwards only
+            assert s.w is None and s.b.median == pytest.approx((b + w) * MS)
+        else:
+            assert (s.b.median, s.w.median) == pytest.approx((b * MS, w * MS))
+    assert fitted.p2p.median == pytest.approx(0.2 * MS)
