@@ -5,8 +5,8 @@ Per file: the rank (``distributedInfo.rank``), the clock base (``baseTimeNanosec
 the number of actions, not with the trace. Actions come from the pipelining runtime's annotations
 (``PP:0F3``, ``PP:1I0``, ``PP:0SEND_F1``…), GPipe's ``Forward 3`` / ``Backward 3`` (the stage is the
 rank's), or a regex with named groups ``stage`` (optional: the rank's), ``kind`` and ``microbatch``
-for other frameworks. An action's span is trimmed to its own compute: from the end of a receive that
-completes inside it, to the post of a send it makes (both are waiting, not computing).
+for other frameworks. An action's span starts when the receive of its input completes inside it (waiting
+is not work) and runs through posting the send of its output (the rank is busy doing it).
 """
 
 from __future__ import annotations
@@ -113,7 +113,9 @@ def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str 
         notes.append(f"actions from the pattern {regex.pattern!r}")
     if any(r.gpu_actions for r in ranks):
         notes.append("actions timed on the GPU (gpu_user_annotation spans)")
-    notes.append("action spans trimmed to their own compute: after a receive that ends inside, before a send posted")
+    notes.append(
+        "an action runs from the end of its input's receive (when it waited inside) through posting its output's send"
+    )
     if naming != "torch":
         notes.append("naming: torch's older one (B = input gradient, BW = full backward)")
     return replace(run, notes=run.notes + tuple(notes))
@@ -300,7 +302,8 @@ def _build(ranks: list[_Rank], n: int, table: dict[str, Kind], base_ns: int) -> 
         labels = [c for c in r.comm_actions if lo <= c.start <= hi]
         posts = [p for p in r.posts if lo <= p.start <= hi]
         work = [_on_gpu(_label(_sized(w, posts), labels, own, r.rank), r) for w in r.work if lo <= w.start <= hi]
-        timed.append([(a, *(t + offset for t in _trim(a, work, posts, r.rank))) for a in own])
+        ends = _with_sends(own, labels, hi, r.rank)
+        timed.append([(a, _started(a, work, r.rank) + offset, end + offset) for a, end in zip(own, ends)])
         p2p += [(r.rank, w, offset) for w in work]
     origin = min((start for row in timed for _, start, _ in row), default=None)
     if origin is None:
@@ -338,15 +341,35 @@ def _on_gpu(w: _Span, r: _Rank) -> _Span:
     return w
 
 
-def _trim(a: _Span, work: list[_Span], posts: list[_Span], rank: int) -> tuple[float, float]:
-    """The action's own compute: after the receive of its input completes inside it (a receive known to
-    be another action's does not count), before the first send it posts."""
-    stage, direction = rank if a.stage is None else a.stage, "F" if a.kind == "F" else "B"
-    mine = [w for w in work if w.kind == "recv" and (w.stage is None or (w.stage, w.microbatch, w.direction)
-                                                     == (stage, a.microbatch, direction))]  # fmt: skip
-    start = max([w.end for w in mine if a.start < w.end < a.end], default=a.start)
-    end = min([p.start for p in posts if p.kind == "send" and start < p.start < a.end], default=a.end)
-    return start, end
+def _started(a: _Span, work: list[_Span], rank: int) -> float:
+    """When the action's own work began: after the receive of its input, when that completes inside it
+    (the runtime waits for it there; a receive known to be another action's does not count)."""
+    stage, direction = _stage(a, rank), _direction(a)
+    key = (stage, a.microbatch, direction)
+    mine = [w.end for w in work if w.kind == "recv" and a.start < w.end < a.end
+            and (w.stage is None or (w.stage, w.microbatch, w.direction) == key)]  # fmt: skip
+    return max(mine, default=a.start)
+
+
+def _with_sends(own: list[_Span], labels: list[_Span], step_end: float, rank: int) -> list[float]:
+    """Each action's end, through posting the send of its output when the runtime does that as its own
+    action right after (``PP:<s>SEND_F<m>``): the rank is busy posting it. GPipe posts inside the span."""
+    out = []
+    for i, a in enumerate(own):
+        until = own[i + 1].start if i + 1 < len(own) else step_end
+        key = (_stage(a, rank), a.microbatch, _direction(a))
+        sends = [c.end for c in labels if c.kind == "send" and (c.stage, c.microbatch, c.direction) == key
+                 and a.end <= c.start <= until]  # fmt: skip
+        out.append(max(sends, default=a.end) if a.kind != "W" else a.end)
+    return out
+
+
+def _stage(a: _Span, rank: int) -> int:
+    return rank if a.stage is None else a.stage
+
+
+def _direction(a: _Span) -> str:
+    return "F" if a.kind == "F" else "B"
 
 
 def _label(w: _Span, labels: list[_Span], own: list[_Span], rank: int) -> _Span:
@@ -356,6 +379,5 @@ def _label(w: _Span, labels: list[_Span], own: list[_Span], rank: int) -> _Span:
             return replace(w, stage=c.stage, microbatch=c.microbatch, direction=c.direction)
     for a in own:
         if a.start <= w.start <= a.end:
-            stage = rank if a.stage is None else a.stage
-            return replace(w, stage=stage, microbatch=a.microbatch, direction="F" if a.kind == "F" else "B")
+            return replace(w, stage=_stage(a, rank), microbatch=a.microbatch, direction=_direction(a))
     return w
