@@ -1,6 +1,6 @@
 """One measured run, whatever file it came from: per rank, the ops it ran and its p2p events.
 
-Times are seconds from the run's first event (all ranks on one clock). An order read from a CSV
+Times are seconds from the run's first op (all ranks on one clock). An order read from a CSV
 has no times: its ops keep their order and ``start``/``end`` are ``None``.
 """
 
