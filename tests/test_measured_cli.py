@@ -142,6 +142,7 @@ def test_cli_errors_are_one_line(capsys, tmp_path):
         ([str(bad)], "t.json.gz"),
         ([*ZBV, "--iteration", "9"], "ProfilerStep#9 is not in every trace; they share ProfilerStep#4, ProfilerStep#5"),
         ([ZBV[0], ZBV[0]], "ranks [0, 0]"),
+        ([ZBV[0]], "world size 2, but 1 given: give one trace per rank"),
         ([ZBV[0], str(DATA / "torch-2.13/zbv-2r/order_comms.csv")], "different formats"),
         ([*ZBV, "--pattern", "("], "not a valid regular expression"),
         (["/no/such/trace.json"], "cannot read /no/such/trace.json"),

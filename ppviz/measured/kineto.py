@@ -54,6 +54,7 @@ class _Rank:
 
     source: str
     rank: int | None = None
+    world: int | None = None  # distributedInfo.world_size
     base_ns: int = 0
     steps: dict[int, tuple[float, float]] = field(default_factory=dict)
     actions: list[_Span] = field(default_factory=list)
@@ -81,6 +82,10 @@ def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str 
     if seen != list(range(len(ranks))):
         raise InputError(f"the traces are of ranks {seen}: give one trace per rank, ranks 0 to {len(ranks) - 1}",
                          field="files")  # fmt: skip
+    worlds = {r.world for r in ranks if r.world is not None}
+    if worlds and worlds != {len(ranks)}:
+        raise InputError(f"the traces are of a run of world size {', '.join(map(str, sorted(worlds)))}, but "
+                         f"{len(ranks)} given: give one trace per rank", field="files")  # fmt: skip
     steps = sorted(set.intersection(*(set(r.steps) for r in ranks)))
     if not steps:
         raise InputError("no ProfilerStep#N is in every trace: profile with torch.profiler's schedule and "
@@ -196,6 +201,8 @@ def _read_header(path: str, out: _Rank, whole: bool) -> bool:
             for prefix, event, value in ijson.parse(fh, use_float=True):
                 if prefix == "distributedInfo.rank" and event == "number":
                     out.rank, _ = int(value), found.add("rank")
+                elif prefix == "distributedInfo.world_size" and event == "number":
+                    out.world = int(value)
                 elif prefix == "baseTimeNanoseconds" and event == "number":
                     out.base_ns, _ = int(value), found.add("base")
                 elif prefix == "traceEvents" and event == "start_array" and not whole:
