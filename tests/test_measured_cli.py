@@ -146,6 +146,10 @@ def test_cli_errors_are_one_line(capsys, tmp_path):
         ([ZBV[0], str(DATA / "torch-2.13/zbv-2r/order_comms.csv")], "different formats"),
         ([*ZBV, "--pattern", "("], "not a valid regular expression"),
         (["/no/such/trace.json"], "cannot read /no/such/trace.json"),
+        (
+            [str(DATA / "torch-older-naming/zb-interleaved-2r.order_compute.csv"), "--naming", "torch"],
+            "has W but no B (read in torch 2.13's",
+        ),
     ):
         assert main(["measured", *argv]) == 2
         err = capsys.readouterr().err

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     p.add_argument("--iteration", type=ascii_int, help="the ProfilerStep#N to read (default: the last complete one)")
     p.add_argument("--pattern", metavar="REGEX",
                    help="annotation names of other frameworks: a regex with named groups kind (F, I, W, B, BW), "
-                   "microbatch and optionally stage, e.g. 'fwd_s(?P<stage>\\d+)_mb(?P<microbatch>\\d+)'")  # fmt: skip
+                   "microbatch and optionally stage, e.g. "
+                   "'(?P<kind>[FIWB])_s(?P<stage>\\d+)_mb(?P<microbatch>\\d+)'")  # fmt: skip
     p.add_argument("--naming", choices=("auto", "torch", "torch-old"), default="auto",
                    help="action naming of an order CSV (default: read from its tokens)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")

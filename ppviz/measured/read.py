@@ -27,9 +27,16 @@ def read(paths: Sequence[str], *, iteration: int | None = None, pattern: str | N
         return fmt, read_traces(paths, iteration=iteration, pattern=pattern)
     if len(paths) != 1:
         raise InputError("an order CSV holds every rank: give one file", field="files")
+    from ..simulator import validate
     from .torch_csv import read_order
 
-    return fmt, read_order(read_text(paths[0]), source=paths[0], naming=naming).run()
+    order = read_order(read_text(paths[0]), source=paths[0], naming=naming)
+    try:
+        validate(order.run().schedule())  # an order the simulator can run, as `simulate --order` asks
+    except ValueError as e:
+        raise InputError(f"{paths[0]}: {e} (read in {order.notes[0].removeprefix('naming: ')})",
+                         field="files") from None  # fmt: skip
+    return fmt, order.run()
 
 
 def read_run(paths: Sequence[str], **kw) -> MeasuredRun:
