@@ -16,7 +16,8 @@ from . import REGISTRY, __version__, api, cli_limits
 from .cli_types import NEGATIVE_NUMBER, NUMBER_TYPES, ascii_float, ascii_int
 from .estimate import calibrate_cli
 from .estimate import cli as estimate_cli
-from .ir import KIND_INDEX, Kind, from_torch_csv, to_torch_csv
+from .ir import KIND_INDEX, Kind, to_torch_csv
+from .measured import cli as measured_cli
 from .search import cli as search_cli
 
 MAX_ORDER_BYTES = 5_000_000
@@ -64,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     estimate_cli.add_parsers(sub)
     calibrate_cli.add_parser(sub)
     search_cli.add_parser(sub)
+    measured_cli.add_parser(sub)
     for name, help_ in (("simulate", "simulate a schedule and print its metrics"),
                         ("render", "write a standalone HTML page with the Gantt and memory charts")):  # fmt: skip
         p = sub.add_parser(name, help=help_, epilog=RENDER_EPILOG if name == "render" else None)
@@ -99,7 +101,7 @@ def _add_page_args(p: argparse.ArgumentParser) -> None:
 def _add_abstract_args(p: argparse.ArgumentParser) -> None:
     """The schedule and its costs in abstract units (`ppviz simulate` and `ppviz render`)."""
     p.add_argument("schedule", nargs="?", help="schedule name (see `ppviz list`)")
-    p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch compute-only CSV order instead")
+    p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch order CSV instead (any form torch writes)")
     p.add_argument("--devices", "-p", type=ascii_int, help="pipeline devices p")
     p.add_argument("--microbatches", "-m", type=ascii_int, help="microbatches m")
     p.add_argument("--gbs", type=ascii_int, help="global batch size: with --mbs, gives microbatches = gbs / mbs")
@@ -157,11 +159,9 @@ def _simulate(args: argparse.Namespace) -> api.Run:
             raise UsageError(f"cannot read {args.order}: {e.strerror}") from None
         if len(data) > MAX_ORDER_BYTES:
             raise UsageError(f"{args.order} is larger than {MAX_ORDER_BYTES:,} bytes")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UsageError(f"{args.order} is not UTF-8 text") from None
-        schedule = from_torch_csv(text, name=os.path.basename(args.order))
+        from . import formats
+
+        schedule = formats.read_torch_csv(data, max_bytes=MAX_ORDER_BYTES, name=os.path.basename(args.order))
         return api.evaluate(schedule, api.make_costs(**costs))
     if not args.schedule:
         raise UsageError("name a schedule (see `ppviz list`) or give --order FILE.csv")
@@ -348,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return search_cli.main(args)
         if args.command == "calibrate":
             return calibrate_cli.main(args)
+        if args.command == "measured":
+            return measured_cli.main(args)
         if args.command == "table":
             from .report import schedule_table
 

@@ -126,14 +126,23 @@ def torch_csv(run_or_schedule: Run | Schedule) -> str:
 
 
 def read_torch_csv(
-    text: str | bytes, *, max_bytes: int = UPLOAD_LIMIT, max_ranks: int | None = None, name: str = "uploaded"
+    text: str | bytes,
+    *,
+    max_bytes: int = UPLOAD_LIMIT,
+    max_ranks: int | None = None,
+    name: str = "uploaded",
+    naming: str = "auto",
 ) -> Schedule:
     """Parse an uploaded order strictly; ValueError says what is wrong. The text is never evaluated.
 
+    Every form PyTorch writes is read (``ppviz.measured.torch_csv``): compute-only or compute+comms,
+    torch 2.13's naming or the older one; communication tokens are left out of the schedule.
     Besides the size limit, the stage and microbatch numbers must be consistent with the number
     of actions (a valid order with S stages and M microbatches has at least 2·S·M actions), so a
     small file cannot ask for a huge schedule.
     """
+    from .measured.torch_csv import read_order
+
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise ValueError(f"the order file is {size:,} bytes; the limit is {max_bytes:,}")
@@ -148,7 +157,7 @@ def read_torch_csv(
             raise ValueError(
                 f"the order has {ranks:,} rows (ranks); the limit here is {max_ranks}: give one row per rank"
             )
-    rows = ir.parse_torch_rows(text)
+    rows = read_order(text, source=name, naming=naming).rows
     actions = [a for row in rows for step in row if step is not None for a in _halves(step)]
     if not actions:
         raise ValueError("the order holds no actions")
@@ -160,7 +169,7 @@ def read_torch_csv(
             f"least {2 * stages * microbatches:,} actions (a forward and a backward each), but it has "
             f"{len(actions):,}"
         )
-    schedule = ir.from_torch_csv(text, name=name)
+    schedule = ir.schedule_from_rows(rows, name=name)
     validate(schedule)
     return schedule
 

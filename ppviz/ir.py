@@ -290,7 +290,11 @@ def from_torch_csv(text: str, name: str = "custom") -> Schedule:
     A stage that runs on several ranks (DualPipe's two pipes) splits microbatches into
     directions by the rank sequence each microbatch's forwards follow.
     """
-    rows = parse_torch_rows(text)
+    return schedule_from_rows(parse_torch_rows(text), name)
+
+
+def schedule_from_rows(rows: Sequence[Sequence[Step | None]], name: str = "custom") -> Schedule:
+    """A schedule from per-rank rows of steps (``None``: an idle slot), placement inferred as above."""
     devices = len(rows)
     where: dict[tuple[int, int], int] = {}  # (stage, microbatch) -> device
     stages = microbatches = 0

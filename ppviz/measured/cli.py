@@ -1,0 +1,81 @@
+"""``ppviz measured FILES…``: read a measured run, fit its costs, and compare it with the same order
+simulated under them. Bad input raises ValueError, printed by the main CLI as one line (exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..cli_types import ascii_int
+from .compare import compare, to_dict
+from .read import read
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("measured", help="fit a measured run's costs and compare it with its simulation",
+                       description="Read PyTorch profiler traces (one per rank, gzipped or not), a PyTorch order "
+                       "CSV or Megatron-LM timer logs; fit per-stage F/B/W and the p2p latency; simulate the same "
+                       "order under them; print measured against simulated idle time.")  # fmt: skip
+    p.add_argument("files", nargs="+", metavar="FILE", help="one trace per rank, or one order CSV, or timer logs")
+    p.add_argument("--iteration", type=ascii_int, help="the ProfilerStep#N to read (default: the last complete one)")
+    p.add_argument("--pattern", metavar="REGEX",
+                   help="annotation names of other frameworks: a regex with named groups kind (F, I, W, B, BW), "
+                   "microbatch and optionally stage, e.g. "
+                   "'(?P<kind>[FIWB])_s(?P<stage>\\d+)_mb(?P<microbatch>\\d+)'")  # fmt: skip
+    p.add_argument("--naming", choices=("auto", "torch", "torch-old"), default="auto",
+                   help="action naming of an order CSV (default: read from its tokens)")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def main(args: argparse.Namespace) -> int:
+    fmt, got = read(args.files, iteration=args.iteration, pattern=args.pattern, naming=args.naming)
+    if fmt == "megatron":
+        summary = {"format": "megatron", **got.summary()}
+        print(json.dumps(summary) if args.json else json.dumps(summary, indent=1))
+        return 0
+    if got.format == "torch-csv":  # an order: what it holds, nothing to fit
+        if args.json:
+            print(json.dumps({"format": got.format, "ranks": got.ranks, "stages": got.stages,
+                              "microbatches": got.microbatches, "notes": list(got.notes)}))  # fmt: skip
+        else:
+            print(f"{got.format}: {got.ranks} ranks, {got.stages} stages, {got.microbatches} microbatches; "
+                  "an order without times (fitting needs profiler traces)")  # fmt: skip
+            for note in got.notes:
+                print(f"note: {note}")
+        return 0
+    d = to_dict(compare(got))
+    print(json.dumps(d) if args.json else text(d))
+    return 0
+
+
+def _ms(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1e3:,.3f}"
+
+
+def text(d: dict) -> str:
+    """The comparison as readable tables, times in ms."""
+    lines = [f"{d['format']}: {d['ranks']} ranks, {d['stages']} stages, {d['microbatches']} microbatches"
+             + ("" if d["iteration"] is None else f", ProfilerStep#{d['iteration']}"), "",
+             "fitted per-stage times (ms, median [min–max] × samples)",
+             f"{'stage':>5}  {'F':>28}  {'B':>28}  {'W':>28}"]  # fmt: skip
+    for s in d["fitted"]["stage_times"]:
+        cells = []
+        for k in "fbw":
+            v, spread, n = s[f"{k}_s"], s["spread_s"][k], s["samples"][k]
+            cells.append("—" if v is None else f"{_ms(v)} [{_ms(spread[0])}–{_ms(spread[1])}] ×{n}")
+        lines.append(f"{s['stage']:>5}  " + "  ".join(f"{c:>28}" for c in cells))
+    f = d["fitted"]
+    lines.append(f"p2p latency {_ms(f['p2p_s'])} ms ({f['p2p_samples']} waited-for transfers)")
+    lines += ["", f"{'':>9} {'makespan':>12}", f"{'measured':>9} {_ms(d['measured']['makespan_s']):>9} ms",
+              f"{'simulated':>9} {_ms(d['simulated']['makespan_s']):>9} ms", "",
+              f"{'rank':>4} {'measured idle':>15} {'simulated idle':>16} {'excess':>12}"]  # fmt: skip
+    for r, (m, s, e) in enumerate(zip(d["measured"]["idle_s"], d["simulated"]["idle_s"], d["excess_idle_s"])):
+        lines.append(f"{r:>4} {_ms(m):>12} ms {_ms(s):>13} ms {_ms(e):>9} ms")
+    total = [sum(d["measured"]["idle_s"]), sum(d["simulated"]["idle_s"]), sum(d["excess_idle_s"])]
+    lines.append(f"{'all':>4} {_ms(total[0]):>12} ms {_ms(total[1]):>13} ms {_ms(total[2]):>9} ms")
+    if d["late_ops"]:
+        lines += ["", "latest against the model (start, ms)"]
+        lines += [f"  {x['op']:>6} on rank {x['rank']}: measured {_ms(x['measured_start_s'])}, simulated "
+                  f"{_ms(x['simulated_start_s'])} (+{_ms(x['late_s'])})" for x in d["late_ops"]]  # fmt: skip
+    lines += [""] + [f"note: {n}" for n in d["notes"]]
+    return "\n".join(lines)
