@@ -32,11 +32,14 @@ CASES = [
     ("Llama-3 70B, 512 H100, gbs 512 (the issue's newcomer)", "llama3-70b", "h100-sxm", 512, 512, {}),
     ("Llama-3 8B, 16 H100, gbs 64", "llama3-8b", "h100-sxm", 16, 64, {}),
 ]  # fmt: skip
+# the issue's space beside Calculon's (#20): GPT-3 175B on 1,024 A100s at GPT-3's batch of 1,536 sequences
+GPT3 = ("GPT-3 175B, 1,024 A100, gbs 1,536, every schedule", "gpt3-175b", "a100-80gb", 1024, 1536, {})
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="only the first case")
+    ap.add_argument("--gpt3", action="store_true", help="only GPT-3 175B on 1,024 A100s (the space beside Calculon's)")
     ap.add_argument("--skip-complete", action="store_true", help="leave out the complete front (the slowest case)")
     ap.add_argument("--json", metavar="PATH", help="also write the table as JSON (the handbook's performance page)")
     args = ap.parse_args()
@@ -44,7 +47,8 @@ def main() -> None:
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"{'case':<62} {'layouts':>9} {'pruned':>9} {'simulated':>9} {'cut':>5} {'wall s':>7} {'CPU s':>6}  best")
     print(f"load average {os.getloadavg()[0]:.1f} at the start")
-    for label, model, gpu, gpus, gbs, kw in CASES[:1] if args.quick else CASES:
+    cases = [GPT3] if args.gpt3 else CASES[:1] if args.quick else CASES
+    for label, model, gpu, gpus, gbs, kw in cases:
         if args.skip_complete and "pareto_within" in kw:
             continue
         t, c = time.perf_counter(), time.process_time()
@@ -59,10 +63,11 @@ def main() -> None:
         layout = f"{best['schedule']}, tp {best['tp']} pp {best['pp']} dp {best['dp']} cp {best['cp']}"
         figures = f"{best['iteration_s']:.3f} s, MFU {best['mfu'] * 100:.1f}%, {best['peak_gb']:.1f} GB"
         rows.append([label.strip(), r.searched, r.pruned, r.simulated, r.budget_cut, round(dt, 2), round(dc, 2),
-                     f"{layout}: {figures}"])  # fmt: skip
+                     round(r.searched / dc), f"{layout}: {figures}"])  # fmt: skip
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     if args.json:
-        columns = ["case", "layouts", "pruned by a bound", "simulated", "cut by the budget", "wall s", "CPU s", "best"]
+        columns = ["case", "layouts", "pruned by a bound", "simulated", "cut by the budget", "wall s", "CPU s",
+                   "layouts per CPU s", "best"]  # fmt: skip
         json_out.write(args.json, columns, rows, load)
 
 
