@@ -81,6 +81,12 @@ def calibration_sc21() -> str:
     return calibration_sc21.table()
 
 
+def calibration_sc21_figure13() -> str:
+    from ppviz.estimate import calibration_sc21
+
+    return calibration_sc21.figure13_table()
+
+
 TABLES = {
     "schedule-table": schedule_table,
     "model-presets": model_presets,
@@ -88,6 +94,7 @@ TABLES = {
     "calibration-a100": calibration_a100,
     "calibration-h100": calibration_h100,
     "calibration-sc21": calibration_sc21,
+    "calibration-sc21-figure13": calibration_sc21_figure13,
 }
 
 
