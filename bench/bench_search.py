@@ -2,7 +2,8 @@
 takes. Target (issue #10): a space of ≥ 10,000 layouts (Llama-3 70B on 1,024 H100s, global batch
 1,024, every schedule) ranked in ≤ 10 s on a 2-core machine. It prints wall and CPU seconds: on the
 shared machine other work inflates the wall time, the CPU time is what the search itself used
-(about the wall time on an idle machine; the budget of the searching schedules is wall time).
+(about the wall time on an idle machine; the budget of the searching schedules is work, ops of the
+orders they build, so the same case simulates the same layouts under any load).
 Run it with `nice`:
 
     nice .venv/bin/python bench/bench_search.py [--quick] [--json PATH]
