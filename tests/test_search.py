@@ -395,3 +395,18 @@ def test_tp_comm_overlap_is_searched_where_the_layout_allows_it():
     assert space.Options(tp_comm_overlap=[False, True, True]).tp_comm_overlap == (False, True)
     with pytest.raises(ValueError, match="true, false or both"):
         space.Options(tp_comm_overlap="yes")
+
+
+@pytest.mark.parametrize(("flag", "want"), [([], None), (["--tp-comm-overlap"], (True,)),
+                                            (["--tp-comm-overlap", "on"], (True,)),
+                                            (["--tp-comm-overlap", "off"], (False,)),
+                                            (["--tp-comm-overlap", "both"], None)])  # fmt: skip
+def test_the_tp_overlap_flag_searches_or_pins_it(flag, want):
+    """Searched by default; the bare flag (as before) or `on` pins it on where allowed, `off` pins it off."""
+    from ppviz.__main__ import _parser
+    from ppviz.search import cli
+
+    args = _parser().parse_args(["search", "--model", "tiny-x", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "8",
+                                 *flag, "--json"])  # fmt: skip
+    assert cli.options(args).tp_comm_overlap == want and args.budget_ops == engine.BUDGET_OPS
+    assert "tp_comm_overlap" in cli.CSV_FIELDS
