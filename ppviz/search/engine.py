@@ -492,8 +492,7 @@ class _Search:
         m = self.model
         restricted = [
             k for k in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "schedules", "recompute", "sequence_parallel",
-                        "zero", "tp_mode", "tp2d", "summa_blocks", "tp_comm_overlap", "max_microbatches", "max_pp",
-                        "max_mbs")
+                        "zero", "tp_mode", "tp2d", "summa_blocks", "max_microbatches", "max_pp", "max_mbs")
             if getattr(self.opt, k) is not None
         ]  # fmt: skip
         if not self.opt.uneven:
