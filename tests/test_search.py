@@ -410,3 +410,19 @@ def test_the_tp_overlap_flag_searches_or_pins_it(flag, want):
                                  *flag, "--json"])  # fmt: skip
     assert cli.options(args).tp_comm_overlap == want and args.budget_ops == engine.BUDGET_OPS
     assert "tp_comm_overlap" in cli.CSV_FIELDS
+
+
+def test_the_progress_bar_rate_counts_only_what_it_saw():
+    """The bar appears after a second with what is already decided as its start, so its first rate is
+    not every layout decided before it showed divided by no time (the issue's "1335676108.80 layouts/s")."""
+    from ppviz.search import cli
+
+    bar = cli._Bar()
+    bar.start -= 2.0  # the search has run two seconds
+    bar(150_000, 237_276)
+    try:
+        assert bar.bar.initial == 150_000 and bar.bar.n == 150_000 and bar.bar.total == 237_276
+        bar(160_000, 237_276)
+        assert bar.bar.n - bar.bar.initial == 10_000
+    finally:
+        bar.close()
