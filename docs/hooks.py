@@ -93,6 +93,12 @@ def calibration_v100_each() -> str:
     return calibration_v100.each_fit_table()
 
 
+def calibration_sc21_figure13() -> str:
+    from ppviz.estimate import calibration_sc21
+
+    return calibration_sc21.figure13_table()
+
+
 TABLES = {
     "schedule-table": schedule_table,
     "model-presets": model_presets,
@@ -102,6 +108,7 @@ TABLES = {
     "calibration-sc21": calibration_sc21,
     "calibration-v100": calibration_v100,
     "calibration-v100-each": calibration_v100_each,
+    "calibration-sc21-figure13": calibration_sc21_figure13,
 }
 
 

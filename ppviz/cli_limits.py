@@ -145,7 +145,7 @@ BOUNDS: dict[str, Bound] = {
     "--headroom": Bound(0, 1, "a fraction of HBM", high_open=True),
     "--tokens": Bound(0, 1e16, "a token budget; the largest published runs train on tens of trillions", low_open=True),
     "--gpu-hour-price": Bound(0, 1e6, "a price per GPU-hour"),
-    "--budget": Bound(0, 86_400, "seconds, a day"),
+    "--budget-ops": Bound(0, 10**9, "ops of searched orders built, about a day of CPU"),
     "--pareto-within": Bound(0, 100, "a fraction of the best time"),
     "--jobs": _sizes(1, "replaced by the cores at check time"),
     "--max-memory-gb": Bound(0, 1e6, "GB the search may take; 0.1 is the least", low_open=True),

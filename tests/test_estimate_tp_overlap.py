@@ -133,3 +133,37 @@ def test_refused_without_sequence_parallel(kw):
         Layout(tp_comm_overlap=True, **kw)
     with pytest.raises(SpecError, match="true or false"):
         Layout(tp=2, sequence_parallel=True, tp_comm_overlap="yes")
+
+
+def test_each_collective_hides_at_most_its_gemm():
+    """Overlap hides min(C, G) at most per (collective, GEMM) pair: whatever the link speed, the layer's
+    hidden TP time is never more than the GEMMs the collectives run beside (each used once)."""
+    lay = Layout(tp=8, mbs=1, sequence_parallel=True, schedule="1f1b")
+    for factor in (1, 10, 100):
+        g = replace(H100, nvlink_bytes_per_s=H100.nvlink_bytes_per_s / factor)
+        serial = layer.layer(GPT, g, shape_of(lay), False)
+        over = layer.layer(GPT, g, shape_of(replace(lay, tp_comm_overlap=True)), False)
+        acc = parts.Acc(g, g.bf16_flops)
+        T, h, t = GPT.seq, GPT.hidden, 8
+        qkv, proj = acc.gemm(T, h, 3 * h / t), acc.gemm(T, h / t, h)
+        fc1, fc2 = acc.gemm(T, h, GPT.ffn / t), acc.gemm(T, GPT.ffn / t, h)
+        gemms = sum(c["f"] + c["b"] + c["w"] for c in (qkv, proj, fc1, fc2)) - proj["w"] - fc2["w"]
+        hidden = sum(s.comm_s - o.comm_s for s, o in ((serial.f, over.f), (serial.b, over.b), (serial.w, over.w)))
+        assert 0 < hidden <= gemms + 1e-12, factor
+
+
+def test_tp_across_nvlink_domains_cannot_overlap():
+    """Transformer Engine's userbuffers work inside one NVLink domain only (TE issue #1071): Megatron 1T
+    with tp 16 over two 8-GPU A100 nodes is refused with the overlap, and runs its 16 s of TP serially;
+    a 16-GPU NVLink domain (multi-node NVLink, TE PR #1470) takes it."""
+    a100, m = gpu("a100-80gb"), model("megatron-1t")
+    lay = Layout(tp=16, pp=16, dp=12, mbs=1, gbs=3072, recompute="selective", sequence_parallel=True, zero=1)
+    with pytest.raises(SpecError, match="tp 16 spans domains of 8 GPUs") as err:
+        estimate(m, a100, replace(lay, tp_comm_overlap=True))
+    assert err.value.field == "tp_comm_overlap"
+    serial = estimate(m, a100, lay)
+    assert serial.breakdown["tp_comm_s"] > 15
+    wide = replace(a100, nvlink_domain=16)
+    assert estimate(m, wide, replace(lay, tp_comm_overlap=True)).iteration_s < estimate(m, wide, lay).iteration_s
+    assert [layer.tp_overlap_possible(t, 8) for t in (1, 2, 4, 8, 16)] == [False, True, True, True, False]
+    assert layer.tp_overlap_possible(16, 72) and not layer.tp_overlap_possible(128, 72)

@@ -17,7 +17,9 @@ from ppviz.search import Options, engine, space
 
 TINY = Model(name="tiny", layers=8, hidden=512, heads=8, kv_heads=4, ffn=1536, vocab=2048, seq=1024, gated_mlp=True)
 SCHEDULES = ("gpipe", "1f1b", "1f1b-2bw", "zb-h1", "interleaved-1f1b", "1f1b-overlap", "zb-v", "dualpipe", "v-half")
-OPTS = dict(schedules=SCHEDULES, vpp=(2, 3), zero=(0, 1, 3), mbs=(1, 2), recompute=("none", "full"))
+# TP overlap pinned off here (the brute force stays its size); test_tp_comm_overlap_is_searched_... covers it searched
+OPTS = dict(schedules=SCHEDULES, vpp=(2, 3), zero=(0, 1, 3), mbs=(1, 2), recompute=("none", "full"),
+            tp_comm_overlap=False)  # fmt: skip
 # the same space with 2D tensor parallelism beside 1D: every (R, C) grid of tp 2, 4 and 8, SUMMA blocks lcm(R, C) and 8
 OPTS_2D = dict(OPTS, tp_mode=("1d", "2d"), summa_blocks=(0, 8))
 
@@ -74,14 +76,14 @@ def test_pruned_search_equals_brute_force(brute, quantile):
     g = _gpu(capacity)
     brute_est = [estimate(TINY, g, e.layout) for e in ests] if quantile != 1.0 else ests
     want, fit = _ranked(brute_est, capacity, 7)
-    got = ppviz.search(TINY, g, 8, 16, top=7, budget_s=1e9, options=opt, pareto_within=1e9)
+    got = ppviz.search(TINY, g, 8, 16, top=7, budget_ops=10**9, options=opt, pareto_within=1e9)
     assert got.searched == len(ests)
     assert got.simulated < len(ests) / 3  # the bounds do prune
     assert [engine.rank_key(e.layout) for e in want] == [_key(r) for r in got.layouts]
     assert [e.iteration_s for e in want] == [r["iteration_s"] for r in got.layouts]
     assert [(r["iteration_s"], max(r["peak_bytes"])) for r in got.pareto] == _front(fit)
     assert got.complete and got.budget_cut == 0
-    near = ppviz.search(TINY, g, 8, 16, top=7, budget_s=1e9, options=opt, pareto_within=0.1)
+    near = ppviz.search(TINY, g, 8, 16, top=7, budget_ops=10**9, options=opt, pareto_within=0.1)
     best = want[0].iteration_s
     assert [(r["iteration_s"], max(r["peak_bytes"])) for r in near.pareto] == [
         p for p in _front(fit) if p[0] <= 1.1 * best
@@ -90,7 +92,7 @@ def test_pruned_search_equals_brute_force(brute, quantile):
     two_d = [e for e in brute_est if e.layout.tp_mode == "2d"]
     if two_d:  # the 2D layouts alone (the fastest of the whole space are 1D here): again exact
         want, fit = _ranked(two_d, capacity, 7)
-        got = ppviz.search(TINY, g, 8, 16, top=7, budget_s=1e9, options=opt, pareto_within=1e9, tp_mode=["2d"])
+        got = ppviz.search(TINY, g, 8, 16, top=7, budget_ops=10**9, options=opt, pareto_within=1e9, tp_mode=["2d"])
         assert got.searched == len(two_d) and len(want) == 7
         assert [engine.rank_key(e.layout) for e in want] == [_key(r) for r in got.layouts]
         assert [e.iteration_s for e in want] == [r["iteration_s"] for r in got.layouts]
@@ -100,7 +102,8 @@ def test_pruned_search_equals_brute_force(brute, quantile):
 def _key(row):
     return (row["schedule"], row["tp"], row["cp"], row["pp"], row["dp"], row["ep"], row["vpp"], row["mbs"],
             row["recompute"], row["sequence_parallel"], row["zero"], tuple(row["layer_split"] or ()), row["tp_mode"],
-            tuple(row["tp2d"] or ()), row["summa_blocks"], tuple(row["nvlink_dp_pp"] or ()))  # fmt: skip
+            tuple(row["tp2d"] or ()), row["summa_blocks"], tuple(row["nvlink_dp_pp"] or ()),
+            row["tp_comm_overlap"])  # fmt: skip
 
 
 def test_bounds_never_exceed_the_simulated_figures(brute):
@@ -143,7 +146,7 @@ def test_rows_are_estimates_and_fit():
         lay = Layout(
             tp=row["tp"], pp=row["pp"], dp=row["dp"], cp=row["cp"], ep=row["ep"], vpp=row["vpp"], mbs=row["mbs"],
             gbs=64, schedule=row["schedule"], recompute=row["recompute"], zero=row["zero"],
-            sequence_parallel=row["sequence_parallel"],
+            sequence_parallel=row["sequence_parallel"], tp_comm_overlap=row["tp_comm_overlap"],
             layer_split=tuple(row["layer_split"]) if row["layer_split"] else None,
         )  # fmt: skip
         e = ppviz.estimate("llama3-8b", g, lay)
@@ -255,7 +258,7 @@ def test_nothing_fits_names_the_closest_layout_and_by_how_much():
 
 def test_searching_schedules_report_a_cut_budget_and_progress_reaches_the_total():
     calls = []
-    res = ppviz.search(TINY, _gpu(80e9), 8, 16, top=3, budget_s=0.0, progress=lambda d, t: calls.append((d, t)),
+    res = ppviz.search(TINY, _gpu(80e9), 8, 16, top=3, budget_ops=0, progress=lambda d, t: calls.append((d, t)),
                        schedules=["1f1b", "v-half", "zb-auto"], zero=[1], recompute=["none"])  # fmt: skip
     assert res.budget_cut > 0 and not res.complete and "budget" in res.notes[0]
     assert all(r["schedule"] == "1f1b" for r in res.layouts)
@@ -273,8 +276,8 @@ def test_jobs_give_the_same_ranking(opts):
     from ppviz.search.parallel import search_parallel
 
     opt = Options(**opts)
-    one = ppviz.search(TINY, _gpu(80e9), 8, 16, top=5, options=opt, budget_s=1e9)
-    two = search_parallel(TINY, _gpu(80e9), 8, 16, jobs=2, top=5, options=opt, budget_s=1e9)
+    one = ppviz.search(TINY, _gpu(80e9), 8, 16, top=5, options=opt, budget_ops=10**9)
+    two = search_parallel(TINY, _gpu(80e9), 8, 16, jobs=2, top=5, options=opt, budget_ops=10**9)
     assert {r["tp_mode"] for r in one.layouts} == {opts.get("tp_mode", ("1d",))[0]}
     assert [(_key(r), r["iteration_s"]) for r in one.layouts] == [(_key(r), r["iteration_s"]) for r in two.layouts]
     assert [r["iteration_s"] for r in one.pareto] == [r["iteration_s"] for r in two.pareto]
@@ -343,24 +346,24 @@ def test_balanced_split_puts_the_lighter_stages_at_the_edges():
     assert sum(space.balanced_split(80, 24)) == 80
 
 
-def test_tp_comm_overlap_is_a_fixed_option_exact_against_brute_force():
-    """--tp-comm-overlap applies to every searched layout with sequence parallel (the others cannot take
-    it, and are searched as before); the pruned search still equals the brute force over that space,
-    and each row's command reruns through `ppviz estimate` to the same numbers."""
+def test_tp_comm_overlap_pinned_on_exact_against_brute_force():
+    """--tp-comm-overlap (pinned on) applies to every searched layout with sequence parallel (the others
+    cannot take it, and are searched as before); the pruned search still equals the brute force over
+    that space, and each row's command reruns through `ppviz estimate` to the same numbers."""
     opt = Options(schedules=("1f1b", "zb-h1", "interleaved-1f1b"), vpp=(2,), zero=(0, 1), mbs=(1,),
                   recompute=("none",), tp_comm_overlap=True)  # fmt: skip
     g = _gpu(80e9)
     ests = _all_layouts(TINY, g, 8, 16, opt)
     assert {(e.layout.sequence_parallel, e.layout.tp_comm_overlap) for e in ests} == {(False, False), (True, True)}
     want, fit = _ranked(ests, g.hbm_bytes, 5)
-    got = ppviz.search(TINY, g, 8, 16, top=5, budget_s=1e9, options=opt, pareto_within=1e9)
+    got = ppviz.search(TINY, g, 8, 16, top=5, budget_ops=10**9, options=opt, pareto_within=1e9)
     assert got.searched == len(ests)
     assert [e.iteration_s for e in want] == [r["iteration_s"] for r in got.layouts]
     assert [(r["iteration_s"], max(r["peak_bytes"])) for r in got.pareto] == _front(fit)
     serial = _all_layouts(TINY, g, 8, 16, replace(opt, tp_comm_overlap=False))
     off = {engine.rank_key(e.layout): e.iteration_s for e in serial}
     for e in ests:  # never slower than the same layout without it; unchanged where there is no SP
-        before = off[engine.rank_key(e.layout)]
+        before = off[engine.rank_key(replace(e.layout, tp_comm_overlap=False))]
         assert e.iteration_s <= before and (e.layout.sequence_parallel or e.iteration_s == before)
     base = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--seq", "2048"]
     args = ["--gpus", "16", "--gbs", "32", "--top", "3", "--schedules", "1f1b,zb-h1", "--sequence-parallel", "on",
@@ -370,3 +373,56 @@ def test_tp_comm_overlap_is_a_fixed_option_exact_against_brute_force():
         assert row["tp_comm_overlap"] is True and "--tp-comm-overlap" in row["command"]
         rerun = json.loads(_cli("estimate", *row["command"].split()[2:], "--json", "--no-ops").stdout)
         assert rerun["iteration_s"] == row["iteration_s"] and rerun["layout"]["tp_comm_overlap"] is True
+
+
+def test_tp_comm_overlap_is_searched_where_the_layout_allows_it():
+    """By default the overlap is a searched dimension (Calculon searches it too): off everywhere, and on
+    for every 1D layout with sequence parallel whose TP group sits inside one NVLink domain (domain 2
+    here: tp 4 groups span two and cannot overlap). The pruned search equals the brute force."""
+    opt = Options(schedules=("1f1b", "zb-h1"), zero=(1,), mbs=(1,), recompute=("none",), nvlink_placements=False)
+    g = gpu("h100-sxm", nvlink_domain=2)
+    ests = _all_layouts(TINY, g, 8, 16, opt)
+    seen = {(e.layout.tp, e.layout.sequence_parallel, e.layout.tp_comm_overlap) for e in ests}
+    assert seen == {(1, False, False), (2, False, False), (2, True, False), (2, True, True), (4, False, False),
+                    (4, True, False)}  # fmt: skip
+    want, fit = _ranked(ests, g.hbm_bytes, 6)
+    got = ppviz.search(TINY, g, 8, 16, top=6, options=opt, pareto_within=1e9)
+    assert got.searched == len(ests) and got.complete
+    assert [(e.iteration_s, e.layout.tp_comm_overlap) for e in want] == [
+        (r["iteration_s"], r["tp_comm_overlap"]) for r in got.layouts]  # fmt: skip
+    assert [(r["iteration_s"], max(r["peak_bytes"])) for r in got.pareto] == _front(fit)
+    assert space.Options(tp_comm_overlap=True).tp_comm_overlap == (True,)
+    assert space.Options(tp_comm_overlap=[False, True, True]).tp_comm_overlap == (False, True)
+    with pytest.raises(ValueError, match="true, false or both"):
+        space.Options(tp_comm_overlap="yes")
+
+
+@pytest.mark.parametrize(("flag", "want"), [([], None), (["--tp-comm-overlap"], (True,)),
+                                            (["--tp-comm-overlap", "on"], (True,)),
+                                            (["--tp-comm-overlap", "off"], (False,)),
+                                            (["--tp-comm-overlap", "both"], None)])  # fmt: skip
+def test_the_tp_overlap_flag_searches_or_pins_it(flag, want):
+    """Searched by default; the bare flag (as before) or `on` pins it on where allowed, `off` pins it off."""
+    from ppviz.__main__ import _parser
+    from ppviz.search import cli
+
+    args = _parser().parse_args(["search", "--model", "tiny-x", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "8",
+                                 *flag, "--json"])  # fmt: skip
+    assert cli.options(args).tp_comm_overlap == want and args.budget_ops == engine.BUDGET_OPS
+    assert "tp_comm_overlap" in cli.CSV_FIELDS
+
+
+def test_the_progress_bar_rate_counts_only_what_it_saw():
+    """The bar appears after a second with what is already decided as its start, so its first rate is
+    not every layout decided before it showed divided by no time (the issue's "1335676108.80 layouts/s")."""
+    from ppviz.search import cli
+
+    bar = cli._Bar()
+    bar.start -= 2.0  # the search has run two seconds
+    bar(150_000, 237_276)
+    try:
+        assert bar.bar.initial == 150_000 and bar.bar.n == 150_000 and bar.bar.total == 237_276
+        bar(160_000, 237_276)
+        assert bar.bar.n - bar.bar.initial == 10_000
+    finally:
+        bar.close()

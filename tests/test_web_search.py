@@ -142,7 +142,8 @@ def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
     view = answer(page.fire(page.callback("drawn-model.data"), [("url", "hash")], {("url", "hash"): hash_}))
     assert view["schedule-model"]["value"] == row["schedule"] and view["tp-model"]["value"] == row["tp"]
     lay = Layout(**{k: row[k] for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "recompute", "zero")},
-                 sequence_parallel=row["sequence_parallel"], schedule=row["schedule"])  # fmt: skip
+                 sequence_parallel=row["sequence_parallel"], tp_comm_overlap=row["tp_comm_overlap"],
+                 schedule=row["schedule"])  # fmt: skip
     est = ppviz.estimate(model("llama3-8b", seq=4096), "h100-sxm", lay)
     assert est.iteration_s == pytest.approx(expected.layouts[1]["iteration_s"])
     assert f"{est.iteration_s * 1e3:,.0f} ms" in page.text("cards-model")

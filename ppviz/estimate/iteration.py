@@ -355,6 +355,7 @@ def simulate_layout(
     m = layout.microbatches
     shape = shape_of(layout)
     layer.check(model, shape)
+    layer.check_tp_overlap(shape, gpu)
     check_nvlink(layout, gpu)
     if schedule is None:
         spec = schedules.get(layout.schedule)

@@ -36,6 +36,15 @@
   MoE MLPs, the embedding and the output layer keep their collectives serial (Megatron runs
   them outside TE's userbuffers). Not modelled: the extra kernel launches of the chunks, and the
   SMs the communication kernels take from the GEMMs.
+  Each overlapped collective hides at most the GEMM it runs beside: every form above exposes at
+  least C − G, so a collective several times longer than its GEMM hides only the GEMM's time
+  (min(C, G) per pair). And the overlap exists only inside one NVLink domain: userbuffers
+  exchange through CUDA IPC / multicast handles over NVLink, so TE's comm+GEMM overlap "is
+  currently only possible with single-node tensor-parallelism" (TransformerEngine issue #1071);
+  multi-node NVLink domains (NVL72) joined in TE 2.2 (PR #1470, "Support for TP across multi-node
+  NVLINK"). A TP group that spans NVLink domains runs its collectives serially over the network
+  tier (SC21's Figure 13 checks that cost, ``calibration_sc21``), and asking it to overlap is
+  refused (``check_tp_overlap``).
 - Recompute adds the recomputed forward to B: the whole layer (full) or the attention core
   (selective; with flash attention there is nothing left to recompute).
 - Activation bytes (Korthikanti Table 2): attention 11sbh + 5as²b, MLP 19sbh, norms 4sbh with
@@ -83,6 +92,24 @@ def check(model: Model, shape: Shape) -> None:
         raise SpecError(f"ep {shape.ep} needs an MoE model ({model.name} is dense): use ep 1", field="ep")
     if shape.ep > 1 and shape.dp % shape.ep:
         raise SpecError(f"ep {shape.ep} is carved out of dp {shape.dp} (Megatron): make ep divide dp", field="ep")
+
+
+def tp_overlap_possible(tp: int, domain: int) -> bool:
+    """Whether a TP group of ``tp`` ranks (Megatron's order: consecutive ranks) can overlap its
+    collectives with the GEMMs: it needs tp > 1 and the whole group inside one NVLink domain of
+    ``domain`` GPUs (Transformer Engine's userbuffers; see the module's docstring)."""
+    return tp > 1 and comm.per_domain(tp, 1, domain) == tp
+
+
+def check_tp_overlap(shape: Shape, gpu: Gpu) -> None:
+    """Refuse TP overlap for a TP group that spans NVLink domains, saying what to change."""
+    if shape.tp_overlap and shape.tp > 1 and not tp_overlap_possible(shape.tp, gpu.nvlink_domain):
+        raise SpecError(
+            f"tp_comm_overlap runs through Transformer Engine's userbuffers, inside one NVLink domain: tp "
+            f"{shape.tp} spans domains of {gpu.nvlink_domain} GPUs, so its collectives cross the network "
+            f"serially; drop tp_comm_overlap, or use tp ≤ {gpu.nvlink_domain}",
+            field="tp_comm_overlap",
+        )
 
 
 @lru_cache(maxsize=4096)

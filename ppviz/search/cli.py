@@ -18,14 +18,14 @@ import time
 from ..cli_limits import DEVICES, OVERSUBSCRIBE, SEARCH_ACTIONS, cores, default_memory_gb, memory_cap
 from ..cli_types import ascii_float, ascii_int, ascii_ints
 from ..estimate.cli import add_model_args, add_spec_overrides, specs_from_args, tp2d_grid
-from .engine import search
+from .engine import BUDGET_OPS, search
 from .parallel import search_parallel
 from .result import SearchResult
 from .space import Options, divisors, order_actions
 
 CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
-              "mbs", "schedule", "recompute", "sequence_parallel", "zero", "tp_mode", "tp2d", "summa_blocks",
-              "nvlink_dp_pp", "layer_split", "microbatches", "bubble_fraction", "command")  # fmt: skip
+              "mbs", "schedule", "recompute", "sequence_parallel", "tp_comm_overlap", "zero", "tp_mode", "tp2d",
+              "summa_blocks", "nvlink_dp_pp", "layer_split", "microbatches", "bubble_fraction", "command")  # fmt: skip
 
 
 def _ints(text: str) -> list[int]:
@@ -51,9 +51,10 @@ def add_parser(sub) -> None:
         p.add_argument(f"--{name}", dest=f"opt_{name}", type=_ints, metavar="N,N", help=f"restrict {name}")
     p.add_argument("--recompute", type=_names, help="restrict recompute: none,selective,full")
     p.add_argument("--sequence-parallel", choices=("on", "off", "both"), default="both", help="(default both)")
-    p.add_argument("--tp-comm-overlap", action="store_true",
-                   help="overlap the TP collectives with the GEMMs in every layout with sequence parallel "
-                   "(Megatron --tp-comm-overlap)")  # fmt: skip
+    p.add_argument("--tp-comm-overlap", nargs="?", const="on", choices=("on", "off", "both"), default="both",
+                   help="TP collectives overlapped with the GEMMs (Megatron --tp-comm-overlap), searched where the "
+                   "layout allows it (sequence parallel, the TP group inside one NVLink domain); the bare flag "
+                   "or 'on' pins it on there, 'off' pins it off (default both)")  # fmt: skip
     p.add_argument("--even-only", action="store_true", help="only stage counts that divide the layers")
     p.add_argument("--tp-within-domain", action="store_true", help="keep every TP group inside one NVLink domain")
     p.add_argument("--megatron-order", action="store_true",
@@ -74,7 +75,10 @@ def add_parser(sub) -> None:
     p.add_argument("--summa-blocks", type=_ints, metavar="N,N",
                    help="SUMMA steps per matmul to search for 2D (default 0: lcm of R and C)")  # fmt: skip
     p.add_argument("--headroom", type=ascii_float, default=0.0, help="fraction of HBM kept free, e.g. 0.1")
-    p.add_argument("--budget", type=ascii_float, default=2.0, help="seconds for the searching schedules (default 2)")
+    p.add_argument("--budget-ops", type=ascii_int, default=BUDGET_OPS,
+                   help="work for the schedules that search their order (v-*, zb-auto): the ops of the orders they "
+                   "build, each counted once; work, not seconds, so a search ranks the same on any machine "
+                   f"(default {BUDGET_OPS:,}, about 2 CPU-seconds)")  # fmt: skip
     p.add_argument("--no-pareto", action="store_true", help="skip the Pareto front (faster)")
     p.add_argument("--pareto-within", type=ascii_float, default=0.1,
                    help="the front covers layouts up to this fraction slower than the best (default 0.1)")  # fmt: skip
@@ -102,7 +106,7 @@ def options(args: argparse.Namespace) -> Options:
         schedules=args.schedules, recompute=args.recompute, sequence_parallel=sp, uneven=not args.even_only,
         headroom=args.headroom, tp_within_domain=args.tp_within_domain, tp_mode=args.tp_mode, tp2d=args.tp2d,
         summa_blocks=args.summa_blocks, nvlink_placements=not args.megatron_order,
-        tp_comm_overlap=args.tp_comm_overlap,
+        tp_comm_overlap={"on": (True,), "off": (False,), "both": None}[args.tp_comm_overlap],
     )  # fmt: skip
 
 
@@ -136,7 +140,9 @@ class _Bar:
                 return
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, unit=" layouts", file=sys.stderr, dynamic_ncols=True, leave=False)
+            # from what is already done, so its rate counts only the layouts decided while it shows
+            self.bar = tqdm(total=total, initial=done, unit=" layouts", file=sys.stderr, dynamic_ncols=True,
+                            leave=False)  # fmt: skip
         self.bar.total = total
         self.bar.n = done
         self.bar.refresh()
@@ -150,7 +156,7 @@ def main(args: argparse.Namespace) -> int:
     model, gpu = specs_from_args(args)
     check_size(model, args.gpus, args.gbs, options(args))
     bar = _Bar() if sys.stderr.isatty() else None
-    kw = dict(top=args.top, options=options(args), budget_s=args.budget, pareto=not args.no_pareto, progress=bar,
+    kw = dict(top=args.top, options=options(args), budget_ops=args.budget_ops, pareto=not args.no_pareto, progress=bar,
               pareto_within=float("inf") if args.complete_front else args.pareto_within)  # fmt: skip
     try:
         with memory_cap(args.max_memory_gb / args.jobs):  # each process its share

@@ -9,6 +9,11 @@ k-th best time found, nothing left can enter the top k. The Pareto front of time
 memory is exact the same way: a layout is skipped only when a simulated layout that fits is no
 slower than its time bound and no larger than its memory bound. Simulations are shared by layouts
 that differ only in ZeRO stage; only the rows returned are completed into Estimates.
+
+Every budget is counted in work, never in seconds, so the same call ranks the same on any machine
+under any load: the schedules that search their order under the op times (v-*, zb-auto) are
+simulated while the ops of the orders they built stay under ``budget_ops`` (each distinct order
+counted once, by its size: stages × microbatches × 3 kinds); the time measured is only reported.
 """
 
 from __future__ import annotations
@@ -46,6 +51,10 @@ from .result import SearchResult, row_of
 ZEROS = (0, 1, 2)
 ORDER_CACHE = 4096  # built schedules kept (each distinct (schedule, pp, m, vpp) is built once)
 RUN_CACHE = 32  # simulations kept for the layouts that share one (they differ only in ZeRO stage 0 to 2)
+# ops of searched orders (v-*, zb-auto) built per search: about the 2 CPU-seconds a search spent on them
+# before budgets were counted in work (a v-* order of 16 devices × 48 microbatches, 4,608 ops, takes
+# 0.2-1.1 s on the 2-core reference machine; see docs/search.md)
+BUDGET_OPS = 15_000
 
 
 @dataclass(eq=False)
@@ -140,7 +149,7 @@ def search(
     *,
     top: int = 10,
     options: space.Options | None = None,
-    budget_s: float = 2.0,
+    budget_ops: int = BUDGET_OPS,
     pareto: bool = True,
     pareto_within: float = 0.1,
     progress: Callable[[int, int], None] | None = None,
@@ -154,8 +163,9 @@ def search(
 
     ``restrictions`` (or ``options``) restrict dimensions: ``tp=[4, 8]``, ``schedules=["1f1b", "zb-v"]``,
     ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.space.Options``). Schedules that search
-    their order (v-*, zb-auto) are simulated while their total time stays under ``budget_s``; the result
-    says how many were cut. ``progress(done, total)`` is called as layouts are decided; when ``cancel()``
+    their order (v-*, zb-auto) are simulated while the ops of the orders they built stay under
+    ``budget_ops`` (work, not time: the same ranking on any machine); the result says how many were cut.
+    ``progress(done, total)`` is called as layouts are decided; when ``cancel()``
     returns True the search stops and returns what it has, marked ``cancelled``. ``partition`` (i, n)
     searches only every n-th group from the i-th (``--jobs``).
     Raises ValueError with what to change when no layout divides or none fits.
@@ -165,15 +175,15 @@ def search(
     for name, v in (("gpus", gpus), ("global batch", global_batch), ("top", top)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a whole number ≥ 1 (got {v!r})")
-    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
-        raise ValueError(f"the time budget of searching schedules must be ≥ 0 seconds (got {budget_s!r})")
+    if isinstance(budget_ops, bool) or not isinstance(budget_ops, int) or budget_ops < 0:
+        raise ValueError(f"the budget of searching schedules is a whole number of ops ≥ 0 (got {budget_ops!r})")
     if options is None:
         options = space.Options(**restrictions)
     elif restrictions:
         options = replace(options, **restrictions)
     if isinstance(pareto_within, bool) or not isinstance(pareto_within, (int, float)) or pareto_within < 0:
         raise ValueError(f"pareto_within is a fraction ≥ 0 of the best time (got {pareto_within!r})")
-    s = _Search(model, gpu, gpus, global_batch, top, options, budget_s, pareto, progress, cancel)
+    s = _Search(model, gpu, gpus, global_batch, top, options, budget_ops, pareto, progress, cancel)
     s.pareto_within = float(pareto_within)
     s.partition = partition
     s.run()
@@ -181,9 +191,9 @@ def search(
 
 
 class _Search:
-    def __init__(self, model, gpu, gpus, gbs, top, opt, budget_s, pareto, progress, cancel):
+    def __init__(self, model, gpu, gpus, gbs, top, opt, budget_ops, pareto, progress, cancel):
         self.model, self.gpu, self.gpus, self.gbs, self.top, self.opt = model, gpu, gpus, gbs, top, opt
-        self.budget_s, self.pareto = budget_s, pareto
+        self.budget_ops, self.pareto = budget_ops, pareto
         self.progress_cb, self.cancel_cb = progress, cancel
         self.capacity = gpu.hbm_bytes * (1.0 - opt.headroom)
         self.zeros = opt.zero or ZEROS
@@ -200,7 +210,8 @@ class _Search:
         self.p2ps: dict = {}
         self.runs: LRUCache = LRUCache(RUN_CACHE)
         self.searched = self.pruned_time = self.pruned_memory = self.simulated = self.over = self.cut = 0
-        self.searching_s = 0.0
+        self.searching_ops = 0  # ops of the searched orders built (each distinct one once)
+        self.built: set = set()  # their run keys
         self.cancelled = False
         self.invalid = 0
         self._last_progress = 0.0
@@ -432,12 +443,15 @@ class _Search:
 
     def _simulate(self, leaf: _Leaf) -> None:
         if leaf.variant.uses_costs:
-            if self.searching_s >= self.budget_s:
-                self.cut += 1
-                return
-            t = time.perf_counter()
+            if leaf.run_key not in self.built:  # a new order to search: its ops count against the budget
+                if self.searching_ops >= self.budget_ops:
+                    self.cut += 1
+                    return
+                self.built.add(leaf.run_key)
+                self.searching_ops += (
+                    leaf.order.stages * leaf.lay.microbatches * (3 if leaf.variant.split_backward else 2)
+                )
             est = totals(simulate_layout(self.model, self.gpu, leaf.layout))
-            self.searching_s += time.perf_counter() - t
         else:
             run = self.runs.get(leaf.run_key)
             est = totals(simulate_layout(self.model, self.gpu, leaf.layout, schedule=leaf.order.schedule, run=run))
@@ -517,7 +531,7 @@ class _Search:
             model=self.model.name, gpu=self.gpu.name, gpus=self.gpus, global_batch=self.gbs, layouts=rows,
             pareto=front, searched=self.searched, pruned=self.pruned_time + self.pruned_memory,
             pruned_by_time=self.pruned_time, pruned_by_memory=self.pruned_memory, simulated=self.simulated,
-            over_capacity=self.over, budget_cut=self.cut, budget_s=self.budget_s, seconds=seconds,
+            over_capacity=self.over, budget_cut=self.cut, budget_ops=self.budget_ops, seconds=seconds,
             cancelled=self.cancelled, capacity_bytes=self.capacity, headroom=self.opt.headroom,
         )  # fmt: skip
 
@@ -555,7 +569,7 @@ def rank_key(lay: Layout) -> tuple:
     """Ties in iteration time are ranked by this, so the top k is one definite list."""
     return (lay.schedule, lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.vpp, lay.mbs, lay.recompute,
             lay.sequence_parallel, lay.zero, lay.layer_split or (), lay.tp_mode, lay.tp2d or (),
-            lay.summa_blocks, lay.nvlink_dp_pp or ())  # fmt: skip
+            lay.summa_blocks, lay.nvlink_dp_pp or (), lay.tp_comm_overlap)  # fmt: skip
 
 
 class _Rev:

@@ -32,7 +32,8 @@ def _part(args) -> SearchResult:
 def _key(row: dict) -> tuple:
     return (row["schedule"], row["tp"], row["cp"], row["pp"], row["dp"], row["ep"], row["vpp"], row["mbs"],
             row["recompute"], row["sequence_parallel"], row["zero"], tuple(row["layer_split"] or ()), row["tp_mode"],
-            tuple(row["tp2d"] or ()), row["summa_blocks"], tuple(row["nvlink_dp_pp"] or ()))  # fmt: skip
+            tuple(row["tp2d"] or ()), row["summa_blocks"], tuple(row["nvlink_dp_pp"] or ()),
+            row["tp_comm_overlap"])  # fmt: skip
 
 
 def search_parallel(model, gpu, gpus: int, global_batch: int, *, jobs: int, progress=None, cancel=None, **kw):
@@ -69,6 +70,6 @@ def search_parallel(model, gpu, gpus: int, global_batch: int, *, jobs: int, prog
         model=parts[0].model, gpu=parts[0].gpu, gpus=gpus, global_batch=global_batch, layouts=rows, pareto=front,
         searched=s("searched"), pruned=s("pruned"), pruned_by_time=s("pruned_by_time"),
         pruned_by_memory=s("pruned_by_memory"), simulated=s("simulated"), over_capacity=s("over_capacity"),
-        budget_cut=s("budget_cut"), budget_s=parts[0].budget_s, seconds=time.perf_counter() - t0, cancelled=False,
+        budget_cut=s("budget_cut"), budget_ops=parts[0].budget_ops, seconds=time.perf_counter() - t0, cancelled=False,
         capacity_bytes=parts[0].capacity_bytes, headroom=parts[0].headroom,
     )  # fmt: skip

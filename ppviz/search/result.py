@@ -141,7 +141,7 @@ class SearchResult:
     simulated: int
     over_capacity: int
     budget_cut: int
-    budget_s: float
+    budget_ops: int
     seconds: float
     cancelled: bool
     capacity_bytes: float
@@ -151,7 +151,8 @@ class SearchResult:
     def __post_init__(self) -> None:
         if self.budget_cut:
             self.notes.append(
-                f"the {self.budget_s:g} s budget of the searching schedules (v-*, zb-auto) ran out: "
+                f"the budget of the searching schedules (v-*, zb-auto), {self.budget_ops:,} ops of orders built, "
+                "ran out: "
                 f"{self.budget_cut:,} of their layouts were not simulated, so the ranking is exact for every "
                 "other schedule only"
             )
@@ -179,7 +180,7 @@ class SearchResult:
             "simulated": self.simulated,
             "over_capacity": self.over_capacity,
             "budget_cut": self.budget_cut,
-            "budget_s": self.budget_s,
+            "budget_ops": self.budget_ops,
             "complete": self.complete,
             "cancelled": self.cancelled,
             "capacity_bytes": self.capacity_bytes,

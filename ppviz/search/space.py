@@ -1,6 +1,7 @@
 """The space of layouts: every (tp, tp mode and 2D grid, cp, pp, dp, ep, mbs, recompute, sequence
-parallel) group that divides, and in each group every schedule (with its chunks), layer split and
-ZeRO stage the registry accepts. Options restrict any dimension; ``None`` means every value that divides.
+parallel, TP overlap) group that divides, and in each group every schedule (with its chunks), layer
+split and ZeRO stage the registry accepts. Options restrict any dimension; ``None`` means every value
+that divides (TP overlap: off, and on wherever the layout allows it).
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ class Options:
     tp_mode: Sequence[str] | None = None
     tp2d: Sequence[tuple[int, int]] | None = None
     summa_blocks: Sequence[int] | None = None
-    # TP collectives overlapped with the GEMMs (Megatron --tp-comm-overlap): a fixed option of every
-    # searched layout with sequence parallel (it needs SP; the others run without it)
-    tp_comm_overlap: bool = False
+    # TP collectives overlapped with the GEMMs (Megatron --tp-comm-overlap), searched off and on where the
+    # layout allows it (1D, sequence parallel, the TP group inside one NVLink domain: ``overlaps``); True or
+    # (True,) pins it on wherever allowed (the others run without), False or (False,) pins it off
+    tp_comm_overlap: Sequence[bool] | bool | None = None
     # the most microbatches per layout (gbs / (dp·mbs)), pipeline devices and micro-batch size: the page
     # searches only the layouts it can draw (each simulation's size and the space are then bounded);
     # None: every one that divides
@@ -99,15 +101,23 @@ class Options:
         if self.sequence_parallel is not None:
             object.__setattr__(self, "sequence_parallel", tuple(bool(x) for x in self.sequence_parallel))
         self._check_tp_mode()
-        if not isinstance(self.tp_comm_overlap, bool):
-            raise InputError(
-                f"tp_comm_overlap must be true or false (got {self.tp_comm_overlap!r})", field="tp_comm_overlap"
-            )
+        self._check_tp_overlap()
         if isinstance(self.headroom, bool) or not isinstance(self.headroom, (int, float)) or not 0 <= self.headroom < 1:
             raise InputError(
                 f"headroom is the fraction of HBM kept free: give a number in [0, 1) (got {self.headroom!r})",
                 field="headroom",
             )
+
+    def _check_tp_overlap(self) -> None:
+        v = self.tp_comm_overlap
+        if v is None:
+            return
+        v = (v,) if isinstance(v, bool) else tuple(v) if isinstance(v, (tuple, list)) else None
+        if not v or any(not isinstance(x, bool) for x in v):
+            raise InputError(
+                f"tp_comm_overlap takes true, false or both (got {self.tp_comm_overlap!r})", field="tp_comm_overlap"
+            )
+        object.__setattr__(self, "tp_comm_overlap", tuple(dict.fromkeys(v)))
 
     def _check_tp_mode(self) -> None:
         if self.tp_mode is not None:
@@ -168,7 +178,7 @@ class Group:
     tp2d: tuple[int, int] | None = None  # 2D grid (hidden ways, sequence ways)
     summa_blocks: int = 0  # 0: lcm of the grid sides
     nvlink_dp_pp: tuple[int, int] | None = None  # None: Megatron's rank order
-    tp_comm_overlap: bool = False  # Options.tp_comm_overlap, on the layouts with sequence parallel
+    tp_comm_overlap: bool = False  # TP collectives overlapped with the GEMMs (see ``overlaps``)
 
     def layout(self, gbs: int, **kw) -> Layout:
         return Layout(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep, mbs=self.mbs, gbs=gbs,
@@ -290,15 +300,24 @@ def _tp_groups(model, gpus, gbs, opt, space, tp, mode, grid, nb, domain) -> None
                         for sp in sps:
                             if mode == "2d" and sp:
                                 continue
-                            g = Group(tp, cp, pp, dp, ep, mbs, rec, sp, gbs // (dp * mbs), mode, grid, nb,
-                                      tp_comm_overlap=sp and opt.tp_comm_overlap)  # fmt: skip
+                            g = Group(tp, cp, pp, dp, ep, mbs, rec, sp, gbs // (dp * mbs), mode, grid, nb)
                             space.checked += 1
                             if opt.max_shapes is not None and space.checked > opt.max_shapes:
                                 raise SpaceTooLarge(f"more than {opt.max_shapes:,} layout shapes to check")
                             if not _valid_shape(model, g, gbs):
                                 space.invalid += 1
                                 continue
-                            space.groups += [replace(g, nvlink_dp_pp=place) for place in places]
+                            space.groups += [replace(g, tp_comm_overlap=ov, nvlink_dp_pp=place)
+                                             for ov in overlaps(opt, g, domain) for place in places]  # fmt: skip
+
+
+def overlaps(opt: Options, g: Group, domain: int) -> tuple[bool, ...]:
+    """The TP overlap settings searched for a group: on only where the layout allows it (Megatron's
+    --tp-comm-overlap needs sequence parallel, and Transformer Engine's userbuffers a TP group inside
+    one NVLink domain: ``layer.tp_overlap_possible``), off always unless pinned on."""
+    allowed = g.tp_mode == "1d" and g.sequence_parallel and layer.tp_overlap_possible(g.tp, domain)
+    wanted = opt.tp_comm_overlap or (False, True)
+    return tuple(v for v in wanted if allowed or not v) or (False,)
 
 
 @lru_cache(maxsize=4096)

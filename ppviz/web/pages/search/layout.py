@@ -7,6 +7,7 @@ from dash import dcc, html
 
 from ppviz import REGISTRY
 from ppviz.estimate import specs
+from ppviz.search.engine import BUDGET_OPS
 
 from ...common import charts, widgets
 from ...common.charts import GRAPH_CONFIG
@@ -96,7 +97,8 @@ def _panel(values: dict) -> list:
                     "schedules",
                     "schedules to consider",
                     dcc.Dropdown(id=cid("schedules"), options=list(REGISTRY), value=values["schedules"], multi=True),
-                    "searching schedules (v-*, zb-auto) get a 2 s budget",
+                    f"searching schedules (v-*, zb-auto) get a budget of {BUDGET_OPS:,} ops of the orders they "
+                    "build: work, not time, so the ranking is the same on any machine",
                 ),
                 _row(
                     "tp_mode",

@@ -85,7 +85,7 @@ def rows(result) -> list[dict]:
             mfu_pct=round(100 * r["mfu"], 1),
             peak_gb=round(r["peak_gb"], 2),
             bubble_pct=round(100 * r["bubble_fraction"], 1),
-            tp_text=f"2D {r['tp2d'][0]}×{r['tp2d'][1]}" if r.get("tp2d") else "1D",
+            tp_text=_tp_text(r),
             nvlink_text=f"{r['nvlink_dp_pp'][0]}×{r['nvlink_dp_pp'][1]}" if r.get("nvlink_dp_pp") else "Megatron",
         )
         out.append(row)
@@ -117,12 +117,21 @@ def summary(result) -> str:
     return " ".join(parts)
 
 
+def _tp_text(row: dict) -> str:
+    """The TP mode column: "1D", "1D, overlap" (TP collectives overlapped with the GEMMs) or "2D R×C"."""
+    if row.get("tp2d"):
+        return f"2D {row['tp2d'][0]}×{row['tp2d'][1]}"
+    return "1D, overlap" if row.get("tp_comm_overlap") else "1D"
+
+
 def label(row: dict) -> str:
     """A layout in a few words: ``zb-v tp 8 pp 8 dp 8 mbs 1 selective zero 1``."""
     keys = ("tp", "pp", "dp", "cp", "vpp", "mbs")
     parts = [row["schedule"], *(f"{k} {row[k]}" for k in keys if k in ("tp", "pp", "dp", "mbs") or row.get(k, 1) != 1)]
     if row.get("tp2d"):
         parts.append(f"2D {row['tp2d'][0]}×{row['tp2d'][1]}")
+    if row.get("tp_comm_overlap"):
+        parts.append("TP overlap")
     if row.get("nvlink_dp_pp"):
         parts.append(f"NVLink dp {row['nvlink_dp_pp'][0]} × pp {row['nvlink_dp_pp'][1]}")
     return " ".join(parts + [row["recompute"], f"zero {row['zero']}"])

@@ -164,6 +164,7 @@ def model_link(state: SearchState, row: dict) -> ModelState:
         mbs=row["mbs"],
         gbs=row["gbs"],
         sp=bool(row["sequence_parallel"]),
+        tpo=row.get("tp_comm_overlap") is True,
         recompute=row["recompute"],
         zero=row["zero"],
         split=tuple(split) if split else None,
