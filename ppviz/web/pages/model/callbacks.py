@@ -14,7 +14,7 @@ from dash import Input, Output, State, callback, ctx, no_update
 
 from ...common import charts, cluster, jobs, widgets
 from ...common.cluster import ModelState
-from . import outputs, render
+from . import handoff_callbacks, outputs, render  # noqa: F401  (handoff_callbacks: registers its callbacks)
 from .ids import cid, msg_id
 from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, control_values
 from .outputs import unsent, view_parts
