@@ -20,6 +20,7 @@ from ppviz.__main__ import main
 from ppviz.estimate import hf_config
 from ppviz.web.common import cluster, url_hash
 from ppviz.web.pages.model import render as model_render
+from ppviz.web.pages.model.ids import cid, msg_id
 
 SERVER = page_app.server
 VIEW = "drawn-model.data"
@@ -151,3 +152,21 @@ def test_a_bad_config_names_the_field_beside_the_upload(page):
     assert "num_hidden_layers" in text_of(out["upload-msg-model"]["children"])
     out = upload(page, "{not json")
     assert "not JSON" in text_of(out["upload-msg-model"]["children"])
+
+
+BAD_BOXES = [("hbm_gb", "enter a number in 1–"), ("layers", "enter a whole number in 1–"), ("gbs", "whole number")]
+
+
+@pytest.mark.parametrize(("name", "says"), BAD_BOXES)
+def test_a_box_without_a_valid_number_says_why_and_the_results_are_stale(page, name, says):
+    """The browser sends an empty box, or one past its min–max (HBM −1, layers 1e9, gbs 0), as no value."""
+    open_hash(page, HASH)
+    before = page.text("cards-model")
+    dep = page.callback(VIEW)
+    answer(page.fire(dep, [(cid(name), "value")], {(cid(name), "value"): None}))
+    assert says in text_of(page.value(msg_id(name), "children"))
+    assert "stale" in text_of(page.value("notes-model", "children"))
+    assert page.text("cards-model") == before
+    answer(page.fire(dep, [(cid(name), "value")], {(cid(name), "value"): 16 if name != "hbm_gb" else 96}))
+    assert says not in text_of(page.value(msg_id(name), "children"))
+    assert "stale" not in text_of(page.value("notes-model", "children"))
