@@ -101,7 +101,9 @@ def _wrap(text: str, width: int = 90) -> str:
         else:
             line = f"{line} {word}".strip()
     lines.append(line)
-    return "<br>".join(lines)
+    # the space stays at the end of each line: plotly draws a line per <tspan>, and a copy of the text joins
+    # them as they are, so a command wrapped as "…70b<br>--gpu" would paste as "…70b--gpu"
+    return " <br>".join(lines)
 
 
 def empty(height: int = 200) -> dict:
