@@ -8,6 +8,8 @@ from dash import dcc, html
 
 from ...common import widgets
 
+# a long command wraps in its box; the copy (the element's text) keeps it on one line with its spaces
+WRAP = {"whiteSpace": "pre-wrap", "overflowWrap": "anywhere", "fontSize": "12px"}
 EXPORT_BUTTONS = {"csv": "CSV", "json": "JSON", "megatron": "Megatron-LM args", "torchtitan": "torchtitan TOML"}
 PLAN_FIELDS = {  # id name -> (label, placeholder, help)
     "tokens": ("token budget", "e.g. 1e12", "tokens to train on, e.g. 15e12 for 15 trillion"),
@@ -67,7 +69,7 @@ def export_section() -> html.Section:
     ]
     command = html.Div(
         [
-            html.Pre(id="command-model", className="command"),
+            html.Pre(id="command-model", className="command", style=WRAP),
             dcc.Clipboard(
                 id="copy-command-model", target_id="command-model", title="copy the command", className="clipboard"
             ),  # fmt: skip

@@ -55,6 +55,8 @@ def search_view() -> html.Div:
     )
 
 
+# a long command wraps in its box; the copy (the element's text) keeps it on one line with its spaces
+WRAP = {"whiteSpace": "pre-wrap", "overflowWrap": "anywhere", "fontSize": "12px"}
 EXPORT_BUTTONS = {"csv": "CSV", "json": "JSON", "megatron": "Megatron-LM args (#1)"}
 EXPORT_BUTTONS["torchtitan"] = "torchtitan TOML (#1)"
 
@@ -173,7 +175,7 @@ def _exports() -> html.Div:
     ]
     command = html.Div(
         [
-            html.Pre(id="command-search", className="command"),
+            html.Pre(id="command-search", className="command", style=WRAP),
             dcc.Clipboard(
                 id="copy-command-search", target_id="command-search", title="copy the command", className="clipboard"
             ),  # fmt: skip
