@@ -30,6 +30,9 @@ def upload_config(contents, filename, hash_):
     except InputError as e:
         field = f" ({e.field})" if e.field and e.field != upload.FIELD else ""
         return {"hash": no_update, "message": widgets.message(("error", f"{e}{field}"))}
+    except (TypeError, ValueError) as e:  # a field of a type no config has (a string for a width, …)
+        text = f"{name} is not a config.json ppviz reads: {e}"
+        return {"hash": no_update, "message": widgets.message(("error", text))}
     return {"hash": cluster.linked(hash_, state), "message": widgets.notes(notes)}
 
 
