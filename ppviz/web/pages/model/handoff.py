@@ -43,8 +43,7 @@ def plan_section() -> html.Section:
             label,
             dcc.Input(
                 id=f"plan-{name}-model",
-                type="number",
-                min=0,
+                type="number",  # no min: a negative value reaches the server, which says why beside the box
                 step="any",
                 placeholder=placeholder,
                 debounce=True,
