@@ -48,7 +48,7 @@ def upload_config(contents, filename, hash_):
         "hash_": Input("url", "hash"),
     },  # fmt: skip
 )
-def plan_card(tokens, price, hash_):
+def show_plan(tokens, price, hash_):
     """Days, GPU-hours and cost of the token budget at the throughput of the schedule on screen, as
     ``ppviz estimate --tokens --gpu-hour-price`` gives them."""
     if not in_view(hash_):
@@ -91,7 +91,7 @@ def plan_children(plan: planning.TrainingPlan, est, schedule: str) -> list:
     Input("url", "hash"),
     State("command-model", "children"),
 )
-def command_text(hash_, shown):
+def show_command(hash_, shown):
     """The ``ppviz estimate`` command of each schedule on screen, for the copy button."""
     if not in_view(hash_):
         return no_update
@@ -105,7 +105,7 @@ def command_text(hash_, shown):
     state={"hash_": State("url", "hash")},
     prevent_initial_call=True,
 )
-def export(clicks, hash_):
+def download_export(clicks, hash_):
     """The download of the button pressed, built from the link (what the view shows)."""
     what = next((w for w in EXPORT_BUTTONS if ctx.triggered_id == f"export-{w}-model"), None)
     if what is None:

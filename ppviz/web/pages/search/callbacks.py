@@ -162,7 +162,7 @@ clientside_callback(
     Input("url", "hash"),
     State("command-search", "children"),
 )
-def command_text(hash_, shown):
+def show_command(hash_, shown):
     """The ``ppviz search`` command of the inputs in the link, for the copy button."""
     if not search_state.in_view(hash_):
         return no_update
@@ -176,7 +176,7 @@ def command_text(hash_, shown):
     state={"rows": State("grid-search", "rowData"), "hash_": State("url", "hash")},
     prevent_initial_call=True,
 )
-def export(clicks, rows, hash_):
+def download_export(clicks, rows, hash_):
     """The download of the button pressed: the table on screen, or its best layout's launch settings."""
     what = next((w for w in EXPORT_BUTTONS if ctx.triggered_id == f"export-{w}-search"), None)
     if what is None:
