@@ -30,7 +30,8 @@ def upload_row() -> html.Div:
         "model from config.json",
         zone,
         for_id="hf-upload-model",
-        help_text="Llama, Mistral, Mixtral, Qwen2/3 (MoE), DeepSeek-V3 or GPT-2; read here, never sent anywhere else",
+        help_text="Llama, Mistral, Mixtral, Qwen2/3 (MoE), DeepSeek-V3 or GPT-2; read by this page's server, "
+        "never sent anywhere else",
         show_help=True,
         message_id="upload-msg-model",
     )
