@@ -66,3 +66,13 @@ def test_an_uploaded_config_is_the_model_and_a_reload_keeps_it(page):
     page.driver.refresh()
     wait_for(lambda: page.find_element("#layers-model").get_attribute("value") == str(layers), "kept by a reload")
     assert page.find_element("#kv_heads-model").get_attribute("value") == "8"
+
+
+def test_no_chart_button_sends_a_chart_out(page):
+    open_model(page, "&model=llama3-8b&gpu=h100-sxm&tp=2&pp=4&gbs=16")
+    page.wait_for_contains_text("#card-iteration-model", "ms", timeout=30)
+    titles = "return [...document.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))"
+    wait_for(lambda: page.driver.execute_script(titles), "the charts' toolbars are drawn")
+    shown = page.driver.execute_script(titles)
+    assert any("png" in (t or "").lower() or "svg" in (t or "").lower() for t in shown), shown
+    assert not [t for t in shown if t and ("share" in t.lower() or "chart studio" in t.lower())], shown
