@@ -170,3 +170,13 @@ def test_a_box_without_a_valid_number_says_why_and_the_results_are_stale(page, n
     answer(page.fire(dep, [(cid(name), "value")], {(cid(name), "value"): 16 if name != "hbm_gb" else 96}))
     assert says not in text_of(page.value(msg_id(name), "children"))
     assert "stale" not in text_of(page.value("notes-model", "children"))
+
+
+def test_the_command_of_an_edited_gpu_gives_the_same_numbers(page, capsys):
+    """GPU fields edited on the page go into the command in the flags' own units."""
+    hash_ = HASH + "&tflops=500&hbm_gb=96&hbm_tbs=2.5&nvlink_gbs=300&net_gbs=25&domain=4"
+    open_hash(page, hash_)
+    (item,) = json.loads(download(page, "json")["content"])["estimates"]
+    assert "--hbm-gbps 2500" in item["command"] and "--nvlink-domain 4" in item["command"]
+    again = cli_json(capsys, item["command"])
+    assert again["iteration_s"] == item["iteration_s"] and again["capacity_bytes"] == item["capacity_bytes"] == 96e9

@@ -213,6 +213,11 @@ def cli_command(state: ModelState, schedule: str) -> str:
     if state.nvlink_dp_pp:
         flags["nvlink_dp_pp"] = f"{state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}"
     flags |= dict(sorted(state.model_over.items()))  # layers, hidden, kv_heads (--kv-heads), …
+    by_field = {o.field: o for o in specs.override_flags(specs.Gpu)}
+    for name, value in sorted(state.gpu_over.items()):  # in the flag's own unit (--hbm-gbps for TB/s, …)
+        f = GPU_FIELDS[name]
+        flag = by_field[f.target or name]
+        flags[flag.name] = int(value) if f.integer else value * f.factor / flag.unit
     return commands.command("estimate", **flags)
 
 
