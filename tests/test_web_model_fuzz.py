@@ -13,11 +13,12 @@ from web_dispatch import Page
 
 import app as page_app
 from ppviz.web.pages.model import callbacks as model_callbacks
+from ppviz.web.pages.model import handoff_callbacks
 from ppviz.web.pages.model import render as model_render
 from ppviz.web.pages.search import callbacks as search_callbacks
 
 JUNK = junk("llama3-8b", "h200", "zb-v", "compare", "#view=model&tp=3", "#view=search&s.gpus=0", "on")
-MODULES = {model_callbacks.__name__, search_callbacks.__name__}
+MODULES = {model_callbacks.__name__, search_callbacks.__name__, handoff_callbacks.__name__}
 OWN = {k for k, v in page_app.app.callback_map.items() if getattr(v.get("callback"), "__module__", "") in MODULES}
 
 
@@ -31,8 +32,8 @@ def page() -> Page:
 
 def test_the_views_have_callbacks_to_fuzz(page):
     assert (
-        len([d for d in page.server_callbacks() if d["output"] in OWN]) == 7
-    )  # the lines picker's options and list_baselines too
+        len([d for d in page.server_callbacks() if d["output"] in OWN]) == 13
+    )  # the lines picker's options and list_baselines too; the hand-off's upload, plan, commands and exports
 
 
 @pytest.mark.slow  # fuzz at its full example count

@@ -232,9 +232,10 @@ def test_every_server_callback_of_the_model_and_search_views_is_tested():
     """A new callback in model_callbacks.py or search_callbacks.py must get its triggers tested here or in
     tests/test_web_model.py (then named below)."""
     from ppviz.web.pages.model import callbacks as model_callbacks
+    from ppviz.web.pages.model import handoff_callbacks
     from ppviz.web.pages.search import callbacks as search_callbacks
 
-    modules = {model_callbacks.__name__, search_callbacks.__name__}
+    modules = {model_callbacks.__name__, search_callbacks.__name__, handoff_callbacks.__name__}
     names = {
         v["callback"].__name__
         for v in page_app.app.callback_map.values()
@@ -242,6 +243,7 @@ def test_every_server_callback_of_the_model_and_search_views_is_tested():
     }
     tested = {"update_model_view", "estimate_in_background", "update_search", "search_in_background", "open_row"}
     tested |= {"line_options", "list_baselines"}  # tests/test_web_model.py: the lines picker; the baseline picker
+    tested |= {"upload_config", "show_plan", "show_command", "download_export"}  # tests/test_web_*_handoff.py
     assert names == tested
 
 

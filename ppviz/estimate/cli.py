@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from .. import formats
+from .. import formats, handoff
 from ..cli_types import NUMBER_TYPES, ascii_float, ascii_int, ascii_ints
 from ..schedules import REGISTRY
 from . import hf_config, planning, profile, specs
@@ -65,6 +65,9 @@ def add_parsers(sub) -> None:
     )
     p.add_argument("--gpu-hour-price", type=ascii_float, metavar="PRICE",
                    help="with --tokens, the price of one GPU-hour: adds the cost (in that currency)")  # fmt: skip
+    p.add_argument("--launch", choices=handoff.FRAMEWORKS,
+                   help="print the layout's launch settings: Megatron-LM arguments or torchtitan TOML "
+                   "(with --json: as launch)")  # fmt: skip
 
 
 def add_layout_args(p: argparse.ArgumentParser, *, render: bool = False) -> None:
@@ -206,7 +209,11 @@ def main(args: argparse.Namespace) -> int:
         out = est.to_dict(ops=not args.no_ops)
         if plan is not None:
             out["plan"] = plan.to_dict()
+        if args.launch:
+            out["launch"] = handoff.launch(args.launch, est.model, est.layout).to_dict()
         sys.stdout.write(json.dumps(out) + "\n")
+    elif args.launch:
+        sys.stdout.write(handoff.launch(args.launch, est.model, est.layout).text)
     elif args.csv:
         sys.stdout.write(formats.ops_csv(est.run, time_unit="s"))
     elif args.trace:

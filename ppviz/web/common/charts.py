@@ -20,10 +20,14 @@ IMAGE_FORMATS = ("svg", "png")
 
 
 def graph_config(image_format: str = "svg", filename: str = "ppviz") -> dict:
-    """Chart options: the modebar's camera button saves the chart as SVG or PNG (at 2× for PNG)."""
+    """Chart options: the modebar's camera button saves the chart as SVG or PNG (at 2× for PNG); no button
+    sends a chart to an outside service (plans of private clusters stay in the browser)."""
     fmt = image_format if image_format in IMAGE_FORMATS else "svg"
     return {
         "displaylogo": False,
+        "showSendToCloud": False,
+        "showEditInChartStudio": False,
+        "modeBarButtonsToRemove": ["sendDataToCloud"],
         "toImageButtonOptions": {"format": fmt, "filename": filename, "scale": 2 if fmt == "png" else 1},
     }
 
@@ -97,7 +101,9 @@ def _wrap(text: str, width: int = 90) -> str:
         else:
             line = f"{line} {word}".strip()
     lines.append(line)
-    return "<br>".join(lines)
+    # the space stays at the end of each line: plotly draws a line per <tspan>, and a copy of the text joins
+    # them as they are, so a command wrapped as "…70b<br>--gpu" would paste as "…70b--gpu"
+    return " <br>".join(lines)
 
 
 def empty(height: int = 200) -> dict:

@@ -42,6 +42,12 @@ MODEL_FIELDS: dict[str, Field] = {
     "ffn": Field("FFN width", 1, 1_048_576),
     "vocab": Field("vocabulary V", 1, 4_194_304),
     "seq": Field("sequence length s", 1, 1_048_576),
+    "head_dim": Field("head width (0: h / a)", 0, 65_536),
+    "experts": Field("MoE experts (0: dense)", 0, 4096),
+    "top_k": Field("MoE experts per token", 0, 4096),
+    "expert_ffn": Field("MoE expert width", 0, 1_048_576),
+    "shared_experts": Field("MoE shared experts", 0, 4096),
+    "dense_layers": Field("MoE: leading dense layers", 0, 1024),
 }
 GPU_FIELDS: dict[str, Field] = {
     "tflops": Field("BF16 peak (TFLOP/s)", 1, 100_000, False, 1e12, "bf16_flops"),
@@ -207,6 +213,11 @@ def cli_command(state: ModelState, schedule: str) -> str:
     if state.nvlink_dp_pp:
         flags["nvlink_dp_pp"] = f"{state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}"
     flags |= dict(sorted(state.model_over.items()))  # layers, hidden, kv_heads (--kv-heads), …
+    by_field = {o.field: o for o in specs.override_flags(specs.Gpu)}
+    for name, value in sorted(state.gpu_over.items()):  # in the flag's own unit (--hbm-gbps for TB/s, …)
+        f = GPU_FIELDS[name]
+        flag = by_field[f.target or name]
+        flags[flag.name] = int(value) if f.integer else value * f.factor / flag.unit
     return commands.command("estimate", **flags)
 
 

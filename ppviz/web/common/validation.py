@@ -128,16 +128,19 @@ def number(value: object) -> object:
     return value
 
 
-def uploaded_text(contents: object, name: str, max_bytes: int, field: str) -> str:
+ORDER_FILE = ("a PyTorch-format order CSV", "order")
+
+
+def uploaded_text(contents: object, name: str, max_bytes: int, field: str, what: tuple[str, str] = ORDER_FILE) -> str:
     """The text of an upload as dcc.Upload sends it (a base64 data URL), refused past ``max_bytes``
-    before it is decoded, and when it is not UTF-8."""
+    before it is decoded, and when it is not UTF-8. ``what``: the file asked for, and its short name."""
     header, _, data = (contents if isinstance(contents, str) else "").partition(",")
     if not data or ";base64" not in header:
-        raise InputError("the upload is empty: choose a PyTorch-format order CSV", field=field)
+        raise InputError(f"the upload is empty: choose {what[0]}", field=field)
     padding = len(data) - len(data.rstrip("="))  # base64 pads to 4 characters: 1 or 2 of them decode to nothing
     if len(data) * 3 // 4 - padding > max_bytes:
-        raise InputError(f"{name} is larger than {max_bytes // 1024} KB: upload a smaller order", field=field)
+        raise InputError(f"{name} is larger than {max_bytes // 1024} KB: upload a smaller {what[1]}", field=field)
     try:
         return base64.b64decode(data, validate=True).decode("utf-8-sig")
     except (binascii.Error, UnicodeDecodeError):
-        raise InputError(f"{name} is not UTF-8 text: upload a CSV", field=field) from None
+        raise InputError(f"{name} is not UTF-8 text: upload {what[0]}", field=field) from None

@@ -14,7 +14,7 @@ from dash import Input, Output, State, callback, ctx, no_update
 
 from ...common import charts, cluster, jobs, widgets
 from ...common.cluster import ModelState
-from . import outputs, render
+from . import handoff_callbacks, outputs, render  # noqa: F401  (handoff_callbacks: registers its callbacks)
 from .ids import cid, msg_id
 from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, control_values
 from .outputs import unsent, view_parts
@@ -47,6 +47,7 @@ def update_model_view(hash_, values, drawn, sent):
     """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
     controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
     trigger = ctx.triggered_id
+    bad: dict = {}
     if trigger in (None, "url"):
         if not in_view(hash_):
             return _unchanged()
@@ -67,6 +68,12 @@ def update_model_view(hash_, values, drawn, sent):
             controls = {k: v for k, v in controls.items() if k != "compare"}
         if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
             controls = {**(controls or {}), "baseline": state.reference}
+        reset = MODEL_FIELDS if trigger == cid("model") else GPU_FIELDS if trigger == cid("gpu") else {}
+        bad = widgets.bad_numbers(values, {n: f for n, f in cluster.NUMBER_FIELDS.items() if n not in reset})
+        if bad:  # boxes holding no valid number keep what they show; the results are the last valid values
+            controls = {k: v for k, v in (controls or {}).items() if k not in bad}
+            labels = ", ".join(cluster.NUMBER_FIELDS[n].label for n in bad)
+            notes = [*notes, f"these results are stale, for the last valid values: enter a valid {labels}"]
     view = render.render(state)
     job = {"hash": key_of(state), "at": time.time()}
     compare = state.mode == "compare"
@@ -78,7 +85,7 @@ def update_model_view(hash_, values, drawn, sent):
         "row-schedule": (compare, _hidden),
         "row-compare": (not compare, _hidden),
     }
-    small |= {f"msg {n}": (view.messages.get(n), widgets.message) for n in MESSAGE_NAMES}
+    small |= {f"msg {n}": (bad.get(n) or view.messages.get(n), widgets.message) for n in MESSAGE_NAMES}
     out, shown = unsent(small, sent)
     if view.drawn_as == "queued":  # a job draws these next: what they show then is not known here
         shown = {k: v for k, v in shown.items() if k not in drawn_parts}

@@ -27,6 +27,7 @@ def msg_id(name: str) -> str:
 # fields as the estimate spells them); any other field goes to the schedule picker.
 FIELD_CONTROLS = {
     **{name: name for name in ("model", "gpu", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq")},
+    **{name: name for name in ("head_dim", "experts", "top_k", "expert_ffn", "shared_experts", "dense_layers")},
     **{name: name for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "iterations", "recompute", "zero")},
     **{name: name for name in ("tflops", "hbm_gb", "hbm_tbs", "nvlink_gbs", "net_gbs", "domain")},
     "chunks": "vpp",

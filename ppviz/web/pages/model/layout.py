@@ -16,6 +16,7 @@ from ...common import charts, widgets
 from ...common.charts import GRAPH_CONFIG
 from ...common.cluster import GPU_FIELDS, LAYOUT_FIELDS, MAX_COMPARE, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
 from ...common.widgets import device_options
+from .handoff import export_section, plan_section, upload_row
 from .ids import bar_id, card_id, cid, msg_id
 from .render import CARD_LABELS
 
@@ -214,7 +215,7 @@ def _panel(values: dict) -> list:
     return [
         html.Section([mode, schedule, compare], className="group"),
         html.Section(
-            [html.H3("model"), model, *[_number(n, values[n]) for n in MODEL_FIELDS]],
+            [html.H3("model"), model, upload_row(), *[_number(n, values[n]) for n in MODEL_FIELDS]],
             className="group",
         ),
         html.Section([html.H3("GPU"), gpu, *[_number(n, values[n]) for n in GPU_FIELDS]], className="group"),
@@ -227,6 +228,8 @@ def _panel(values: dict) -> list:
             className="group",
         ),
         html.Section([html.H3("memory chart"), lines], className="group"),
+        plan_section(),
+        export_section(),
     ]
 
 

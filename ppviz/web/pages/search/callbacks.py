@@ -10,10 +10,10 @@ import time
 from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
 from ...common import charts, cluster, jobs, url_hash, widgets
-from . import render
+from . import exports, render
 from . import state as search_state
 from .ids import cid
-from .layout import CONTROLS, control_values
+from .layout import CONTROLS, EXPORT_BUTTONS, control_values
 
 DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns what it has) before the job limit
 
@@ -25,6 +25,7 @@ DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns 
         "notes": Output("notes-search", "children"),
         "request": Output("request-search", "data"),
         "ran": Output("ran-search", "data"),
+        "messages": {name: Output(f"msg-{name}-search", "children") for name in search_state.FIELDS},
     },
     inputs={
         "hash_": Input("url", "hash"),
@@ -41,8 +42,15 @@ def update_search(hash_, clicks, values, ran):
         "hash": no_update,
         "controls": {name: no_update for name in CONTROLS},
         **dict.fromkeys(("notes", "request", "ran"), no_update),
+        "messages": {name: no_update for name in search_state.FIELDS},
     }
+    cleared = {name: None for name in search_state.FIELDS}
     if ctx.triggered_id == "run-search":
+        bad = widgets.bad_numbers(values, search_state.FIELDS, "the search waits for it")
+        if bad:  # a box holds no number in its range: say so beside it, and search nothing
+            stale = "the results below are from the last search: enter valid values to search again"
+            shown = {**cleared, **{n: widgets.message(m) for n, m in bad.items()}}
+            return {**nothing, "notes": widgets.notes([stale]), "messages": shown}
         state, notes = search_state.bounded(values)
         own = {"view": "search", **search_state.encode(state)}
         new_hash = url_hash.merge(hash_, own, prefix=search_state.PREFIX)
@@ -62,6 +70,7 @@ def update_search(hash_, clicks, values, ran):
         "notes": widgets.notes(notes),
         "request": request,
         "ran": key,
+        "messages": cleared,
     }
 
 
@@ -146,6 +155,37 @@ clientside_callback(
     Input("cancel-search", "n_clicks"),
     prevent_initial_call=True,
 )
+
+
+@callback(
+    Output("command-search", "children"),
+    Input("url", "hash"),
+    State("command-search", "children"),
+)
+def show_command(hash_, shown):
+    """The ``ppviz search`` command of the inputs in the link, for the copy button."""
+    if not search_state.in_view(hash_):
+        return no_update
+    text = search_state.cli_command(search_state.parse(hash_).state)
+    return no_update if text == shown else text
+
+
+@callback(
+    output={"data": Output("download-search", "data"), "message": Output("export-msg-search", "children")},
+    inputs={"clicks": [Input(f"export-{what}-search", "n_clicks") for what in EXPORT_BUTTONS]},
+    state={"rows": State("grid-search", "rowData"), "hash_": State("url", "hash")},
+    prevent_initial_call=True,
+)
+def download_export(clicks, rows, hash_):
+    """The download of the button pressed: the table on screen, or its best layout's launch settings."""
+    what = next((w for w in EXPORT_BUTTONS if ctx.triggered_id == f"export-{w}-search"), None)
+    if what is None:
+        return {"data": no_update, "message": no_update}
+    try:
+        return {"data": exports.download(search_state.parse(hash_).state, rows, what), "message": None}
+    except (KeyError, TypeError, ValueError) as e:  # ValueError: no table yet; the others: rows not of ours
+        text = str(e) if isinstance(e, ValueError) else "the table holds rows this page did not make: search again"
+        return {"data": no_update, "message": _error(text)}
 
 
 def _error(text: str) -> html.Span:

@@ -56,8 +56,15 @@ def search_view() -> html.Div:
     )
 
 
-def _row(name: str, label: str, widget, help_text: str = "") -> html.Div:
-    return widgets.row(label, widget, for_id=cid(name), help_text=help_text, show_help=True)
+# a long command wraps in its box; the copy (the element's text) keeps it on one line with its spaces
+WRAP = {"whiteSpace": "pre-wrap", "overflowWrap": "anywhere", "fontSize": "12px"}
+EXPORT_BUTTONS = {"csv": "CSV", "json": "JSON", "megatron": "Megatron-LM args (#1)"}
+EXPORT_BUTTONS["torchtitan"] = "torchtitan TOML (#1)"
+
+
+def _row(name: str, label: str, widget, help_text: str = "", message: bool = False) -> html.Div:
+    box = {"message_id": f"msg-{name}-search"} if message else {}
+    return widgets.row(label, widget, for_id=cid(name), help_text=help_text, show_help=True, **box)
 
 
 def _panel(values: dict) -> list:
@@ -75,6 +82,7 @@ def _panel(values: dict) -> list:
                 debounce=True,
                 className="number",
             ),
+            message=True,
         )
         for name, f in FIELDS.items()
     ]
@@ -111,7 +119,7 @@ def _panel(values: dict) -> list:
                         ],
                         value=values["tp_mode"],
                     ),
-                    "2D: every grid R × C = tp, as NERSC's model searches it (seed 003)",
+                    "2D: every grid R × C = tp, as NERSC's performance model searches it",
                 ),
                 html.Button("search", id="run-search", n_clicks=0, className="button"),
                 html.Div(id="error-search", className="control-msg"),
@@ -156,5 +164,32 @@ def _results() -> list:
             style={"width": "100%"},
         ),
         html.Div("click a row to open that layout in the model & cluster view", className="help"),
+        _exports(),
         dcc.Graph(id="scatter-search", config=GRAPH_CONFIG, figure=charts.empty(120)),
     ]
+
+
+def _exports() -> html.Div:
+    """Downloads of the table on screen and its best layout's launch settings; the search's command."""
+    buttons = [
+        html.Button(label, id=f"export-{what}-search", n_clicks=0, className="button small")
+        for what, label in EXPORT_BUTTONS.items()
+    ]
+    command = html.Div(
+        [
+            html.Pre(id="command-search", className="command", style=WRAP),
+            dcc.Clipboard(
+                id="copy-command-search", target_id="command-search", title="copy the command", className="clipboard"
+            ),  # fmt: skip
+        ],
+        className="command-box",
+    )
+    return html.Div(
+        [
+            html.Div(["export the table: ", *buttons], className="exports"),
+            html.Div(id="export-msg-search", className="control-msg"),
+            dcc.Download(id="download-search"),
+            command,
+        ],
+        className="handoff",
+    )

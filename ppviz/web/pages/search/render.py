@@ -18,6 +18,7 @@ from . import state as search_state
 from .state import SearchState
 
 GB = 1e-9
+EXACT = ("iteration_s", "tokens_per_s", "mfu", "tflops_per_gpu", "bubble_fraction", "capacity_bytes")
 MAX_MBS = int(cluster.LAYOUT_FIELDS["mbs"].high)  # the model & cluster view's largest micro-batch size
 
 
@@ -88,6 +89,7 @@ def rows(result) -> list[dict]:
             tp_text=_tp_text(r),
             nvlink_text=f"{r['nvlink_dp_pp'][0]}×{r['nvlink_dp_pp'][1]}" if r.get("nvlink_dp_pp") else "Megatron",
         )
+        row["exact"] = {**{k: r[k] for k in EXACT}, "peak_bytes": max(r["peak_bytes"])}  # for the exports
         out.append(row)
     return out
 

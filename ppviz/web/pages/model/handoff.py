@@ -1,0 +1,89 @@
+"""The model page's hand-off controls: the config.json upload, the training plan card, and the exports
+(CSV, JSON, the ``ppviz`` command, Megatron-LM and torchtitan launch settings). Layout only; their
+callbacks are ``handoff_callbacks``."""
+
+from __future__ import annotations
+
+from dash import dcc, html
+
+from ...common import widgets
+
+# a long command wraps in its box; the copy (the element's text) keeps it on one line with its spaces
+WRAP = {"whiteSpace": "pre-wrap", "overflowWrap": "anywhere", "fontSize": "12px"}
+EXPORT_BUTTONS = {"csv": "CSV", "json": "JSON", "megatron": "Megatron-LM args", "torchtitan": "torchtitan TOML"}
+PLAN_FIELDS = {  # id name -> (label, placeholder, help)
+    "tokens": ("token budget", "e.g. 1e12", "tokens to train on, e.g. 15e12 for 15 trillion"),
+    "price": ("price per GPU-hour (optional)", "e.g. 2.5", "in any currency: the cost is in the same one"),
+}
+
+
+def upload_row() -> html.Div:
+    """A drop zone for a Hugging Face config.json, and the box its errors and notes go to."""
+    zone = dcc.Upload(
+        html.Div(["drop or ", html.A("choose"), " a Hugging Face config.json"]),
+        id="hf-upload-model",
+        accept=".json,application/json",
+        max_size=1 << 20,
+        className="upload",
+    )
+    return widgets.row(
+        "model from config.json",
+        zone,
+        for_id="hf-upload-model",
+        help_text="Llama, Mistral, Mixtral, Qwen2/3 (MoE), DeepSeek-V3 or GPT-2; read by this page's server, "
+        "never sent anywhere else",
+        show_help=True,
+        message_id="upload-msg-model",
+    )
+
+
+def plan_section() -> html.Section:
+    """Token budget and price → days, GPU-hours and cost of the schedule on screen."""
+    rows = [
+        widgets.row(
+            label,
+            dcc.Input(
+                id=f"plan-{name}-model",
+                type="number",  # no min: a negative value reaches the server, which says why beside the box
+                step="any",
+                placeholder=placeholder,
+                debounce=True,
+                persistence=True,
+                className="number",
+            ),
+            for_id=f"plan-{name}-model",
+            help_text=help_text,
+            message_id=f"plan-{name}-msg-model",
+        )
+        for name, (label, placeholder, help_text) in PLAN_FIELDS.items()
+    ]
+    card = html.Div(id="plan-model", className="card plan", **{"aria-live": "polite"})
+    return html.Section([html.H3("training plan"), *rows, card], className="group")
+
+
+def export_section() -> html.Section:
+    """Downloads of what is shown and the command that computes it, with a copy button."""
+    buttons = [
+        html.Button(label, id=f"export-{what}-model", n_clicks=0, className="button small")
+        for what, label in EXPORT_BUTTONS.items()
+    ]
+    command = html.Div(
+        [
+            html.Pre(id="command-model", className="command", style=WRAP),
+            dcc.Clipboard(
+                id="copy-command-model", target_id="command-model", title="copy the command", className="clipboard"
+            ),  # fmt: skip
+        ],
+        className="command-box",
+    )
+    return html.Section(
+        [
+            html.H3("export & hand-off"),
+            html.Div(buttons, className="exports"),
+            html.Div(id="export-msg-model", className="control-msg"),
+            dcc.Download(id="download-model"),
+            html.Div("the same numbers from the command line:", className="help"),
+            command,
+        ],
+        className="group",
+    )

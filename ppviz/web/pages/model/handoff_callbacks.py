@@ -1,0 +1,116 @@
+"""Callbacks of the model page's hand-off controls (``handoff``): the upload writes the link, the plan
+card and the command follow the link, and each export button downloads what is on screen."""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, callback, ctx, html, no_update
+
+from ppviz.errors import InputError
+from ppviz.estimate import planning
+
+from ...common import cluster, widgets
+from . import exports, render, upload
+from .handoff import EXPORT_BUTTONS
+from .state import in_view, read
+
+
+@callback(
+    output={"hash": Output("url", "hash", allow_duplicate=True), "message": Output("upload-msg-model", "children")},
+    inputs={"contents": Input("hf-upload-model", "contents")},
+    state={"filename": State("hf-upload-model", "filename"), "hash_": State("url", "hash")},
+    prevent_initial_call=True,
+)
+def upload_config(contents, filename, hash_):
+    """A config.json becomes the page's model (a preset's architecture with the file's sizes): written
+    into the link, so the view redraws from it and a reload keeps it. Errors name the config's field."""
+    name = filename if isinstance(filename, str) and filename else "config.json"
+    try:
+        config = upload.read(contents, name)
+        state, notes = upload.state_with(read(hash_).state, config, name)
+    except InputError as e:
+        field = f" ({e.field})" if e.field and e.field != upload.FIELD else ""
+        return {"hash": no_update, "message": widgets.message(("error", f"{e}{field}"))}
+    except (TypeError, ValueError) as e:  # a field of a type no config has (a string for a width, …)
+        text = f"{name} is not a config.json ppviz reads: {e}"
+        return {"hash": no_update, "message": widgets.message(("error", text))}
+    return {"hash": cluster.linked(hash_, state), "message": widgets.notes(notes)}
+
+
+@callback(
+    output={
+        "card": Output("plan-model", "children"),
+        "tokens": Output("plan-tokens-msg-model", "children"),
+        "price": Output("plan-price-msg-model", "children"),
+    },  # fmt: skip
+    inputs={
+        "tokens": Input("plan-tokens-model", "value"),
+        "price": Input("plan-price-model", "value"),
+        "hash_": Input("url", "hash"),
+    },  # fmt: skip
+)
+def show_plan(tokens, price, hash_):
+    """Days, GPU-hours and cost of the token budget at the throughput of the schedule on screen, as
+    ``ppviz estimate --tokens --gpu-hour-price`` gives them."""
+    if not in_view(hash_):
+        return {"card": no_update, "tokens": no_update, "price": no_update}
+    if tokens is None:
+        text = "enter a token budget, a number > 0 (e.g. 1e12), for the days, GPU-hours and cost it takes"
+        return {"card": html.Div(text, className="help"), "tokens": None, "price": None}
+    state = read(hash_).state
+    schedule = exports.launch_schedule(state)
+    try:
+        exports.estimates(state)
+        est = render.estimate_of(state, schedule)
+    except ValueError as e:  # the view itself has an error: it is shown beside its control
+        return {"card": html.Div(f"no plan: {e}", className="help"), "tokens": None, "price": None}
+    try:
+        plan = planning.training_plan(est.tokens_per_s, est.layout.gpus, tokens, price)
+    except InputError as e:
+        box = "price" if e.field == "gpu_hour_price" else "tokens"
+        out = {"card": html.Div("no plan until the inputs are valid", className="help"), "tokens": None, "price": None}
+        return {**out, box: widgets.message(("error", str(e)))}
+    return {"card": plan_children(plan, est, schedule), "tokens": None, "price": None}
+
+
+def plan_children(plan: planning.TrainingPlan, est, schedule: str) -> list:
+    cost = [] if plan.cost is None else [html.Div(f"cost {plan.cost:,.0f}", className="card-value")]
+    fit = "" if est.fits else " · this layout does not fit: its throughput is not reachable as set"
+    return [
+        html.Div(f"{plan.days:,.1f} days", className="card-value"),
+        html.Div(f"{plan.gpu_hours:,.0f} GPU-hours", className="card-value"),
+        *cost,
+        html.Div(
+            f"{plan.tokens:,.4g} tokens at {plan.tokens_per_s:,.0f} tokens/s on {plan.gpus:,} GPUs ({schedule}){fit}",
+            className="help",
+        ),
+    ]
+
+
+@callback(
+    Output("command-model", "children"),
+    Input("url", "hash"),
+    State("command-model", "children"),
+)
+def show_command(hash_, shown):
+    """The ``ppviz estimate`` command of each schedule on screen, for the copy button."""
+    if not in_view(hash_):
+        return no_update
+    text = exports.commands(read(hash_).state)
+    return no_update if text == shown else text
+
+
+@callback(
+    output={"data": Output("download-model", "data"), "message": Output("export-msg-model", "children")},
+    inputs={"clicks": [Input(f"export-{what}-model", "n_clicks") for what in EXPORT_BUTTONS]},
+    state={"hash_": State("url", "hash")},
+    prevent_initial_call=True,
+)
+def download_export(clicks, hash_):
+    """The download of the button pressed, built from the link (what the view shows)."""
+    what = next((w for w in EXPORT_BUTTONS if ctx.triggered_id == f"export-{w}-model"), None)
+    if what is None:
+        return {"data": no_update, "message": no_update}
+    try:
+        return {"data": exports.download(read(hash_).state, what), "message": None}
+    except ValueError as e:
+        return {"data": no_update, "message": widgets.message(("error", str(e)))}
