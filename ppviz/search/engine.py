@@ -38,6 +38,7 @@ from ..estimate.iteration import (
     totals,
 )
 from ..estimate.specs import Gpu, Layout, Model
+from ..units import gib
 from . import bounds, space
 from .result import SearchResult, row_of
 
@@ -153,11 +154,12 @@ def search(
     memory among the layouts at most ``pareto_within`` (a fraction) slower than the best.
 
     ``restrictions`` (or ``options``) restrict dimensions: ``tp=[4, 8]``, ``schedules=["1f1b", "zb-v"]``,
-    ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.space.Options``). Schedules that search
-    their order (v-*, zb-auto) are simulated while their total time stays under ``budget_s``; the result
-    says how many were cut. ``progress(done, total)`` is called as layouts are decided; when ``cancel()``
-    returns True the search stops and returns what it has, marked ``cancelled``. ``partition`` (i, n)
-    searches only every n-th group from the i-th (``--jobs``).
+    ``headroom=0.1`` (10% of HBM kept free beyond the GPU's reserve), ... (see
+    ``ppviz.search.space.Options``). Schedules that search their order (v-*, zb-auto) are simulated while
+    their total time stays under ``budget_s``; the result says how many were cut. ``progress(done,
+    total)`` is called as layouts are decided; when ``cancel()`` returns True the search stops and returns
+    what it has, marked ``cancelled``. ``partition`` (i, n) searches only every n-th group from the i-th
+    (``--jobs``).
     Raises ValueError with what to change when no layout divides or none fits.
     """
     t0 = time.perf_counter()
@@ -185,7 +187,7 @@ class _Search:
         self.model, self.gpu, self.gpus, self.gbs, self.top, self.opt = model, gpu, gpus, gbs, top, opt
         self.budget_s, self.pareto = budget_s, pareto
         self.progress_cb, self.cancel_cb = progress, cancel
-        self.capacity = gpu.hbm_bytes * (1.0 - opt.headroom)
+        self.capacity = gpu.usable_bytes - opt.headroom * gpu.hbm_bytes  # the fit rule of every surface
         self.zeros = opt.zero or ZEROS
         self.seq = itertools.count()
         self.heap: list = []
@@ -492,15 +494,17 @@ class _Search:
 
     def _nothing_fits(self, groups: list[_Group]) -> str:
         est = closest(self, groups)
-        cap = self.capacity / 1e9
-        head = f" ({self.opt.headroom:.0%} kept free)" if self.opt.headroom else ""
+        cap = gib(self.capacity)
+        head = f"{gib(self.gpu.reserve_bytes)} reserve" + (
+            f", {self.opt.headroom:.0%} kept free" if self.opt.headroom else ""
+        )
         if est is None:
-            return f"no layout fits in {cap:.1f} GB{head}"
+            return f"no layout fits in {cap} ({head})"
         peak = float(est.peak_bytes.max())
         lay = est.layout
         return (
-            f"no layout fits in {cap:.1f} GB per GPU{head}: the closest, {describe(lay)}, needs {peak / 1e9:.1f} GB, "
-            f"{(peak - self.capacity) / 1e9:.1f} GB over; use more GPUs or a GPU with more memory"
+            f"no layout fits in {cap} per GPU ({head}): the closest, {describe(lay)}, needs {gib(peak)}, "
+            f"{gib(peak - self.capacity)} over; use more GPUs or a GPU with more memory"
             + ("" if self.opt == space.Options(headroom=self.opt.headroom) else ", or relax the restrictions")
         )
 
