@@ -127,9 +127,22 @@ def add_model_args(p: argparse.ArgumentParser, *, required: bool) -> None:
                    "give --seq for the training sequence length")  # fmt: skip
 
 
+class _HbmInGb(argparse.Action):
+    """``--hbm-gb`` (HBM in 10⁹ bytes, before GiB) refused with the GiB value to give instead."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            hint = f"--hbm-gib {float(values) * 1e9 / GIB:.6g} for {values} GB"
+        except ValueError:
+            hint = "--hbm-gib"
+        raise argparse.ArgumentError(self, f"HBM is in GiB now (2^30 bytes, as nvidia-smi counts): give {hint}")
+
+
 def add_spec_overrides(p: argparse.ArgumentParser) -> None:
     """Flags that override any field of the model and GPU presets (estimate, render and search),
-    as the specs define them (``specs.override_flags``)."""
+    as the specs define them (``specs.override_flags``); ``--hbm-gb`` (before GiB) is refused with its
+    GiB value, not read as an abbreviation of ``--hbm-gbps``."""
+    p.add_argument("--hbm-gb", action=_HbmInGb, help=argparse.SUPPRESS)
     for prefix, cls in SPECS:
         for f in specs.override_flags(cls):
             if f.type is bool:
