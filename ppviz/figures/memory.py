@@ -108,15 +108,16 @@ def memory(
         if level is None:
             continue
         shown = level * scale
+        text = f"{shown:g}" if unit == "units" else f"{shown:,.2f} {unit}"
         data.append(
             dict(
                 type="scatter",
                 mode="lines",
-                name=f"{label} {shown:,.2f}" + ("" if unit == "units" else f" {unit}"),
+                name=f"{label} {text}",
                 x=scaled(span, time_scale),
                 y=[shown, shown],
                 line=dict(color=color, dash="dash" if label == "limit" else "dot", width=2),
-                hovertemplate=f"memory {label} {shown:,.2f} {unit}<extra></extra>",
+                hovertemplate=f"memory {label} {text}{' units' if unit == 'units' else ''}<extra></extra>",
             )
         )
     if reserve and capacity is not None:
