@@ -18,7 +18,7 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property, partial
 
 import numpy as np
@@ -523,6 +523,7 @@ class _Search:
             pruned_by_time=self.pruned_time, pruned_by_memory=self.pruned_memory, simulated=self.simulated,
             over_capacity=self.over, budget_cut=self.cut, budget_s=self.budget_s, seconds=seconds,
             cancelled=self.cancelled, capacity_bytes=self.capacity, headroom=self.opt.headroom,
+            inputs={"model": asdict(self.model), "gpu": asdict(self.gpu), "options": asdict(self.opt)},
         )  # fmt: skip
 
 

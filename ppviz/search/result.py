@@ -81,6 +81,9 @@ class SearchResult:
     capacity_bytes: float
     headroom: float
     notes: list[str] = field(default_factory=list)
+    inputs: dict = field(
+        default_factory=dict
+    )  # every input: the model's and GPU's fields (the reserve among them), the options
 
     def __post_init__(self) -> None:
         if self.budget_cut:
@@ -118,6 +121,7 @@ class SearchResult:
             "cancelled": self.cancelled,
             "capacity_bytes": self.capacity_bytes,
             "headroom": self.headroom,
+            "inputs": self.inputs,
             "seconds": self.seconds,
             "notes": self.notes,
         }
