@@ -301,8 +301,8 @@ def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
     table = text_of(page.value("ranking-model", "children"))
     for name in ("1f1b", "zb-v"):
         est = estimate(schedule=name)
-        assert f"{round(est.iteration_s * 1e3, 1)}" in table
-        assert f"{round(est.peak_bytes.max() / GIB, 2)}" in table
+        assert f"{round(est.iteration_s * 1e3, 1):,.1f}" in table  # thousands separated
+        assert f"{round(est.peak_bytes.max() / GIB, 2):,.2f}" in table
     fig = page.value("gantt-model", "figure")  # each schedule's Gantt, then its memory in GiB, on one ms axis
     assert fig["layout"]["xaxis4"]["title"]["text"] == "time (ms)"
     assert fig["layout"]["xaxis2"]["matches"] == fig["layout"]["xaxis3"]["matches"] == "x"
