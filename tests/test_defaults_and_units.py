@@ -262,3 +262,14 @@ def test_the_reserve_fp8_and_efficiency_controls_reach_the_estimate(page):
     assert "does not fit by" in text_of(page.value(card_id("detail", "peak"), "children"))
     open_hash(page, "#view=model&gpu=a100-80gb&precision=fp8")
     assert "FP8" in text_of(page.value(msg_id("precision"), "children"))
+
+
+def test_a_reserve_that_leaves_no_hbm_falls_back_with_a_note(page):
+    """A link whose reserve is the whole HBM (or an HBM below the default reserve) opens with a reserve that
+    leaves some, said in the notes, never an error page."""
+    out = open_hash(page, "#view=model&reserve_gib=100")
+    assert "reserve 100 GiB leaves nothing of the HBM (79.6475 GiB); using 3 GiB" in page.text("notes-model")
+    assert out["reserve_gib-model"]["value"] == 3
+    open_hash(page, "#view=model&hbm_gib=2")
+    assert "reserve 3 GiB leaves nothing of the HBM (2 GiB); using 0 GiB" in page.text("notes-model")
+    assert "does not fit" in text_of(page.value(card_id("detail", "peak"), "children"))

@@ -416,8 +416,21 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
             model_over[name] = v
         elif name in GPU_FIELDS and v != preset_value(state.gpu, name):
             gpu_over[name] = v
-    state = replace(state, model_over=model_over, gpu_over=gpu_over)
+    state = _usable(replace(state, model_over=model_over, gpu_over=gpu_over), notes)
     return Parsed(_placement(state, raw, notes), notes)
+
+
+def _usable(state: ModelState, notes: list[str]) -> ModelState:
+    """A reserve that leaves none of the HBM is replaced by the preset's (or none, if that leaves
+    nothing either), with a note."""
+    hbm, reserve = state.field_value("hbm_gib"), state.field_value("reserve_gib")
+    if reserve < hbm:
+        return state
+    preset = preset_value(state.gpu, "reserve_gib")
+    keep = preset if preset < hbm else 0.0
+    notes.append(f"reserve {reserve:g} GiB leaves nothing of the HBM ({hbm:g} GiB); using {keep:g} GiB")
+    over = {k: v for k, v in state.gpu_over.items() if k != "reserve_gib"}
+    return replace(state, gpu_over=over if keep == preset else {**over, "reserve_gib": keep})
 
 
 def _placement(state: ModelState, raw: dict, notes: list[str]) -> ModelState:
