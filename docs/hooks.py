@@ -50,14 +50,14 @@ def gpu_presets() -> str:
     from ppviz.estimate import gpu, gpu_names
 
     rows = [
-        "| GPU | BF16 / FP8 TFLOP/s | HBM GB | HBM GB/s | NVLink GB/s each way × domain | network GB/s per GPU "
+        "| GPU | BF16 / FP8 TFLOP/s | HBM GiB | HBM GB/s | NVLink GB/s each way × domain | network GB/s per GPU "
         "| matmul efficiency |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name in gpu_names():
         g = gpu(name)
         fp8 = f"{g.fp8_flops / 1e12:g}" if g.fp8_flops else "–"
-        rows.append(f"| `{name}` | {g.bf16_flops / 1e12:g} / {fp8} | {g.hbm_bytes / 1e9:g} "
+        rows.append(f"| `{name}` | {g.bf16_flops / 1e12:g} / {fp8} | {g.hbm_bytes / 2**30:,.2f} "
                     f"| {g.hbm_bytes_per_s / 1e9:g} | {g.nvlink_bytes_per_s / 1e9:g} × {g.nvlink_domain} "
                     f"| {g.network_bytes_per_s / 1e9:g} | {g.matmul_efficiency:g} |")  # fmt: skip
     return "\n".join(rows) + "\n"

@@ -7,7 +7,7 @@ subpackages stay importable by name: ``from ppviz.estimate import Layout``.
 from .api import Run, evaluate, make_costs, simulate
 from .costs import Costs
 from .errors import InputError
-from .estimate import Estimate, Gpu, Layout, Model, SpecError, estimate
+from .estimate import Estimate, Gpu, Layout, Model, SpecError, default_layout, estimate
 from .ir import Action, Kind, Overlap, Placement, Schedule, from_torch_csv, to_torch_csv
 from .schedules import REGISTRY, build
 from .search import SearchResult, search
@@ -24,6 +24,6 @@ def schedule_names() -> list[str]:
 __all__ = [
     "Action", "Costs", "DeadlockError", "Estimate", "Gpu", "InputError", "Kind", "Layout", "Model", "Overlap",
     "Placement", "REGISTRY", "Result", "Run", "Schedule", "ScheduleError", "SearchResult", "SpecError", "build",
-    "estimate", "evaluate", "from_torch_csv", "make_costs", "schedule_names", "search", "simulate", "to_torch_csv",
-    "validate",
+    "default_layout", "estimate", "evaluate", "from_torch_csv", "make_costs", "schedule_names", "search", "simulate",
+    "to_torch_csv", "validate",
 ]  # fmt: skip

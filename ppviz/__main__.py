@@ -19,6 +19,7 @@ from .estimate import cli as estimate_cli
 from .ir import KIND_INDEX, Kind, to_torch_csv
 from .measured import cli as measured_cli
 from .search import cli as search_cli
+from .units import GIB, duration
 
 MAX_ORDER_BYTES = 5_000_000
 
@@ -80,14 +81,14 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-RENDER_EPILOG = "in real units: ppviz render SCHEDULE --model M --gpu G [layout flags] -o page.html (ms and GB)"
+RENDER_EPILOG = "in real units: ppviz render SCHEDULE --model M --gpu G [layout flags] -o page.html (ms and GiB)"
 
 
 def _render_units_parser() -> argparse.ArgumentParser:
     """`ppviz render` in real units: the schedule, the page's own flags and `ppviz estimate`'s model,
-    GPU and layout flags (ms and GB on the page)."""
+    GPU and layout flags (ms and GiB on the page)."""
     p = _Parser(prog="ppviz render", description="Write a standalone HTML page of an estimate: Gantt in ms, "
-                "memory in GB against the HBM.")  # fmt: skip
+                "memory in GiB against the HBM less its reserve.")  # fmt: skip
     _add_page_args(p)
     estimate_cli.add_layout_args(p, render=True)
     return p
@@ -95,7 +96,7 @@ def _render_units_parser() -> argparse.ArgumentParser:
 
 def _add_page_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="HTML file to write")
-    p.add_argument("--limit", type=ascii_float, help="memory limit line on the memory chart (GB with --model)")
+    p.add_argument("--limit", type=ascii_float, help="memory limit line on the memory chart (GiB with --model)")
 
 
 def _add_abstract_args(p: argparse.ArgumentParser) -> None:
@@ -245,7 +246,7 @@ def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace
 
 
 def _render_estimate(args: argparse.Namespace) -> int:
-    """`ppviz render` in real units: the estimate's run drawn in ms, memory in GB against the HBM."""
+    """`ppviz render` in real units: the estimate's run drawn in ms, memory in GiB against the HBM."""
     missing = [f"--{n}" for n in ("model", "gpu") if getattr(args, n) is None]
     if missing:
         raise UsageError(
@@ -260,11 +261,11 @@ def _render_estimate(args: argparse.Namespace) -> int:
     from . import figures
 
     est = estimate_cli.build(args)
-    html = figures.to_html(est.run, limit=None if args.limit is None else args.limit * 1e9,
+    html = figures.to_html(est.run, limit=None if args.limit is None else args.limit * GIB,
                            gantt_kwargs=figures.gantt_kwargs(est), memory_kwargs=figures.memory_kwargs(est),
                            facts=estimate_cli.facts(est))  # fmt: skip
     _write(args.output, html)
-    print(f"wrote {args.output} ({len(est.run.result):,} ops, iteration {est.iteration_s:.4g} s; {est.verdict})")
+    print(f"wrote {args.output} ({len(est.run.result):,} ops, iteration {duration(est.iteration_s)}; {est.verdict})")
     return 0
 
 

@@ -38,8 +38,8 @@ HIDDEN, FFN, VOCAB = 2**20, 2**22, 2**22
 HEADS, EXPERTS = 2**16, 2**16
 # rates: B200's 2,250 dense BF16 TFLOP/s and 8,000 GB/s of HBM, 900 GB/s NVLink: about 100× each
 TFLOPS, GBPS = 1e6, 1e6
-# HBM per GPU: 288 GB on B300: 100 TB is 350× that
-HBM_GB = 1e5
+# HBM per GPU: 288 GB on B300: 100,000 GiB is 370× that
+HBM_GIB = 1e5
 # the schedule orders a search may build, in actions (``search.space.order_actions``, an upper bound
 # that leaves out the pruning): refused past this before any work. A search that builds all it counts
 # takes about 80 bytes per action (llama3-8b with 1,024 layers on 64 GPUs, gbs 512: 48M counted,
@@ -127,7 +127,8 @@ BOUNDS: dict[str, Bound] = {
     "--peak-tflops": Bound(0, TFLOPS, "B200 has 2,250", low_open=True),
     "--fp8-tflops": Bound(0, TFLOPS, "B200 has 4,500"),
     "--vector-tflops": Bound(0, TFLOPS, "tens on today's GPUs", low_open=True),
-    "--hbm-gb": Bound(0, HBM_GB, "B300 has 288", low_open=True),
+    "--hbm-gib": Bound(0, HBM_GIB, "B300 has 288 GB, 268 GiB", low_open=True),
+    "--reserve-gib": Bound(0, HBM_GIB, "a few GiB", high_open=True),
     "--hbm-gbps": Bound(0, GBPS, "B200 has 8,000", low_open=True),
     "--nvlink-gbps": Bound(0, GBPS, "NVLink 5 has 900", low_open=True),
     "--network-gbps": Bound(0, GBPS, "today's NICs give 50 to 100", low_open=True),

@@ -63,7 +63,8 @@ def test_the_probes_answer_exit_2_as_processes():
     [
         (["simulate", "1f1b", "-p", 4, "-m", 4, "--f", "-1.5e-3"], ["--f -0.0015", "0 to 1,000,000,000"]),
         (["simulate", "1f1b", "-p", 4, "-m", 4, "--p2p", "-1E2"], ["--p2p -100", "0 to"]),
-        (["estimate", *M, "--hbm-gb", "-.5"], ["--hbm-gb -0.5", "> 0 and ≤ 100,000"]),
+        (["estimate", *M, "--hbm-gib", "-.5"], ["--hbm-gib -0.5", "> 0 and ≤ 100,000"]),
+        (["estimate", *M, "--reserve-gib", "-1"], ["--reserve-gib -1", "≥ 0 and < 100,000"]),
         (["estimate", *M, "--nvlink-latency-us", "-inf"], ["ASCII digits"]),
         (["estimate", *M, "--tp", "-1e3"], ["whole number"]),
         (["search", *M, "--gpus", 8, "--gbs", 8, "--headroom", "-1e-9"], ["--headroom", "≥ 0 and < 1"]),
@@ -123,7 +124,7 @@ def test_a_search_whose_pp_could_pass_the_bound_is_refused_unless_pp_is_restrict
     args = ["search", *M, "--gpus", 4096, "--gbs", 64, "--layers", 4096]
     refused(capsys, args, ["pp up to 4,096", "the bound is 1,024", "--pp"])
     code, out, err = run_cli(capsys, *args, "--pp", 8, "--schedules", "1f1b", "--tp", 8, "--no-pareto")
-    assert code == 0 and "on 4096 × h100-sxm" in out, err
+    assert code == 0 and "on 4,096 × h100-sxm" in out, err
 
 
 def test_jobs_are_at_most_the_cores_unless_oversubscribed(monkeypatch):

@@ -45,7 +45,7 @@ def test_presets_follow_their_sources():
     big = model("llama3-405b")
     assert (big.layers, big.hidden, big.ffn, big.heads, big.kv_heads, big.vocab) == (126, 16384, 53248, 128, 8, 128256)
     g = gpu("h100-sxm")
-    assert (g.bf16_flops, g.fp8_flops, g.hbm_bytes, g.hbm_bytes_per_s) == (989e12, 1979e12, 80e9, 3350e9)
+    assert (g.bf16_flops, g.fp8_flops, g.hbm_bytes, g.hbm_bytes_per_s) == (989e12, 1979e12, 81_559 * 2**20, 3350e9)
     assert (model("gpt3-175b").hidden, model("megatron-1t").heads) == (12288, 160)
 
 
@@ -59,7 +59,7 @@ GPU_OVERRIDES = {
     "bf16_flops": 500e12, "fp8_flops": 1000e12, "vector_flops": 30e12, "hbm_bytes": 96e9, "hbm_bytes_per_s": 3e12,
     "nvlink_bytes_per_s": 400e9, "nvlink_domain": 72, "network_bytes_per_s": 100e9, "nvlink_latency_s": 1e-6,
     "network_latency_s": 8e-6, "matmul_efficiency": 0.6, "hbm_efficiency": 0.7, "nvlink_efficiency": 0.6,
-    "network_efficiency": 0.5, "kernel_overhead_s": 1e-5,
+    "network_efficiency": 0.5, "kernel_overhead_s": 1e-5, "reserve_bytes": 2**31,
 }  # fmt: skip
 
 
@@ -333,13 +333,16 @@ def test_peak_against_capacity():
     d = e.to_dict(ops=False)
     parts = [sum(x) for x in zip(d["weight_bytes"], d["grad_bytes"], d["optimizer_bytes"], d["peak_activation_bytes"])]
     assert d["peak_bytes"] == pytest.approx(parts, rel=1e-12)
-    assert not d["fits"] and d["over_bytes"] == pytest.approx(max(d["peak_bytes"]) - 40e9)
-    assert (
-        d["verdict"]
-        == f"does not fit by {d['over_bytes'] / 1e9:.1f} GB (device 0: {max(d['peak_bytes']) / 1e9:.1f} GB of 40 GB)"
+    usable = 40 * 2**30 - 3 * 2**30  # an A100-40GB's 40,960 MiB less the 3 GiB reserve
+    assert d["usable_bytes"] == usable and d["reserve_bytes"] == 3 * 2**30
+    assert not d["fits"] and d["over_bytes"] == pytest.approx(max(d["peak_bytes"]) - usable)
+    assert d["verdict"] == (
+        f"does not fit by {d['over_bytes'] / 2**30:,.2f} GiB (device 0: peak {max(d['peak_bytes']) / 2**30:,.2f} GiB "
+        "of 37.00 GiB usable = 40.00 GiB HBM − 3.00 GiB reserve)"
     )
     small = estimate("llama3-8b", "h100-sxm", Layout(tp=8, gbs=1))
-    assert small.fits and small.verdict.startswith("fits: peak ") and small.verdict.endswith("of 80 GB (device 0)")
+    assert small.fits and small.verdict.startswith("fits: peak ")
+    assert small.verdict.endswith("76.65 GiB usable = 79.65 GiB HBM − 3.00 GiB reserve (device 0, 48.06 GiB free)")
 
 
 def test_throughput_breakdown_and_flops():
@@ -386,14 +389,16 @@ def test_routed_experts_shard_over_dp_cp_over_ep():
     assert cp.to_dict(ops=False)["optimizer_bytes"][0] == pytest.approx(12 * (dense / 8 + expert / 2), rel=1e-12)
 
 
-def test_figures_draw_an_estimate_in_ms_and_gb():
+def test_figures_draw_an_estimate_in_ms_and_gib():
     from ppviz import figures
 
     e = estimate("llama3-8b", "h100-sxm", Layout(tp=8, pp=4, gbs=8, schedule="zb-h1"))
     mem = figures.to_plotly(figures.memory(e.run, **figures.gantt_kwargs(e), **figures.memory_kwargs(e)))
     tops = [max(tr.y) for tr in mem.data if tr.name and tr.name.startswith("device")]
-    assert tops == pytest.approx((e.peak_bytes * 1e-9).tolist(), rel=1e-6)
-    assert mem.layout.xaxis.title.text == "time (ms)" and mem.layout.yaxis.title.text == "memory (GB)"
+    assert tops == pytest.approx((e.peak_bytes / 2**30).tolist(), rel=1e-6)
+    assert mem.layout.xaxis.title.text == "time (ms)" and mem.layout.yaxis.title.text == "memory (GiB)"
+    (band,) = [tr for tr in mem.data if tr.name and tr.name.startswith("reserve")]
+    assert band.name == "reserve 3.00 GiB" and band.y == (79.6474609375,) * 2 and band.fill == "tonexty"
     gantt = figures.to_plotly(figures.gantt(e.run, **figures.gantt_kwargs(e)))
     assert gantt.layout.xaxis.title.text == "time (ms)"
 

@@ -36,7 +36,7 @@ def test_json_contract(capsys):
     assert d["run"]["makespan"] <= d["iteration_s"]
     assert d["run"]["schedule"] == "zb-h1" and len(d["run"]["ops"]) == 3 * 4 * 16
     assert d["iteration_s"] == pytest.approx(d["run"]["makespan"] + d["dp_sync_s"] + d["optimizer_s"])
-    assert d["capacity_bytes"] == 80e9 and d["fits"] is True
+    assert d["capacity_bytes"] == 81_559 * 2**20 and d["fits"] is True  # nvidia-smi's 81,559 MiB
     assert d["bytes_per_param"] == 6 + 12 / 2
     # the layer's stage times add up: a middle stage is 8 layers
     assert d["stage_ms"][1]["f"] == pytest.approx(8 * d["layer_ms"]["f"])
@@ -84,20 +84,20 @@ def test_model_flags_override_every_field(capsys):
 
 def test_gpu_flags_are_in_human_units(capsys):
     argv = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--tp", "8", "--gbs", "1",
-            "--peak-tflops", "500", "--hbm-gb", "40", "--hbm-gbps", "2000", "--nvlink-gbps", "100",
+            "--peak-tflops", "500", "--hbm-gib", "40", "--hbm-gbps", "2000", "--nvlink-gbps", "100",
             "--nvlink-domain", "4", "--network-gbps", "10", "--kernel-overhead-us", "7",
             "--matmul-efficiency", "0.5", "--no-ops"]  # fmt: skip
     d = run_json(capsys, argv)
     g = d["gpu"]
     assert (g["bf16_flops"], g["hbm_bytes"], g["hbm_bytes_per_s"], g["nvlink_bytes_per_s"]) == (
         500e12,
-        40e9,
+        40 * 2**30,
         2e12,
         1e11,
     )
     assert (g["nvlink_domain"], g["network_bytes_per_s"], g["matmul_efficiency"]) == (4, 1e10, 0.5)
     assert g["kernel_overhead_s"] == pytest.approx(7e-6)
-    assert d["capacity_bytes"] == 40e9
+    assert d["capacity_bytes"] == 40 * 2**30
     fields = {f.field for f in override_flags(Gpu)}
     assert fields == set(gpu("h100-sxm").__dataclass_fields__) - {"name"}
 
@@ -108,7 +108,7 @@ def test_readable_summary_and_does_not_fit(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "iteration" in out and "tokens/s" in out and "MFU" in out
-    assert "does not fit by" in out and "of 40 GB" in out
+    assert "does not fit by" in out and "GiB usable = 40.00 GiB HBM − 3.00 GiB reserve" in out
     assert len([line for line in out.splitlines() if line.strip()[:1].isdigit()]) == 8  # one row per device
 
 
@@ -132,7 +132,9 @@ def test_presets(capsys):
         (["--recompute", "most"], "invalid choice"),
         (["--layers", "30"], "30 layers do not split evenly into 4 stages"),
         (["--layer-split", "8,8,x"], "--layer-split wants layers per stage"),
-        (["--hbm-gb", "-1"], "--hbm-gb -1 is out of range: it takes > 0"),
+        (["--hbm-gib", "-1"], "--hbm-gib -1 is out of range: it takes > 0"),
+        (["--hbm-gb", "40"], "HBM is in GiB now (2^30 bytes, as nvidia-smi counts): give --hbm-gib 37.2529 for 40 GB"),
+        (["--reserve-gib", "90"], "the reserve (90.00 GiB) leaves nothing of the HBM (79.65 GiB): lower the reserve"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, change, words):
@@ -169,7 +171,7 @@ def test_tp_comm_overlap_flag_round_trip(capsys, tmp_path):
               "--recompute", "selective", "--sequence-parallel", "--zero", "1", "--tp-comm-overlap", "-o",
               str(page)]  # fmt: skip
     assert main(render) == 0
-    assert f"iteration {on['iteration_s']:.4g} s" in capsys.readouterr().out
-    assert main([a for a in argv if a != "--sequence-parallel"] + ["--tp-comm-overlap"]) == 2
+    assert f"iteration {on['iteration_s'] * 1e3:,.1f} ms" in capsys.readouterr().out
+    assert main([a for a in argv if a != "--sequence-parallel"] + ["--no-sequence-parallel", "--tp-comm-overlap"]) == 2
     err = capsys.readouterr().err
     assert "add sequence_parallel" in err and len(err.strip().splitlines()) == 1

@@ -28,26 +28,28 @@ def cli(capsys, *argv):
     return code, out, err
 
 
-def test_render_in_ms_and_gb(capsys, tmp_path, est):
+def test_render_in_ms_and_gib(capsys, tmp_path, est):
     out = tmp_path / "page.html"
     code, text, err = cli(capsys, "render", "zb-h1", "--model", "llama3-8b", "--gpu", "h100-sxm", *LAYOUT,
                           "--limit", "70", "-o", out)  # fmt: skip
     assert code == 0, err
-    assert f"iteration {est.iteration_s:.4g} s" in text
+    assert f"iteration {est.iteration_s * 1e3:,.1f} ms" in text
     page = out.read_text()
     assert page.count('"text":"time (ms)"') == 1  # one time axis: the memory chart's, which the Gantt's matches
-    assert '"text":"memory (GB)"' in page and '"text":"time"' not in page
-    assert '"name":"capacity 80 GB"' in page and '"name":"limit 70 GB"' in page
-    assert f"{est.makespan_s * 1e3:.5g} ms" in page and f"{est.peak_bytes.max() / 1e9:.1f} GB of 80 GB" in page
+    assert '"text":"memory (GiB)"' in page and '"text":"time"' not in page
+    assert '"name":"capacity 79.65 GiB"' in page and '"name":"limit 70.00 GiB"' in page
+    assert '"name":"reserve 3.00 GiB"' in page
+    assert f"{est.makespan_s * 1e3:,.1f} ms" in page
+    assert f"{est.peak_bytes.max() / 2**30:,.2f} GiB of 76.65 GiB usable (79.65 GiB HBM)" in page
     (both,) = figures_of(page)  # the Gantt over the memory chart (on x2, y2)
     assert both["layout"]["xaxis"]["range"][1] == pytest.approx(est.makespan_s * 1e3)
     assert both["layout"]["xaxis2"]["matches"] == "x"
     mem = [t for t in both["data"] if t.get("yaxis") == "y2"]
     peak = next(t for t in mem if t["name"] == "peak")
-    assert decode_typed_array(peak["y"]) == pytest.approx(est.peak_bytes / 1e9)  # static + activation, in GB
+    assert decode_typed_array(peak["y"]) == pytest.approx(est.peak_bytes / 2**30)  # static + activation, in GiB
     first = [decode_typed_array(t["y"])[0] for t in mem if t["name"].startswith("device ")]
     base = figures.memory_kwargs(est)["base"]
-    assert first == pytest.approx(np.array(base) / 1e9, rel=1e-6)  # each curve starts on its base
+    assert first == pytest.approx(np.array(base) / 2**30, rel=1e-6)  # each curve starts on its base
 
 
 def figures_of(page: str) -> list[dict]:
@@ -68,7 +70,7 @@ def test_render_same_numbers_as_estimate(capsys, tmp_path):
     d = json.loads(text)
     code, text, _ = cli(capsys, "render", "zb-h1", "--model", "llama3-8b", "--gpu", "h100-sxm", *LAYOUT, "-o",
                         tmp_path / "p.html")  # fmt: skip
-    assert code == 0 and f"iteration {d['iteration_s']:.4g} s" in text
+    assert code == 0 and f"iteration {d['iteration_s'] * 1e3:,.1f} ms" in text
 
 
 def test_csv_in_seconds(capsys, est):

@@ -5,7 +5,7 @@ per GPU, and refusals."""
 import pytest
 
 from ppviz.__main__ import main
-from ppviz.estimate import Layout, SpecError, estimate, gpu, model, parts, summa
+from ppviz.estimate import Layout, SpecError, default_layout, estimate, gpu, model, parts, summa
 from ppviz.estimate import comm as C
 from ppviz.estimate import layer as L
 from ppviz.estimate.iteration import shape_of
@@ -141,7 +141,9 @@ def test_cli_flags(capsys):
     assert (d["layout"]["tp"], d["layout"]["tp_mode"], d["layout"]["tp2d"], d["layout"]["summa_blocks"]) == (
         8, "2d", [4, 2], 8,
     )  # fmt: skip
-    e = estimate(GPT, A100, Layout(tp=8, pp=8, gbs=8, tp_mode="2d", tp2d=(4, 2), summa_blocks=8))
+    lay = default_layout(tp=8, pp=8, gbs=8, tp_mode="2d", tp2d=(4, 2), summa_blocks=8)  # the CLI's defaults
+    assert (lay.recompute, lay.zero, lay.sequence_parallel) == ("selective", 1, False)  # no SP: 2D splits s itself
+    e = estimate(GPT, A100, lay)
     assert d["iteration_s"] == e.iteration_s
     for argv, says in (
         (["--tp2d", "4x2"], "--tp2d wants hidden,sequence ways"),

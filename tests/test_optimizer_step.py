@@ -13,6 +13,7 @@ from ppviz.__main__ import main
 from ppviz.estimate import Layout, cli, estimate
 from ppviz.ir import Action, Kind, Overlap
 from ppviz.iterations import iteration_ends, optimizer_steps
+from ppviz.units import duration
 
 FLUSHED = ["gpipe", "1f1b", "eager-1f1b"]
 NO_FLUSH = ["1f1b-2bw", "eager-1f1b-2bw"]
@@ -223,7 +224,7 @@ def test_cli_iterations_in_real_units(capsys):
     assert "on average over 3 iterations" in capsys.readouterr().out
     _, many = _pair("1f1b", 3)
     facts = dict(cli.facts(many))
-    assert facts["iteration"] == f"{many.iteration_s:.4g} s" and "8 microbatches × 3 iterations" in facts["layout"]
+    assert facts["iteration"] == duration(many.iteration_s) and "8 microbatches × 3 iterations" in facts["layout"]
 
 
 # --- drawing and exports ---------------------------------------------------------------------
@@ -293,8 +294,32 @@ def test_the_trace_has_a_slice_per_step(capsys, three):
         (int(d), int(i), round(float(a) * 1e6, 6), round(float(b - a) * 1e6, 6))
         for d, i, a, b in zip(st.device, st.iteration, st.start, st.end)
     )
-    argv = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--tp", 2, "--pp", 4, "--dp", 32, "--gbs", 64,
-            "--zero", 1, "--schedule", "1f1b", "--iterations", 3, "--no-dp-overlap", "--trace"]  # fmt: skip
+    argv = [
+        "estimate",
+        "--model",
+        "llama3-8b",
+        "--gpu",
+        "h100-sxm",
+        "--tp",
+        2,
+        "--pp",
+        4,
+        "--dp",
+        32,
+        "--gbs",
+        64,
+        "--zero",
+        1,
+        "--schedule",
+        "1f1b",
+        "--iterations",
+        3,
+        "--no-dp-overlap",
+        "--trace",
+        "--recompute",
+        "none",
+        "--no-sequence-parallel",
+    ]  # fmt: skip (the fixture's bare Layout, not the defaults)
     assert main([str(a) for a in argv]) == 0
     cli_events = json.loads(capsys.readouterr().out)["traceEvents"]
     assert [e for e in cli_events if e.get("cat") == "optimizer"] == steps

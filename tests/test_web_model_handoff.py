@@ -154,7 +154,7 @@ def test_a_bad_config_names_the_field_beside_the_upload(page):
     assert "not JSON" in text_of(out["upload-msg-model"]["children"])
 
 
-BAD_BOXES = [("hbm_gb", "enter a number in 1–"), ("layers", "enter a whole number in 1–"), ("gbs", "whole number")]
+BAD_BOXES = [("hbm_gib", "enter a number in 1–"), ("layers", "enter a whole number in 1–"), ("gbs", "whole number")]
 
 
 @pytest.mark.parametrize(("name", "says"), BAD_BOXES)
@@ -167,14 +167,14 @@ def test_a_box_without_a_valid_number_says_why_and_the_results_are_stale(page, n
     assert says in text_of(page.value(msg_id(name), "children"))
     assert "stale" in text_of(page.value("notes-model", "children"))
     assert page.text("cards-model") == before
-    answer(page.fire(dep, [(cid(name), "value")], {(cid(name), "value"): 16 if name != "hbm_gb" else 96}))
+    answer(page.fire(dep, [(cid(name), "value")], {(cid(name), "value"): 16 if name != "hbm_gib" else 96}))
     assert says not in text_of(page.value(msg_id(name), "children"))
     assert "stale" not in text_of(page.value("notes-model", "children"))
 
 
 def test_the_command_of_an_edited_gpu_gives_the_same_numbers(page, capsys):
     """GPU fields edited on the page go into the command in the flags' own units."""
-    hash_ = HASH + "&tflops=500&hbm_gb=96&hbm_tbs=2.5&nvlink_gbs=300&net_gbs=25&domain=4"
+    hash_ = HASH + "&tflops=500&hbm_gib=96&hbm_tbs=2.5&nvlink_gbs=300&net_gbs=25&domain=4"
     open_hash(page, hash_)
     (item,) = json.loads(download(page, "json")["content"])["estimates"]
     assert "--hbm-gbps 2500" in item["command"] and "--nvlink-domain 4" in item["command"]

@@ -13,6 +13,7 @@ import ppviz
 from ppviz import figures
 from ppviz.estimate import Layout, model
 from ppviz.search import Options
+from ppviz.units import duration
 from ppviz.web.common import cluster
 from ppviz.web.pages.model import render as model_render
 from ppviz.web.pages.search import render as search_render
@@ -81,15 +82,16 @@ def test_the_search_button_runs_the_search_in_the_background_and_ranks_like_ppvi
     rows = page.value("grid-search", "rowData")
     assert [r["command"] for r in rows] == [r["command"] for r in expected.layouts]
     assert [r["iteration_s"] for r in rows] == [round(r["iteration_s"], 4) for r in expected.layouts]
-    assert all(r["peak_gb"] <= 72 for r in rows)  # 80 GB less 10% headroom
+    usable = (81_559 / 1024 - 3) - 0.1 * 81_559 / 1024  # 79.65 GiB less the 3 GiB reserve and 10% headroom
+    assert all(r["peak_gib"] <= usable for r in rows)
     assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
     fig = page.value("scatter-search", "figure")
     (front,) = [t for t in fig["data"] if t["name"] == "Pareto front"]
     assert len(figures.decode_typed_array(front["x"])) == len(expected.pareto)
     (capacity,) = [t for t in fig["data"] if t["name"].startswith("capacity")]
-    assert capacity["y"] == [pytest.approx(72.0), pytest.approx(72.0)]
+    assert capacity["y"] == [pytest.approx(usable), pytest.approx(usable)]
     assert fig["layout"]["xaxis"]["title"]["text"] == "iteration time (s)"
-    assert fig["layout"]["yaxis"]["title"]["text"] == "peak memory (GB)"
+    assert fig["layout"]["yaxis"]["title"]["text"] == "peak memory (GiB)"
     assert f"{expected.searched:,} layouts in the space" in text_of(page.value("summary-search", "children"))
 
 
@@ -129,7 +131,7 @@ def test_a_search_where_nothing_fits_says_how_close_it_came(page):
     press_search(page, {"model": "llama3-405b", "gpu": "a100-40gb", "gpus": 8, "gbs": 8, "seq": 8192})
     run_job(page)
     error = text_of(page.value("error-search", "children"))
-    assert "fit" in error and "GB" in error
+    assert "fit" in error and "GiB" in error
 
 
 def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
@@ -146,9 +148,9 @@ def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
                  schedule=row["schedule"])  # fmt: skip
     est = ppviz.estimate(model("llama3-8b", seq=4096), "h100-sxm", lay)
     assert est.iteration_s == pytest.approx(expected.layouts[1]["iteration_s"])
-    assert f"{est.iteration_s * 1e3:,.0f} ms" in page.text("cards-model")
+    assert duration(est.iteration_s) in page.text("cards-model")
     layout = view["gantt-model"]["figure"]["layout"]  # the Gantt with its memory chart under it
-    assert layout["xaxis2"]["title"]["text"] == "time (ms)" and layout["yaxis2"]["title"]["text"] == "memory (GB)"
+    assert layout["xaxis2"]["title"]["text"] == "time (ms)" and layout["yaxis2"]["title"]["text"] == "memory (GiB)"
 
 
 @pytest.mark.parametrize("junk", [None, [], [1], ["x"], [{"tp": "a"}], {"rank": 1}, [{}]])
@@ -201,7 +203,7 @@ def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, 
                  nvlink_dp_pp=tuple(row["nvlink_dp_pp"]) if row["nvlink_dp_pp"] else None)  # fmt: skip
     est = ppviz.estimate(model("llama3-8b", seq=4096), "h100-sxm", lay)
     assert est.iteration_s == want["iteration_s"]
-    assert f"{est.iteration_s * 1e3:,.0f} ms" in page.text("cards-model")
+    assert duration(est.iteration_s) in page.text("cards-model")
     assert view["gantt-model"]["figure"]["layout"]["xaxis2"]["title"]["text"] == "time (ms)"
     state = cluster.parse(hash_).state
     shown = cluster.layout_of(state, row["schedule"])

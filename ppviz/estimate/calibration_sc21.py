@@ -105,7 +105,7 @@ FIGURE13 = tuple(
 def table() -> str:
     """Markdown: every row of Table 1 beside ppviz, with the error and whether ppviz says it fits."""
     rows = [
-        "| model | GPUs | t | p | dp | batch | TFLOP/s per GPU (paper → ppviz) | error | ppviz peak GB (80) |",
+        "| model | GPUs | t | p | dp | batch | TFLOP/s per GPU (paper → ppviz) | error | ppviz peak GiB (of 80) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     errors = []
@@ -116,7 +116,7 @@ def table() -> str:
         rows.append(
             f"| GPT {r.billions:g}B | {r.gpus:,} | {r.tp} | {r.pp} | {r.dp} | {r.batch:,} "
             f"| {r.tflops_per_gpu:g} → {got:.0f} | {(got / r.tflops_per_gpu - 1) * 100:+.1f}% "
-            f"| {run.peak_bytes.max() / 1e9:.1f} |"
+            f"| {run.peak_bytes.max() / 2**30:,.2f} |"
         )
     rows += ["", f"Mean absolute error {sum(errors) / len(errors) * 100:.1f}%, maximum {max(errors) * 100:.1f}%."]
     return "\n".join(rows) + "\n"

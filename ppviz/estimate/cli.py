@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import shlex
 import sys
+from functools import lru_cache
 
 from .. import formats, handoff
 from ..cli_types import NUMBER_TYPES, ascii_float, ascii_int, ascii_ints
+from ..errors import InputError
 from ..schedules import REGISTRY
-from . import hf_config, planning, profile, specs
+from ..units import GIB, duration, gib, time_unit
+from . import defaults, hf_config, planning, profile, specs
 from .iteration import FLOPS_DEFINITION, Estimate, estimate
-
-GIB = 2**30
 
 SPECS = (("model", specs.Model), ("gpu", specs.Gpu))  # the override flags' destinations: model_<field>, gpu_<field>
 
@@ -82,19 +85,22 @@ def add_layout_args(p: argparse.ArgumentParser, *, render: bool = False) -> None
     for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs"):
         p.add_argument(f"--{name}", type=ascii_int, help=f"{name} (default 1)")
     p.add_argument("--gbs", type=ascii_int, help="global batch in sequences (default: one microbatch per DP rank)")
-    p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
+    p.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction,
+                   help="Megatron sequence parallelism (default: on when tp > 1)")  # fmt: skip
     p.add_argument("--tp-comm-overlap", action="store_true",
                    help="overlap the TP collectives with the GEMMs (Megatron --tp-comm-overlap; needs "
                    "--sequence-parallel)")  # fmt: skip
-    p.add_argument("--recompute", choices=specs.RECOMPUTE, help="activation recomputation (default none)")
-    p.add_argument(
-        "--zero", type=ascii_int, help="0 none (default), 1 distributed optimizer, 2 + gradients, 3 + weights"
-    )
+    p.add_argument("--recompute", choices=specs.RECOMPUTE,
+                   help=f"activation recomputation (default {defaults.RECOMPUTE})")  # fmt: skip
+    p.add_argument("--zero", type=ascii_int,
+                   help=f"0 none, 1 distributed optimizer, 2 + gradients, 3 + weights "
+                   f"(default {defaults.ZERO})")  # fmt: skip
     p.add_argument("--precision", choices=specs.PRECISIONS, help="bf16 (default), fp16 (same tensor rate) or fp8")
     if render:
         p.add_argument("schedule", nargs="?", help="pipeline schedule (see `ppviz list`)")
     else:
-        p.add_argument("--schedule", default="1f1b", help="pipeline schedule (see `ppviz list`; default 1f1b)")
+        p.add_argument("--schedule", default=defaults.SCHEDULE,
+                       help=f"pipeline schedule (see `ppviz list`; default {defaults.SCHEDULE})")  # fmt: skip
     p.add_argument("--tp-mode", choices=specs.TP_MODES, help="1d (Megatron, default) or 2d (SUMMA over hidden × "
                    "sequence; implied by --tp2d)")  # fmt: skip
     p.add_argument("--tp2d", type=tp2d_grid, metavar="R,C",
@@ -124,9 +130,22 @@ def add_model_args(p: argparse.ArgumentParser, *, required: bool) -> None:
                    "give --seq for the training sequence length")  # fmt: skip
 
 
+class _HbmInGb(argparse.Action):
+    """``--hbm-gb`` (HBM in 10⁹ bytes, before GiB) refused with the GiB value to give instead."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            hint = f"--hbm-gib {float(values) * 1e9 / GIB:.6g} for {values} GB"
+        except ValueError:
+            hint = "--hbm-gib"
+        raise argparse.ArgumentError(self, f"HBM is in GiB now (2^30 bytes, as nvidia-smi counts): give {hint}")
+
+
 def add_spec_overrides(p: argparse.ArgumentParser) -> None:
     """Flags that override any field of the model and GPU presets (estimate, render and search),
-    as the specs define them (``specs.override_flags``)."""
+    as the specs define them (``specs.override_flags``); ``--hbm-gb`` (before GiB) is refused with its
+    GiB value, not read as an abbreviation of ``--hbm-gbps``."""
+    p.add_argument("--hbm-gb", action=_HbmInGb, help=argparse.SUPPRESS)
     for prefix, cls in SPECS:
         for f in specs.override_flags(cls):
             if f.type is bool:
@@ -184,15 +203,96 @@ def build(args: argparse.Namespace) -> Estimate:
     tp_mode = _or(args.tp_mode, "2d" if args.tp2d else "1d")
     if args.tp2d and args.tp is None:
         ones["tp"] = args.tp2d[0] * args.tp2d[1]
-    layout = specs.Layout(
+    layout = specs.default_layout(
         **ones, gbs=args.gbs, sequence_parallel=args.sequence_parallel, tp_comm_overlap=args.tp_comm_overlap,
-        recompute=_or(args.recompute, "none"),
-        zero=_or(args.zero, 0), precision=_or(args.precision, "bf16"), schedule=args.schedule,
+        recompute=args.recompute, zero=args.zero, precision=_or(args.precision, "bf16"), schedule=args.schedule,
         schedule_params=sched_params, layer_split=args.layer_split, edge_fewer=_or(args.edge_fewer, 0),
         dp_overlap=not args.no_dp_overlap, b_frees=_or(args.b_frees, 0.0), pair_overlap=args.pair_overlap,
         tp_mode=tp_mode, tp2d=args.tp2d, summa_blocks=_or(args.summa_blocks, 0), nvlink_dp_pp=args.nvlink_dp_pp,
     )  # fmt: skip
     return estimate(model, gpu, layout)
+
+
+def command(model: specs.Model, gpu: specs.Gpu, layout: specs.Layout) -> str:
+    """The `ppviz estimate` command line that gives this model, GPU and layout back exactly: the
+    presets, every override of them, and every layout field that differs from the bare record or
+    from the defaults (sequence parallelism always, as its default depends on tp)."""
+    lay = layout
+    parts = ["ppviz estimate", model_flag(model), f"--gpu {gpu.name}", *overrides(model, gpu)]
+    parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs")]
+    if lay.gbs is not None:
+        parts.append(f"--gbs {lay.gbs}")
+    parts += [f"--schedule {lay.schedule}", f"--recompute {lay.recompute}", f"--zero {lay.zero}"]
+    parts.append("--sequence-parallel" if lay.sequence_parallel else "--no-sequence-parallel")
+    if lay.precision != "bf16":
+        parts.append(f"--precision {lay.precision}")
+    for name, flag in (("tp_comm_overlap", "--tp-comm-overlap"), ("pair_overlap", "--pair-overlap")):
+        if getattr(lay, name):
+            parts.append(flag)
+    if not lay.dp_overlap:
+        parts.append("--no-dp-overlap")
+    if lay.b_frees:
+        parts.append(f"--b-frees {lay.b_frees!r}")
+    for name, value in lay.schedule_params:
+        parts.append(f"--{name.replace('_', '-')} {value}")
+    if lay.tp_mode == "2d":
+        parts.append(f"--tp-mode 2d --tp2d {lay.tp2d[0]},{lay.tp2d[1]}")
+        if lay.summa_blocks:
+            parts.append(f"--summa-blocks {lay.summa_blocks}")
+    if lay.nvlink_dp_pp:
+        parts.append(f"--nvlink-dp-pp {lay.nvlink_dp_pp[0]},{lay.nvlink_dp_pp[1]}")
+    if lay.layer_split:
+        parts.append("--layer-split " + ",".join(map(str, lay.layer_split)))
+    if lay.edge_fewer:
+        parts.append(f"--edge-fewer {lay.edge_fewer}")
+    return " ".join(parts)
+
+
+def model_flag(model: specs.Model) -> str:
+    """``--model NAME`` for a preset; ``--hf-config PATH`` for a model read from a config.json."""
+    if model.name in specs.model_names():
+        return f"--model {model.name}"
+    return f"--hf-config {shlex.quote(model.name)}"
+
+
+@lru_cache(maxsize=8)
+def _base_model(name: str) -> specs.Model | None:
+    """The preset or config file a model was made from (read once, not once per command)."""
+    if name in specs.model_names():
+        return specs.model(name)
+    try:
+        return hf_config.model_from_config(name, name=name)
+    except InputError:  # not a file (a model built in Python): no base to state overrides against
+        return None
+
+
+def overrides(model: specs.Model, gpu: specs.Gpu) -> list[str]:
+    """The model and GPU override flags (``--seq 2048``, ``--hbm-gib 40`` ...) that turn the presets
+    named ``model.name`` and ``gpu.name`` into this model and GPU."""
+    out = []
+    gpu_base = specs.gpu(gpu.name) if gpu.name in specs.gpu_names() else None
+    for spec, base in ((model, _base_model(model.name)), (gpu, gpu_base)):
+        if base is None:
+            continue
+        for f in specs.override_flags(type(spec)):
+            v = getattr(spec, f.field)
+            if v == getattr(base, f.field):
+                continue
+            if f.type is bool:
+                out.append(f"--{'' if v else 'no-'}{f.name}")
+            else:
+                out.append(f"--{f.name} {v if f.unit == 1 else in_unit(v, f.unit)}")
+    return out
+
+
+def in_unit(value: float, factor: float) -> str:
+    """``value`` / ``factor`` written so that the CLI's ``float(text) * factor`` gives ``value`` back exactly."""
+    x = value / factor
+    for _ in range(64):
+        if float(repr(x)) * factor == value:
+            return repr(x)
+        x = math.nextafter(x, math.inf if x * factor < value else -math.inf)
+    return repr(value / factor)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -234,51 +334,75 @@ def plan_line(plan: planning.TrainingPlan) -> str:
 
 
 def summary(est: Estimate) -> str:
-    """A readable report of one estimate."""
+    """A readable report of one estimate: times in ms below 10 s and s above, memory in GiB."""
     d = est.to_dict(ops=False)
     lay = est.layout
+    t = duration
+    sp = "SP" if lay.sequence_parallel else "no SP"
     lines = [
-        f"{est.model.name} on {lay.gpus} × {est.gpu.name}: tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, cp {lay.cp}, "
+        f"{est.model.name} on {lay.gpus:,} × {est.gpu.name}: tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, cp {lay.cp}, "
         f"ep {lay.ep}{' (TP collectives overlapped)' if lay.tp_comm_overlap else ''}; {lay.schedule}, "
         f"{d['stages']} stages, {d['microbatches']} microbatches of {lay.mbs}",
-        f"iteration      {d['iteration_s']:.4g} s  (makespan {d['makespan_s']:.4g} s + DP sync {d['dp_sync_s']:.3g} s"
-        f" + optimizer {d['optimizer_s']:.3g} s)"
+        f"settings       recompute {lay.recompute}, {sp}, ZeRO {lay.zero}, {lay.precision}, reserve "
+        f"{gib(est.reserve_bytes)}",
+        f"iteration      {t(d['iteration_s'])}  (makespan {t(d['makespan_s'])} + DP sync {t(d['dp_sync_s'])}"
+        f" + optimizer {t(d['optimizer_s'])})"
         if d["iterations"] == 1
-        else f"iteration      {d['iteration_s']:.4g} s on average over {d['iterations']} iterations (run "
-        f"{d['run_s']:.4g} s: makespan {d['makespan_s']:.4g} s with the steps between them + DP sync "
-        f"{d['dp_sync_s']:.3g} s + optimizer {d['optimizer_s']:.3g} s)",
-        f"throughput     {d['tokens_per_s']:,.0f} tokens/s, {d['samples_per_s']:.4g} samples/s",
-        f"per GPU        {d['tflops_per_gpu']:.1f} TFLOP/s, MFU {d['mfu'] * 100:.1f}%"
+        else f"iteration      {t(d['iteration_s'])} on average over {d['iterations']} iterations (run "
+        f"{t(d['run_s'])}: makespan {t(d['makespan_s'])} with the steps between them + DP sync "
+        f"{t(d['dp_sync_s'])} + optimizer {t(d['optimizer_s'])})",
+        f"throughput     {d['tokens_per_s']:,.0f} tokens/s, {d['samples_per_s']:,.2f} samples/s",
+        f"per GPU        {d['tflops_per_gpu']:,.1f} TFLOP/s, MFU {d['mfu'] * 100:.1f}%"
         + (f", HFU {d['hfu'] * 100:.1f}%" if lay.recompute != "none" else ""),
-        f"one layer      F {d['layer_ms']['f']:.3g} ms, B {d['layer_ms']['b']:.3g} ms, W {d['layer_ms']['w']:.3g} ms"
-        f"; p2p {d['p2p_ms']:.3g} ms",
-        "breakdown      " + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.3g} s" for k, v in d["breakdown_s"].items()),
+        f"one layer      F {d['layer_ms']['f']:,.3f} ms, B {d['layer_ms']['b']:,.3f} ms, W {d['layer_ms']['w']:,.3f} ms"
+        f"; p2p {d['p2p_ms']:,.3f} ms",
+        "breakdown      " + _seconds_line(d["breakdown_s"]),
         f"{'device':>6} {'weights GiB':>12} {'grads GiB':>10} {'optimizer GiB':>14} {'activ. GiB':>11} {'peak GiB':>9}",
     ]
     for i in range(len(d["peak_bytes"])):
         lines.append(
-            f"{i:>6} {d['weight_bytes'][i] / GIB:>12.2f} {d['grad_bytes'][i] / GIB:>10.2f} "
-            f"{d['optimizer_bytes'][i] / GIB:>14.2f} {d['peak_activation_bytes'][i] / GIB:>11.2f} "
-            f"{d['peak_bytes'][i] / GIB:>9.2f}"
+            f"{i:>6} {d['weight_bytes'][i] / GIB:>12,.2f} {d['grad_bytes'][i] / GIB:>10,.2f} "
+            f"{d['optimizer_bytes'][i] / GIB:>14,.2f} {d['peak_activation_bytes'][i] / GIB:>11,.2f} "
+            f"{d['peak_bytes'][i] / GIB:>9,.2f}"
         )
+    lines += memory_table(est)
     lines.append(est.verdict)
     lines.append(f"FLOPs: {FLOPS_DEFINITION}")
     return "\n".join(lines) + "\n"
 
 
+def _seconds_line(parts: dict[str, float]) -> str:
+    """ "compute 7,780.4 ms, tp comm 2,463.0 ms, …": every part in the unit of the largest."""
+    scale, unit = time_unit(parts.values())
+    return ", ".join(f"{k[:-2].replace('_', ' ')} {v * scale:,.1f} {unit}" for k, v in parts.items())
+
+
+def memory_table(est: Estimate) -> list[str]:
+    """The fullest device's memory by what holds it, and the reserve, against the HBM (GiB)."""
+    parts = est.memory_breakdown()
+    used = sum(parts.values())
+    lines = [f"memory of device {est.fullest_device} (the fullest)   GiB   share of HBM"]
+    for name, n in parts.items():
+        lines.append(f"  {name:<28} {n / GIB:>8,.2f} {n / est.capacity_bytes:>8.1%}")
+    lines.append(f"  {'total with the reserve':<28} {used / GIB:>8,.2f} {used / est.capacity_bytes:>8.1%}")
+    lines.append(f"  {'HBM (' + est.gpu.name + ')':<28} {est.capacity_bytes / GIB:>8,.2f}")
+    return lines
+
+
 def facts(est: Estimate) -> list[tuple[str, str]]:
     """The headline figures of a page in real units (``ppviz render --model``): (label, value)."""
-    peak = est.peak_bytes
+    peak = float(est.peak_bytes.max())
+    scale, unit = time_unit([est.makespan_s])
     return [
-        ("iteration", f"{est.iteration_s:.4g} s"),
-        ("makespan", f"{est.makespan_s * 1e3:.5g} ms"),
+        ("iteration", duration(est.iteration_s)),
+        ("makespan", f"{est.makespan_s * scale:,.1f} {unit}"),
         ("tokens/s", f"{est.tokens_per_s:,.0f}"),
         ("MFU", f"{est.mfu:.1%}"),
-        ("peak memory", f"{peak.max() / 1e9:.1f} GB of {est.capacity_bytes / 1e9:.0f} GB"),
+        ("peak memory", f"{gib(peak)} of {gib(est.usable_bytes)} usable ({gib(est.capacity_bytes)} HBM)"),
         ("fits" if est.fits else "does not fit", est.verdict),
         (
             "layout",
-            f"{est.model.name} on {est.layout.gpus} × {est.gpu.name}, {est.microbatches} microbatches"
+            f"{est.model.name} on {est.layout.gpus:,} × {est.gpu.name}, {est.microbatches} microbatches"
             + (f" × {est.iterations} iterations (iteration: their average)" if est.iterations > 1 else ""),
         ),
     ]
@@ -297,6 +421,6 @@ def _presets(as_json: bool) -> None:
               f"vocab {m['vocab']}, seq {m['seq']}{moe}")  # fmt: skip
     print("gpus:")
     for n, g in gpus.items():
-        print(f"  {n:<14} {g['bf16_flops'] / 1e12:g} TF/s BF16, {g['hbm_bytes'] / 1e9:g} GB at "
+        print(f"  {n:<14} {g['bf16_flops'] / 1e12:g} TF/s BF16, {g['hbm_bytes'] / GIB:,.2f} GiB at "
               f"{g['hbm_bytes_per_s'] / 1e9:g} GB/s, NVLink {g['nvlink_bytes_per_s'] / 1e9:g} GB/s × "
               f"{g['nvlink_domain']}, network {g['network_bytes_per_s'] / 1e9:g} GB/s")  # fmt: skip

@@ -59,6 +59,7 @@ from .. import api, memory, metrics, schedules, simulator
 from ..costs import Costs
 from ..ir import KIND_INDEX, Kind, Placement, Schedule
 from ..iterations import iterations
+from ..units import gib
 from . import comm, devices, layer, profile
 from .devices import GRAD_B, WEIGHT_B, dp_groups, same_domain
 from .specs import Gpu, Layout, Model, SpecError
@@ -473,10 +474,12 @@ class Estimate(Totals):
     hfu: float
     layer_activation: memory.MemoryCurves  # the transformer layers alone (what Korthikanti's Figure 1 counts)
     bytes_per_param: float  # static bytes per dense parameter (routed experts shard over dp·cp/ep instead)
-    capacity_bytes: float
+    capacity_bytes: float  # the card's HBM
+    reserve_bytes: float  # what a run cannot use of it (the Gpu's reserve)
+    usable_bytes: float  # capacity − reserve: what every device's peak must stay within
     fits: bool
-    over_bytes: float  # how far the fullest device is over capacity (0 when it fits)
-    verdict: str  # "fits: peak 64.1 GB of 80 GB" or "does not fit by 3.6 GB (device 0: …)"
+    over_bytes: float  # how far the fullest device is over the usable bytes (0 when it fits)
+    verdict: str  # "fits: peak 64.10 GiB of 76.65 GiB usable …" or "does not fit by 3.60 GiB (device 0: …)"
     breakdown: dict[str, float]  # seconds of the iteration on its busiest device (see ``breakdown``)
 
     # --- the CLI contract -------------------------------------------------------------------
@@ -484,6 +487,23 @@ class Estimate(Totals):
     def layer_times_s(self) -> layer.Part:
         """One transformer layer's F, B and W (the model's MoE layer when it has them)."""
         return layer.layer(self.model, self.gpu, shape_of(self.layout), self.model.moe)
+
+    @property
+    def fullest_device(self) -> int:
+        return int(np.argmax(self.peak_bytes))
+
+    def memory_breakdown(self, device: int | None = None) -> dict[str, float]:
+        """Bytes of one device (default: the fullest) by what holds them, and the reserve: they sum to
+        its peak plus the reserve, to compare with the capacity."""
+        d = self.fullest_device if device is None else device
+        st = self.static_bytes
+        return {
+            "weights": float(st["weight"][d]),
+            "gradients": float(st["grad"][d]),
+            "optimizer": float(st["optimizer"][d]),
+            "activations": float(self.activation.peak[d]),
+            "reserve": self.reserve_bytes,
+        }
 
     def to_dict(self, ops: bool = True) -> dict:
         """The `ppviz estimate --json` contract: seconds and bytes (layer and stage times in ms)."""
@@ -531,6 +551,9 @@ class Estimate(Totals):
             "peak_activation_bytes": self.activation.peak.tolist(),
             "peak_bytes": self.peak_bytes.tolist(),
             "capacity_bytes": self.capacity_bytes,
+            "reserve_bytes": self.reserve_bytes,
+            "usable_bytes": self.usable_bytes,
+            "memory_breakdown_bytes": self.memory_breakdown(),
             "fits": self.fits,
             "over_bytes": self.over_bytes,
             "verdict": self.verdict,
@@ -553,7 +576,7 @@ def complete(t: Totals) -> Estimate:
     hardware_flops = model_flops + t.plan.recompute_flops * lay.tp * lay.cp * m * lay.dp
     peak_flops = layer.peak_flops(gpu, lay.precision)
     n = lay.dp * lay.cp
-    capacity = gpu.hbm_bytes
+    usable = gpu.usable_bytes
     fullest = float(t.peak_bytes.max())
     return Estimate(
         **_fields(t, Totals), microbatches=m, global_batch=gbs, tokens_per_s=gbs * model.seq / t.iteration_s,
@@ -562,19 +585,26 @@ def complete(t: Totals) -> Estimate:
         mfu=model_flops / (t.iteration_s * lay.gpus * peak_flops),
         hfu=hardware_flops / (t.iteration_s * lay.gpus * peak_flops),
         layer_activation=memory.activation(t.run.result, t.plan.layer_activation_bytes),
-        bytes_per_param=devices.bytes_per_param(lay.zero, n), capacity_bytes=capacity, fits=fullest <= capacity,
-        over_bytes=max(0.0, fullest - capacity), verdict=verdict(t.peak_bytes, capacity), breakdown=breakdown(t),
+        bytes_per_param=devices.bytes_per_param(lay.zero, n), capacity_bytes=gpu.hbm_bytes,
+        reserve_bytes=gpu.reserve_bytes, usable_bytes=usable, fits=fits(fullest, gpu),
+        over_bytes=max(0.0, fullest - usable), verdict=verdict(t.peak_bytes, gpu), breakdown=breakdown(t),
     )  # fmt: skip
 
 
-def verdict(peak_bytes: np.ndarray, capacity: float) -> str:
-    """One line for people: "fits: peak 64.1 GB of 80 GB" or "does not fit by 3.6 GB (device 0: …)"."""
+def fits(peak_bytes: float, gpu: Gpu) -> bool:
+    """The fit rule of every surface: a device's peak within the HBM less the reserve."""
+    return peak_bytes <= gpu.usable_bytes
+
+
+def verdict(peak_bytes: np.ndarray, gpu: Gpu) -> str:
+    """One line for people, in GiB: "fits: peak 64.10 GiB of 76.65 GiB usable (…)" or "does not fit by …"."""
     d = int(np.argmax(peak_bytes))
-    peak = peak_bytes[d]
-    if peak <= capacity:
-        return f"fits: peak {peak / 1e9:.1f} GB of {capacity / 1e9:.0f} GB (device {d})"
-    over = max(0.0, float(peak_bytes.max()) - capacity)
-    return f"does not fit by {over / 1e9:.1f} GB (device {d}: {peak / 1e9:.1f} GB of {capacity / 1e9:.0f} GB)"
+    peak = float(peak_bytes[d])
+    usable = gpu.usable_bytes
+    of = f"{gib(usable)} usable = {gib(gpu.hbm_bytes)} HBM − {gib(gpu.reserve_bytes)} reserve"
+    if fits(peak, gpu):
+        return f"fits: peak {gib(peak)} of {of} (device {d}, {gib(usable - peak)} free)"
+    return f"does not fit by {gib(peak - usable)} (device {d}: peak {gib(peak)} of {of})"
 
 
 def breakdown(t: Totals) -> dict[str, float]:

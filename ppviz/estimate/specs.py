@@ -14,6 +14,8 @@ from functools import cache
 from importlib import resources
 
 from ..errors import InputError
+from ..units import GIB
+from . import defaults
 
 RECOMPUTE = ("none", "selective", "full")
 TP_MODES = ("1d", "2d")
@@ -26,7 +28,7 @@ class SpecError(InputError):
 
 def _flag(default, flag: str | None = None, unit: float = 1.0, help: str | None = None):
     """A field whose command-line override differs from the plain ``--field-name`` in its
-    spelling, its unit (``--hbm-gb 40`` is hbm_bytes 40e9) or its help."""
+    spelling, its unit (``--hbm-gib 40`` is hbm_bytes 40·2³⁰) or its help."""
     return dataclasses.field(default=default, metadata={"flag": flag, "unit": unit, "help": help})
 
 
@@ -141,7 +143,7 @@ class Gpu:
     bf16_flops: float = _flag(1e12, "peak-tflops", 1e12, "dense BF16 peak, TFLOP/s")  # tensor cores
     fp8_flops: float = _flag(0.0, "fp8-tflops", 1e12, "dense FP8 peak, TFLOP/s")  # 0: no FP8 tensor cores
     vector_flops: float = _flag(1e12, "vector-tflops", 1e12, "non-tensor-core peak, TFLOP/s")  # elementwise ops
-    hbm_bytes: float = _flag(80e9, "hbm-gb", 1e9, "HBM capacity, GB (10^9 bytes)")
+    hbm_bytes: float = _flag(80 * GIB, "hbm-gib", GIB, "HBM capacity, GiB (2^30 bytes), as nvidia-smi counts it")
     hbm_bytes_per_s: float = _flag(2e12, "hbm-gbps", 1e9, "HBM bandwidth, GB/s")
     nvlink_bytes_per_s: float = _flag(300e9, "nvlink-gbps", 1e9, "NVLink bandwidth per direction, GB/s")
     network_bytes_per_s: float = _flag(25e9, "network-gbps", 1e9, "network bandwidth per GPU, GB/s")  # per direction
@@ -153,12 +155,17 @@ class Gpu:
     network_efficiency: float = _flag(0.8, help="fraction of the network bandwidth reached")
     kernel_overhead_s: float = _flag(4e-6, "kernel-overhead-us", 1e-6, "launch overhead per kernel, µs")
     nvlink_domain: int = _flag(8, help="GPUs per NVLink domain")  # 8; 72 for NVL72
+    # HBM a training process cannot use (CUDA context, NCCL buffers, allocator fragmentation): a layout
+    # fits when every device's peak ≤ hbm_bytes − reserve_bytes
+    reserve_bytes: float = _flag(defaults.RESERVE_BYTES, "reserve-gib", GIB,
+                                 "HBM a run cannot use (CUDA context, NCCL buffers, fragmentation), GiB "
+                                 f"(default {defaults.RESERVE_BYTES / GIB:g})")  # fmt: skip
 
     def __post_init__(self) -> None:
         for name in ("bf16_flops", "vector_flops", "hbm_bytes", "hbm_bytes_per_s", "nvlink_bytes_per_s",
                      "network_bytes_per_s"):  # fmt: skip
             _check_float(f"gpu {name}", getattr(self, name), positive=True, field=name)
-        for name in ("fp8_flops", "nvlink_latency_s", "network_latency_s", "kernel_overhead_s"):
+        for name in ("fp8_flops", "nvlink_latency_s", "network_latency_s", "kernel_overhead_s", "reserve_bytes"):
             _check_float(f"gpu {name}", getattr(self, name), positive=False, field=name)
         for name in ("matmul_efficiency", "hbm_efficiency", "nvlink_efficiency", "network_efficiency"):
             v = getattr(self, name)
@@ -168,6 +175,17 @@ class Gpu:
                     f"gpu {name} is a fraction of the peak: give a number in (0, 1] (got {v:g})", field=name
                 )
         _check_int("gpu nvlink_domain", self.nvlink_domain, 1, field="nvlink_domain")
+        if self.reserve_bytes >= self.hbm_bytes:
+            raise SpecError(
+                f"the reserve ({self.reserve_bytes / GIB:,.2f} GiB) leaves nothing of the HBM "
+                f"({self.hbm_bytes / GIB:,.2f} GiB): lower the reserve",
+                field="reserve_bytes",
+            )
+
+    @property
+    def usable_bytes(self) -> float:
+        """What a training process can hold: the HBM less the reserve."""
+        return self.hbm_bytes - self.reserve_bytes
 
 
 @dataclass(frozen=True)
@@ -178,6 +196,9 @@ class Layout:
     is the chunks per device of schedules that take it (interleaved). ``layer_split`` gives the
     layers of every stage explicitly; ``edge_fewer`` k takes k layers off the first and the last
     stage (Llama 3 405B: 1) and spreads the rest evenly.
+
+    The field defaults are the bare record (nothing switched on); ``default_layout`` fills in the
+    defaults every surface uses (``defaults``: selective recompute, SP when tp > 1, ZeRO-1).
     """
 
     tp: int = 1
@@ -345,6 +366,18 @@ class Layout:
         return self.microbatches * self.dp * self.mbs
 
 
+def default_layout(**given) -> Layout:
+    """A Layout with ``given`` fields and the defaults of every surface for the rest (``defaults``):
+    recompute, ZeRO and sequence parallelism (on when tp > 1 under 1D TP). A None counts as not given."""
+    given = {k: v for k, v in given.items() if v is not None}
+    given.setdefault("recompute", defaults.RECOMPUTE)
+    given.setdefault("zero", defaults.ZERO)
+    given.setdefault("schedule", defaults.SCHEDULE)
+    sp = defaults.sequence_parallel(given.get("tp", 1), given.get("tp_mode", "1d"))
+    given.setdefault("sequence_parallel", sp)
+    return Layout(**given)
+
+
 # --- presets ---------------------------------------------------------------------------------
 
 
@@ -423,6 +456,7 @@ __all__ = [
     "Model",
     "OverrideFlag",
     "SpecError",
+    "default_layout",
     "gpu",
     "gpu_names",
     "model",

@@ -240,7 +240,7 @@ def compare_memory(
         _gantt_block(run, data, seen, hi - lo, max_bars, time_scale, time_unit, **axes)
         mem = memory(run, time_scale=time_scale, time_unit=time_unit, band_over=band_over, **kwargs[i])
         for trace in mem["data"]:
-            line = trace["name"].split(" ")[0] in ("limit", "capacity")
+            line = trace["name"].split(" ")[0] in ("limit", "capacity", "reserve")
             trace.update(xaxis=f"x{m}", yaxis=f"y{m}", legendgroup=trace["name"] if line else f"mem-{i}")
             trace["showlegend"] = line and trace["name"] not in seen
             seen.add(trace["name"])

@@ -32,7 +32,7 @@ def to_html(
     Past ``max_bars`` ops the Gantt is replaced by the raster overview, which a browser draws at
     once; the exact times are in ``ppviz simulate --csv``. Real units: ``gantt_kwargs`` (the time
     unit, for both charts) and ``memory_kwargs`` as ``real_units.gantt_kwargs(est)`` /
-    ``memory_kwargs(est)`` give them (ms; GB, static base, capacity line), and ``facts`` (label,
+    ``memory_kwargs(est)`` give them (ms; GiB, static base, capacity line, reserve band), and ``facts`` (label,
     value) replace the abstract run's.
     """
     big = len(run.result) > max_bars

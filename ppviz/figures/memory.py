@@ -41,6 +41,7 @@ def memory(
     scale: float = 1.0,
     unit: str = "units",
     capacity: float | None = None,
+    reserve: float | None = None,
     band_over: int | None = None,
     lines: Sequence[int] | None = None,
     device_legend: bool = True,
@@ -54,8 +55,9 @@ def memory(
 
     Real units: ``stage_sizes`` (one microbatch's activation per stage, e.g. bytes), ``base`` (each
     device's static memory, drawn under its curve), ``scale`` and ``unit`` (bytes to GB: 1e-9,
-    "GB"), ``capacity`` (a line, e.g. the GPU's HBM) and ``time_scale``/``time_unit`` as in gantt.
-    ``limit`` and ``capacity`` are in the unscaled unit of the curves.
+    "GiB": 2**-30, "GiB"), ``capacity`` (a line, e.g. the GPU's HBM), ``reserve`` (the top of the
+    capacity a run cannot use, drawn as a band under the capacity line) and ``time_scale``/``time_unit``
+    as in gantt. ``limit``, ``capacity`` and ``reserve`` are in the unscaled unit of the curves.
     Without ``device_legend`` the lines of up to ``band_over`` devices have no legend entries (their
     colour goes dark to light with the device; hover names each): eight entries were a tenth of a
     redraw of the model view (``bench/bench_model_page.py``).
@@ -106,17 +108,20 @@ def memory(
         if level is None:
             continue
         shown = level * scale
+        text = f"{shown:g}" if unit == "units" else f"{shown:,.2f} {unit}"
         data.append(
             dict(
                 type="scatter",
                 mode="lines",
-                name=f"{label} {shown:g}" + ("" if unit == "units" else f" {unit}"),
+                name=f"{label} {text}",
                 x=scaled(span, time_scale),
                 y=[shown, shown],
                 line=dict(color=color, dash="dash" if label == "limit" else "dot", width=2),
-                hovertemplate=f"memory {label} {shown:g} {unit}<extra></extra>",
+                hovertemplate=f"memory {label} {text}{' units' if unit == 'units' else ''}<extra></extra>",
             )
         )
+    if reserve and capacity is not None:
+        data += _reserve_band(capacity, reserve, scaled(span, time_scale), scale, unit)
     default_title = "memory per device: static + activation" if base is not None else "activation memory per device"
     layout = dict(
         title=dict(text=title or default_title, x=0, xanchor="left", font=dict(size=14)),
@@ -183,4 +188,17 @@ def _band(curves, static, span, scale: float, time_scale: float, tdt, unit: str,
         dict(common, name=name, y=(high * scale).astype(np.float32), fill="tonexty",
              fillcolor="rgba(120, 145, 200, 0.3)", line=dict(shape="hv", width=0.5, color="#8FA3C8"),
              hovertemplate=f"highest device at t %{{x:.7~g}}{tu}: %{{y:.4~g}} {unit}<extra></extra>"),
+    ]  # fmt: skip
+
+
+def _reserve_band(capacity: float, reserve: float, x: list, scale: float, unit: str) -> list[dict]:
+    """The reserve as a filled band from capacity − reserve up to the capacity."""
+    low, high = (capacity - reserve) * scale, capacity * scale
+    common = dict(type="scatter", mode="lines", x=x, legendgroup="reserve", line=dict(width=0, color="#7A0000"))
+    text = f"reserve {reserve * scale:,.2f} {unit}: not usable by the run (CUDA context, NCCL, fragmentation)"
+    return [
+        dict(common, name="usable", y=[low, low], showlegend=False,
+             hovertemplate=f"usable {low:,.2f} {unit}<extra></extra>"),
+        dict(common, name=f"reserve {reserve * scale:,.2f} {unit}", y=[high, high], fill="tonexty",
+             fillcolor="rgba(122, 0, 0, 0.15)", hovertemplate=text + "<extra></extra>"),
     ]  # fmt: skip

@@ -1,5 +1,6 @@
 """Charts of real-unit runs: the layouts' time against memory, peaks side by side, and the
-keyword arguments that draw an ``Estimate`` (``ppviz.estimate``) in ms and GB."""
+keyword arguments that draw an ``Estimate`` (``ppviz.estimate``) in ms and GiB, and an estimate's
+memory by what holds it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..units import GIB
 from .encoding import Figure, figure
 from .style import GRID, LEGEND, MARGIN
 
@@ -22,7 +24,7 @@ def tradeoff(
     front: Sequence[bool],
     capacity: float | None = None,
     x_unit: str = "s",
-    y_unit: str = "GB",
+    y_unit: str = "GiB",
     title: str | None = None,
 ) -> Figure:
     """Iteration time (x) against peak memory (y), one point per layout, the Pareto front joined
@@ -84,10 +86,16 @@ def tradeoff(
 
 
 def peaks(
-    rows: dict[str, Sequence[float]], *, capacity: float | None = None, unit: str = "GB", title: str | None = None
+    rows: dict[str, Sequence[float]],
+    *,
+    capacity: float | None = None,
+    usable: float | None = None,
+    unit: str = "GiB",
+    title: str | None = None,
 ) -> Figure:
     """Each device's peak memory, one bar group per device and one bar per row (e.g. per schedule),
-    with the capacity as a line: several schedules' memory side by side, in the same unit."""
+    with the capacity (and the usable part of it, less the reserve) as lines: several schedules' memory
+    side by side, in the same unit."""
     data = []
     widest = max((len(v) for v in rows.values()), default=1)
     for i, (label, values) in enumerate(rows.items()):
@@ -101,18 +109,19 @@ def peaks(
                 hovertemplate=f"{html.escape(label)}<br>device %{{x}}: %{{y:.4~g}} {unit}<extra></extra>",
             )
         )
-    if capacity is not None:
-        data.append(
-            dict(
-                type="scatter",
-                mode="lines",
-                name=f"capacity {capacity:.4g} {unit}",
-                x=[-0.5, widest - 0.5],
-                y=[capacity, capacity],
-                line=dict(color="#7A0000", dash="dot", width=2),
-                hovertemplate=f"capacity {capacity:.4g} {unit}<extra></extra>",
+    for label, level, dash in (("capacity", capacity, "dot"), ("usable", usable, "dash")):
+        if level is not None:
+            data.append(
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    name=f"{label} {level:,.2f} {unit}",
+                    x=[-0.5, widest - 0.5],
+                    y=[level, level],
+                    line=dict(color="#7A0000", dash=dash, width=2),
+                    hovertemplate=f"{label} {level:,.2f} {unit}<extra></extra>",
+                )
             )
-        )
     layout = dict(
         title=dict(text=title or f"peak memory per device ({unit})", x=0, xanchor="left", font=dict(size=14)),
         barmode="group",
@@ -137,13 +146,69 @@ def gantt_kwargs(est) -> dict:
 
 def memory_kwargs(est) -> dict:
     """Keyword arguments of ``memory`` (with ``gantt_kwargs`` for its time axis) for an estimate:
-    each stage's activation bytes, each device's static bytes as the base of its curve, GB on the
-    axis and the HBM capacity line."""
+    each stage's activation bytes, each device's static bytes as the base of its curve, GiB on the
+    axis, the HBM capacity line and the reserve band under it."""
     st = est.static_bytes
     return {
         "stage_sizes": est.plan.activation_bytes.tolist(),
         "base": (st["weight"] + st["grad"] + st["optimizer"]).tolist(),
-        "scale": 1e-9,
-        "unit": "GB",
+        "scale": 1 / GIB,
+        "unit": "GiB",
         "capacity": est.capacity_bytes,
+        "reserve": est.reserve_bytes,
     }
+
+
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "reserve")
+MEMORY_COLORS = dict(zip(MEMORY_PARTS, ("#0072B2", "#56B4E9", "#E69F00", "#009E73", "#7A0000")))
+
+
+def memory_breakdown(est, *, title: str | None = None, height: int = 300) -> Figure:
+    """Each device's memory as a stacked bar in GiB (weights, gradients, optimizer state, peak
+    activations, the reserve) against the HBM capacity line: what to shrink when a layout does not fit."""
+    p = len(est.peak_bytes)
+    parts = [est.memory_breakdown(d) for d in range(p)]
+    x = np.arange(p)
+    data = []
+    for name in MEMORY_PARTS:
+        y = np.array([part[name] for part in parts]) / GIB
+        data.append(
+            dict(
+                type="bar",
+                name=name,
+                x=x,
+                y=y,
+                marker=dict(color=MEMORY_COLORS[name], opacity=0.35 if name == "reserve" else 1.0),
+                hovertemplate=f"device %{{x}} {name}: %{{y:,.2f}} GiB<extra></extra>",
+            )
+        )
+    cap = est.capacity_bytes / GIB
+    data.append(
+        dict(
+            type="scatter",
+            mode="lines",
+            name=f"HBM {cap:,.2f} GiB",
+            x=[-0.5, p - 0.5],
+            y=[cap, cap],
+            line=dict(color="#7A0000", dash="dot", width=2),
+            hovertemplate=f"HBM capacity {cap:,.2f} GiB<extra></extra>",
+        )
+    )
+    d = est.fullest_device
+    verdict = "fits" if est.fits else f"over by {est.over_bytes / GIB:,.2f} GiB"
+    layout = dict(
+        title=dict(
+            text=title or f"memory per device (GiB): device {d} the fullest, {verdict}",
+            x=0,
+            xanchor="left",
+            font=dict(size=14),
+        ),
+        barmode="stack",
+        height=height,
+        margin=dict(MARGIN, t=75),
+        legend=LEGEND,
+        xaxis=dict(title=dict(text="device"), tickmode="linear", dtick=1 if p <= 32 else None, gridcolor=GRID),
+        yaxis=dict(title=dict(text="memory (GiB)"), rangemode="tozero", gridcolor=GRID),
+        plot_bgcolor="white",
+    )
+    return figure(data, layout)

@@ -18,12 +18,13 @@ import time
 from ..cli_limits import DEVICES, OVERSUBSCRIBE, SEARCH_ACTIONS, cores, default_memory_gb, memory_cap
 from ..cli_types import ascii_float, ascii_int, ascii_ints
 from ..estimate.cli import add_model_args, add_spec_overrides, specs_from_args, tp2d_grid
+from ..units import gib, time_unit
 from .engine import BUDGET_OPS, search
 from .parallel import search_parallel
 from .result import SearchResult
 from .space import Options, divisors, order_actions
 
-CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gb", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
+CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gib", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
               "mbs", "schedule", "recompute", "sequence_parallel", "tp_comm_overlap", "zero", "tp_mode", "tp2d",
               "summa_blocks", "nvlink_dp_pp", "layer_split", "microbatches", "bubble_fraction", "command")  # fmt: skip
 
@@ -74,7 +75,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--summa-blocks", type=_ints, metavar="N,N",
                    help="SUMMA steps per matmul to search for 2D (default 0: lcm of R and C)")  # fmt: skip
-    p.add_argument("--headroom", type=ascii_float, default=0.0, help="fraction of HBM kept free, e.g. 0.1")
+    p.add_argument("--headroom", type=ascii_float, default=0.0,
+                   help="fraction of HBM kept free beyond the GPU's reserve (--reserve-gib), e.g. 0.1")  # fmt: skip
     p.add_argument("--budget-ops", type=ascii_int, default=BUDGET_OPS,
                    help="work for the schedules that search their order (v-*, zb-auto): the ops of the orders they "
                    "build, each counted once; work, not seconds, so a search ranks the same on any machine "
@@ -196,22 +198,24 @@ def to_csv(result: SearchResult) -> str:
 
 
 def summary(result: SearchResult) -> str:
-    """A readable ranking."""
+    """A readable ranking: iteration in one unit for the column (ms below 10 s, else s), memory in GiB."""
+    scale, unit = time_unit([r["iteration_s"] for r in result.layouts + result.pareto])
     lines = [
-        f"{result.model} on {result.gpus} × {result.gpu}, global batch {result.global_batch}: "
+        f"{result.model} on {result.gpus:,} × {result.gpu}, global batch {result.global_batch:,}: "
         f"{result.searched:,} layouts, {result.pruned:,} pruned by a bound, {result.simulated:,} simulated "
-        f"in {result.seconds:.1f} s",
-        f"{'#':>3} {'iter s':>8} {'tokens/s':>11} {'MFU':>6} {'peak GB':>8} {'bubble':>7}  layout",
+        f"in {result.seconds:,.1f} s; fits in {gib(result.capacity_bytes)} per GPU (HBM less the reserve"
+        + (f" and {result.headroom:.0%} kept free)" if result.headroom else ")"),
+        f"{'#':>3} {'iter ' + unit:>10} {'tokens/s':>11} {'MFU':>6} {'peak GiB':>9} {'bubble':>7}  layout",
     ]
     for r in result.layouts:
         lines.append(
-            f"{r['rank']:>3} {r['iteration_s']:>8.3f} {r['tokens_per_s']:>11,.0f} {r['mfu'] * 100:>5.1f}% "
-            f"{r['peak_gb']:>8.1f} {r['bubble_fraction'] * 100:>6.1f}%  {_layout(r)}"
+            f"{r['rank']:>3} {r['iteration_s'] * scale:>10,.1f} {r['tokens_per_s']:>11,.0f} {r['mfu'] * 100:>5.1f}% "
+            f"{r['peak_gib']:>9,.2f} {r['bubble_fraction'] * 100:>6.1f}%  {_layout(r)}"
         )
     if result.pareto:
         lines.append("Pareto front (iteration time against peak memory):")
         for r in result.pareto:
-            lines.append(f"    {r['iteration_s']:>8.3f} s {r['peak_gb']:>8.1f} GB  {_layout(r)}")
+            lines.append(f"    {r['iteration_s'] * scale:>10,.1f} {unit} {r['peak_gib']:>9,.2f} GiB  {_layout(r)}")
     lines += [f"note: {n}" for n in result.notes]
     lines.append("rerun any row with `ppviz estimate` (--json / --csv give the exact command of each row)")
     return "\n".join(lines) + "\n"

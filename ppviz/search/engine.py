@@ -23,7 +23,7 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property, partial
 
 import numpy as np
@@ -43,6 +43,7 @@ from ..estimate.iteration import (
     totals,
 )
 from ..estimate.specs import Gpu, Layout, Model
+from ..units import gib
 from . import bounds, space
 from .result import SearchResult, row_of
 
@@ -162,12 +163,12 @@ def search(
     memory among the layouts at most ``pareto_within`` (a fraction) slower than the best.
 
     ``restrictions`` (or ``options``) restrict dimensions: ``tp=[4, 8]``, ``schedules=["1f1b", "zb-v"]``,
-    ``headroom=0.1`` (10% of HBM kept free), ... (see ``ppviz.search.space.Options``). Schedules that search
-    their order (v-*, zb-auto) are simulated while the ops of the orders they built stay under
-    ``budget_ops`` (work, not time: the same ranking on any machine); the result says how many were cut.
-    ``progress(done, total)`` is called as layouts are decided; when ``cancel()``
-    returns True the search stops and returns what it has, marked ``cancelled``. ``partition`` (i, n)
-    searches only every n-th group from the i-th (``--jobs``).
+    ``headroom=0.1`` (10% of HBM kept free beyond the GPU's reserve), ... (see
+    ``ppviz.search.space.Options``). Schedules that search their order (v-*, zb-auto) are simulated
+    while the ops of the orders they built stay under ``budget_ops`` (work, not time: the same ranking
+    on any machine); the result says how many were cut. ``progress(done, total)`` is called as layouts
+    are decided; when ``cancel()`` returns True the search stops and returns what it has, marked
+    ``cancelled``. ``partition`` (i, n) searches only every n-th group from the i-th (``--jobs``).
     Raises ValueError with what to change when no layout divides or none fits.
     """
     t0 = time.perf_counter()
@@ -195,7 +196,7 @@ class _Search:
         self.model, self.gpu, self.gpus, self.gbs, self.top, self.opt = model, gpu, gpus, gbs, top, opt
         self.budget_ops, self.pareto = budget_ops, pareto
         self.progress_cb, self.cancel_cb = progress, cancel
-        self.capacity = gpu.hbm_bytes * (1.0 - opt.headroom)
+        self.capacity = gpu.usable_bytes - opt.headroom * gpu.hbm_bytes  # the fit rule of every surface
         self.zeros = opt.zero or ZEROS
         self.seq = itertools.count()
         self.heap: list = []
@@ -506,15 +507,17 @@ class _Search:
 
     def _nothing_fits(self, groups: list[_Group]) -> str:
         est = closest(self, groups)
-        cap = self.capacity / 1e9
-        head = f" ({self.opt.headroom:.0%} kept free)" if self.opt.headroom else ""
+        cap = gib(self.capacity)
+        head = f"{gib(self.gpu.reserve_bytes)} reserve" + (
+            f", {self.opt.headroom:.0%} kept free" if self.opt.headroom else ""
+        )
         if est is None:
-            return f"no layout fits in {cap:.1f} GB{head}"
+            return f"no layout fits in {cap} ({head})"
         peak = float(est.peak_bytes.max())
         lay = est.layout
         return (
-            f"no layout fits in {cap:.1f} GB per GPU{head}: the closest, {describe(lay)}, needs {peak / 1e9:.1f} GB, "
-            f"{(peak - self.capacity) / 1e9:.1f} GB over; use more GPUs or a GPU with more memory"
+            f"no layout fits in {cap} per GPU ({head}): the closest, {describe(lay)}, needs {gib(peak)}, "
+            f"{gib(peak - self.capacity)} over; use more GPUs or a GPU with more memory"
             + ("" if self.opt == space.Options(headroom=self.opt.headroom) else ", or relax the restrictions")
         )
 
@@ -533,6 +536,7 @@ class _Search:
             pruned_by_time=self.pruned_time, pruned_by_memory=self.pruned_memory, simulated=self.simulated,
             over_capacity=self.over, budget_cut=self.cut, budget_ops=self.budget_ops, seconds=seconds,
             cancelled=self.cancelled, capacity_bytes=self.capacity, headroom=self.opt.headroom,
+            inputs={"model": asdict(self.model), "gpu": asdict(self.gpu), "options": asdict(self.opt)},
         )  # fmt: skip
 
 

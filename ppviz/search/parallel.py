@@ -71,5 +71,5 @@ def search_parallel(model, gpu, gpus: int, global_batch: int, *, jobs: int, prog
         searched=s("searched"), pruned=s("pruned"), pruned_by_time=s("pruned_by_time"),
         pruned_by_memory=s("pruned_by_memory"), simulated=s("simulated"), over_capacity=s("over_capacity"),
         budget_cut=s("budget_cut"), budget_ops=parts[0].budget_ops, seconds=time.perf_counter() - t0, cancelled=False,
-        capacity_bytes=parts[0].capacity_bytes, headroom=parts[0].headroom,
+        capacity_bytes=parts[0].capacity_bytes, headroom=parts[0].headroom, inputs=parts[0].inputs,
     )  # fmt: skip

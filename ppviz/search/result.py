@@ -7,86 +7,19 @@ tokens_per_s, mfu, peak_bytes[], fits`` ...) and the layout itself under the nam
 
 from __future__ import annotations
 
-import math
-import shlex
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-from ..errors import InputError
-from ..estimate import hf_config, specs
+from ..estimate import cli as estimate_cli
 from ..estimate.iteration import Estimate
+from ..units import GIB
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recompute", "sequence_parallel", "zero",
                  "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp", "tp_comm_overlap")  # fmt: skip
 
 
-def model_flag(model: specs.Model) -> str:
-    """``--model NAME`` for a preset; ``--hf-config PATH`` for a model read from a config.json."""
-    if model.name in specs.model_names():
-        return f"--model {model.name}"
-    return f"--hf-config {shlex.quote(model.name)}"
-
-
-@lru_cache(maxsize=8)
-def _base_model(name: str) -> specs.Model | None:
-    """The preset or config file a model was made from (read once, not once per ranked row)."""
-    if name in specs.model_names():
-        return specs.model(name)
-    try:
-        return hf_config.model_from_config(name, name=name)
-    except InputError:  # not a file (a model built in Python): no base to state overrides against
-        return None
-
-
-def overrides(est: Estimate) -> list[str]:
-    """The model and GPU override flags (``--seq 2048``, ``--hbm-gb 40`` ...) that turn the presets
-    named ``est.model.name`` and ``est.gpu.name`` into the model and GPU this estimate used."""
-    out = []
-    gpu_base = specs.gpu(est.gpu.name) if est.gpu.name in specs.gpu_names() else None
-    for spec, base in ((est.model, _base_model(est.model.name)), (est.gpu, gpu_base)):
-        if base is None:
-            continue
-        for f in specs.override_flags(type(spec)):
-            v = getattr(spec, f.field)
-            if v == getattr(base, f.field):
-                continue
-            if f.type is bool:
-                out.append(f"--{'' if v else 'no-'}{f.name}")
-            else:
-                out.append(f"--{f.name} {v if f.unit == 1 else _in_unit(v, f.unit)}")
-    return out
-
-
-def _in_unit(value: float, factor: float) -> str:
-    """``value`` / ``factor`` written so that the CLI's ``float(text) * factor`` gives ``value`` back exactly."""
-    x = value / factor
-    for _ in range(64):
-        if float(repr(x)) * factor == value:
-            return repr(x)
-        x = math.nextafter(x, math.inf if x * factor < value else -math.inf)
-    return repr(value / factor)
-
-
 def command(est: Estimate) -> str:
-    """The `ppviz estimate` command line that reproduces this row: the presets, every model and GPU
-    override the search was given, and the layout."""
-    lay = est.layout
-    parts = ["ppviz estimate", model_flag(est.model), f"--gpu {est.gpu.name}", *overrides(est)]
-    parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs")]
-    parts += [f"--gbs {lay.gbs}", f"--schedule {lay.schedule}", f"--recompute {lay.recompute}", f"--zero {lay.zero}"]
-    if lay.sequence_parallel:
-        parts.append("--sequence-parallel")
-    if lay.tp_comm_overlap:
-        parts.append("--tp-comm-overlap")
-    if lay.tp_mode == "2d":
-        parts.append(f"--tp-mode 2d --tp2d {lay.tp2d[0]},{lay.tp2d[1]}")
-        if lay.summa_blocks:
-            parts.append(f"--summa-blocks {lay.summa_blocks}")
-    if lay.nvlink_dp_pp:
-        parts.append(f"--nvlink-dp-pp {lay.nvlink_dp_pp[0]},{lay.nvlink_dp_pp[1]}")
-    if lay.layer_split:
-        parts.append("--layer-split " + ",".join(map(str, lay.layer_split)))
-    return " ".join(parts)
+    """The `ppviz estimate` command line that reproduces this row (``estimate.cli.command``)."""
+    return estimate_cli.command(est.model, est.gpu, est.layout)
 
 
 def row_of(est: Estimate, rank: int | None) -> dict:
@@ -109,8 +42,9 @@ def row_of(est: Estimate, rank: int | None) -> dict:
             "mfu": est.mfu,
             "hfu": est.hfu,
             "peak_bytes": peak,
-            "peak_gb": max(peak) / 1e9,
+            "peak_gib": max(peak) / GIB,
             "capacity_bytes": est.capacity_bytes,
+            "reserve_bytes": est.reserve_bytes,
             "fits": est.fits,
             "bubble_fraction": est.run.metrics.bubble_fraction,
             "breakdown_s": est.breakdown,
@@ -147,6 +81,9 @@ class SearchResult:
     capacity_bytes: float
     headroom: float
     notes: list[str] = field(default_factory=list)
+    inputs: dict = field(
+        default_factory=dict
+    )  # every input: the model's and GPU's fields (the reserve among them), the options
 
     def __post_init__(self) -> None:
         if self.budget_cut:
@@ -185,6 +122,7 @@ class SearchResult:
             "cancelled": self.cancelled,
             "capacity_bytes": self.capacity_bytes,
             "headroom": self.headroom,
+            "inputs": self.inputs,
             "seconds": self.seconds,
             "notes": self.notes,
         }

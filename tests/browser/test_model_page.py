@@ -1,5 +1,5 @@
 """The model & cluster view in a real browser: the view switch, presets chosen in the dropdowns, the
-Gantt in ms and memory in GB with the capacity line, the cards, and a reload that keeps it all.
+Gantt in ms and memory in GiB with the capacity line, the cards, and a reload that keeps it all.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from layout_checks import chart, wait_for
 import ppviz
 from ppviz import figures
 from ppviz.estimate import Layout
+from ppviz.units import GIB, duration
 
 pytestmark = pytest.mark.browser
 
@@ -46,7 +47,7 @@ def card(duo, key: str) -> str:
     return duo.find_element(f"#card-{key}-model").text
 
 
-def test_presets_give_a_gantt_in_ms_memory_in_gb_and_cards(page):
+def test_presets_give_a_gantt_in_ms_memory_in_gib_and_cards(page):
     page.find_element("#view-tabs .tab:nth-child(2)").click()  # "model & cluster"
     wait_for(lambda: page.find_element("#model-view").is_displayed(), "the model view is shown")
     assert not page.find_element("#abstract-view").is_displayed()
@@ -63,19 +64,19 @@ def test_presets_give_a_gantt_in_ms_memory_in_gb_and_cards(page):
     for reload in (False, True):
         if reload:
             page.driver.refresh()
-        page.wait_for_contains_text("#card-iteration-model", f"{est.iteration_s * 1e3:,.0f} ms", timeout=20)
+        page.wait_for_contains_text("#card-iteration-model", duration(est.iteration_s), timeout=20)
         assert f"{est.tokens_per_s:,.0f}" in card(page, "tokens")
         assert f"{est.mfu:.1%}" in card(page, "mfu")
-        assert f"{est.peak_bytes.max() * 1e-9:.1f} / 141 GB" in card(page, "peak")
+        assert f"{est.peak_bytes.max() / GIB:,.2f} / 137.40 GiB usable" in card(page, "peak")  # 140.40 less 3
         # one figure: the Gantt, and the memory chart under it on the same time axis in ms
         wait_for(lambda: chart(page, "gantt-model", "return gd && gd.layout.xaxis2.title.text;") == "time (ms)",
                  "the time axis in ms")  # fmt: skip
         end = chart(page, "gantt-model", "return gd._fullLayout.xaxis.range[1];")
         assert end == pytest.approx(est.makespan_s * 1e3, rel=1e-3)
-        assert chart(page, "gantt-model", "return gd.layout.yaxis2.title.text;") == "memory (GB)"
+        assert chart(page, "gantt-model", "return gd.layout.yaxis2.title.text;") == "memory (GiB)"
         names = chart(page, "gantt-model", "return gd.data.filter(t => t.yaxis === 'y2').map(t => t.name);")
-        assert "capacity 141 GB" in names
-        assert not page.find_element("#memory-box-model").is_displayed()
+        assert "capacity 140.40 GiB" in names and "reserve 3.00 GiB" in names
+        assert page.find_element("#memory-box-model").is_displayed()  # each device's memory by part
         parts = page.find_element("#breakdown-model").text  # a stacked bar in ms, its parts in words
         assert f"= {est.iteration_s * 1e3:,.1f} ms" in parts and "compute" in parts and "tp comm" in parts
         assert page.find_element("#model-view").is_displayed()  # the link reopens this view
@@ -100,16 +101,16 @@ def test_presets_give_a_gantt_in_ms_memory_in_gb_and_cards(page):
     assert page.get_logs() == []
 
 
-def test_compare_shows_memory_in_gb_per_schedule_deltas_and_a_sweep_in_real_units(page):
-    """A compare link: each schedule's Gantt with its memory in GB and the HBM line on one ms axis, a zoom
-    on one Gantt moving every plot, the deltas against the first schedule, then the sweep in ms and GB."""
+def test_compare_shows_memory_in_gib_per_schedule_deltas_and_a_sweep_in_real_units(page):
+    """A compare link: each schedule's Gantt with its memory in GiB and the HBM line on one ms axis, a zoom
+    on one Gantt moving every plot, the deltas against the first schedule, then the sweep in ms and GiB."""
     page.driver.get(page.server_url + "/#view=model&mode=compare&compare=1f1b,zb-v")
     titles = "return (gd && gd.layout.annotations || []).map(a => a.text).join(' ');"
     wait_for(lambda: "<b>1f1b</b> <b>zb-v</b>" in chart(page, "gantt-model", titles), "both schedules are drawn")
     axes = "return [gd.layout.yaxis2.title.text, gd.layout.yaxis4.title.text, gd.layout.xaxis4.title.text];"
-    assert chart(page, "gantt-model", axes) == ["memory (GB)", "memory (GB)", "time (ms)"]
+    assert chart(page, "gantt-model", axes) == ["memory (GiB)", "memory (GiB)", "time (ms)"]
     capacity = "return gd.data.filter(t => t.name.startsWith('capacity')).map(t => t.yaxis + ':' + t.y[0]);"
-    assert chart(page, "gantt-model", capacity) == ["y2:80", "y4:80"]
+    assert chart(page, "gantt-model", capacity) == ["y2:79.6474609375", "y4:79.6474609375"]  # 81,559 MiB
     chart(page, "gantt-model", "Plotly.relayout(gd, {'xaxis.range': [1000, 2000]});")
     wait_for(lambda: chart(page, "gantt-model", "return gd._fullLayout.xaxis4.range;") == [1000, 2000],
              "the last memory plot follows a zoom of the first Gantt")  # fmt: skip
@@ -123,7 +124,7 @@ def test_compare_shows_memory_in_gb_per_schedule_deltas_and_a_sweep_in_real_unit
     lines = "return gd.data.filter(t => t.mode === 'lines+markers').length;"
     wait_for(lambda: chart(page, "gantt-model", lines) == 6, "the sweep's lines are drawn")
     titles = "return [gd.layout.yaxis.title.text, gd.layout.yaxis3.title.text];"
-    assert chart(page, "gantt-model", titles) == ["iteration (ms)", "peak memory (GB)"]
+    assert chart(page, "gantt-model", titles) == ["iteration (ms)", "peak memory (GiB)"]
     assert "show=sweep" in page.driver.current_url
     assert page.get_logs() == []
 
@@ -135,7 +136,7 @@ def test_iterations_draw_each_optimizer_step_between_them(page):
     page.driver.get(page.server_url + link)
     lay = Layout(tp=2, pp=4, dp=32, gbs=64, sequence_parallel=True, recompute="selective", zero=1, schedule="1f1b")
     est = ppviz.estimate("llama3-8b", "h100-sxm", dataclasses.replace(lay, schedule_params={"iterations": 3}))
-    page.wait_for_contains_text("#card-iteration-model", f"{est.iteration_s * 1e3:,.0f} ms", timeout=20)
+    page.wait_for_contains_text("#card-iteration-model", duration(est.iteration_s), timeout=20)
     assert "average of 3 iterations" in card(page, "iteration")
     steps = "const t = gd && gd.data.find(t => t.legendgroup === 'optimizer'); return t ? t.y.length : 0;"
     wait_for(lambda: chart(page, "gantt-model", steps) == 2 * 4, "a step per device between the 3 iterations")

@@ -3,8 +3,8 @@
 Shared by the model page (which shows it) and the search page (whose rows open in the model page).
 Every value is bounded here before any work, with ``common.validation``'s readers:
 a value past its range is clamped and said so, an unreadable one falls back to its default.
-The page converts page units (TFLOP/s, GB, GB/s) to the estimate's (FLOP/s, bytes, bytes/s) and
-back; the costs themselves are ``ppviz.estimate``'s.
+The page converts page units (TFLOP/s, GiB, GB/s) to the estimate's (FLOP/s, bytes, bytes/s) and
+back; the costs themselves are ``ppviz.estimate``'s, and so are the defaults (``estimate.defaults``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ppviz import REGISTRY
-from ppviz.estimate import specs
-from ppviz.estimate.specs import RECOMPUTE
+from ppviz.estimate import cli as estimate_cli
+from ppviz.estimate import defaults, specs
+from ppviz.estimate.specs import PRECISIONS, RECOMPUTE
+from ppviz.units import GIB
 
-from . import commands, limits, url_hash, validation
+from . import limits, url_hash, validation
 from .url_hash import read_hash
 from .validation import read_lines
 
@@ -51,12 +53,21 @@ MODEL_FIELDS: dict[str, Field] = {
 }
 GPU_FIELDS: dict[str, Field] = {
     "tflops": Field("BF16 peak (TFLOP/s)", 1, 100_000, False, 1e12, "bf16_flops"),
-    "hbm_gb": Field("HBM capacity (GB)", 1, 10_000, False, 1e9, "hbm_bytes"),
+    "fp8_tflops": Field("FP8 peak (TFLOP/s; 0: none)", 0, 100_000, False, 1e12, "fp8_flops"),
+    "hbm_gib": Field("HBM capacity (GiB)", 1, 10_000, False, GIB, "hbm_bytes"),
+    "reserve_gib": Field("reserve: HBM a run cannot use (GiB)", 0, 10_000, False, GIB, "reserve_bytes"),
     "hbm_tbs": Field("HBM bandwidth (TB/s)", 0.01, 1_000, False, 1e12, "hbm_bytes_per_s"),
     "nvlink_gbs": Field("NVLink per direction (GB/s)", 1, 100_000, False, 1e9, "nvlink_bytes_per_s"),
     "net_gbs": Field("network per GPU (GB/s)", 0.1, 100_000, False, 1e9, "network_bytes_per_s"),
     "domain": Field("NVLink domain (GPUs)", 1, 1024, True, 1.0, "nvlink_domain"),
+    **{
+        f"{part}_efficiency": Field(
+            f"{what} efficiency (fraction of its peak)", 0.01, 1, False, 1.0, f"{part}_efficiency"
+        )
+        for part, what in (("matmul", "matmul"), ("hbm", "HBM"), ("nvlink", "NVLink"), ("network", "network"))
+    },  # fmt: skip
 }
+LEGACY_GB = "hbm_gb"  # links from before GiB: HBM in GB (10⁹ bytes), converted on reading
 LAYOUT_FIELDS: dict[str, Field] = {
     "tp": Field("tp (tensor parallel)", 1, 64),
     "pp": Field("pp (pipeline devices)", 1, limits.MAX_DEVICES),
@@ -79,8 +90,8 @@ class ModelState:
     """Everything the model & cluster view shows, as values a link can carry."""
 
     mode: str = "single"  # "single" or "compare"
-    schedule: str = "1f1b"
-    compare: tuple[str, ...] = ("1f1b", "zb-v")
+    schedule: str = defaults.SCHEDULE
+    compare: tuple[str, ...] = defaults.COMPARED
     model: str = "llama3-70b"
     gpu: str = "h100-sxm"
     model_over: dict[str, int] = field(default_factory=dict)  # MODEL_FIELDS name -> value, where it differs
@@ -94,10 +105,11 @@ class ModelState:
     mbs: int = 1
     gbs: int = 64
     iterations: int = 1  # for schedules that take it (the others run one)
-    sp: bool = True
+    sp: bool = defaults.SEQUENCE_PARALLEL  # applies when tp > 1, as everywhere (``defaults.sequence_parallel``)
     tpo: bool = False  # TP collectives overlapped with the GEMMs (applies with sequence parallel, tp > 1)
-    recompute: str = "selective"
-    zero: int = 1
+    recompute: str = defaults.RECOMPUTE
+    zero: int = defaults.ZERO
+    precision: str = "bf16"
     split: tuple[int, ...] | None = None  # layers of every stage (None: even)
     lines: tuple[int, ...] = ()  # devices drawn as lines over the memory band; () = highest and lowest peak
     baseline: str | None = None  # compare mode: the schedule the deltas are against (None: the first)
@@ -181,10 +193,11 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
         vpp=state.vpp if takes_chunks else 1,
         mbs=state.mbs,
         gbs=state.gbs,
-        sequence_parallel=state.sp and state.tp > 1,
-        tp_comm_overlap=state.tpo and state.sp and state.tp > 1,
+        sequence_parallel=state.sp and defaults.sequence_parallel(state.tp, state.tp_mode),
+        tp_comm_overlap=state.tpo and state.sp and defaults.sequence_parallel(state.tp, state.tp_mode),
         recompute=state.recompute,
         zero=state.zero,
+        precision=state.precision,
         schedule=schedule,
         schedule_params={"iterations": k} if k > 1 else {},
         layer_split=state.split,
@@ -196,29 +209,9 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
 
 
 def cli_command(state: ModelState, schedule: str) -> str:
-    """The ``ppviz estimate`` command of one schedule of the view (what to run past the page's bounds)."""
-    lay = layout_of(state, schedule)
-    flags: dict = {"model": state.model, "gpu": state.gpu}
-    flags |= {k: getattr(lay, k) for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs")}
-    flags |= {"recompute": lay.recompute, "zero": lay.zero, "schedule": schedule}
-    flags |= {"sequence_parallel": lay.sequence_parallel, "tp_comm_overlap": lay.tp_comm_overlap}
-    flags["iterations"] = state.iterations if iterations_of(state, schedule) > 1 else None
-    flags["layer_split"] = ",".join(map(str, state.split)) if state.split else None
-    if state.tp_mode == "2d" and state.tp2d:
-        flags |= {
-            "tp_mode": "2d",
-            "tp2d": f"{state.tp2d[0]},{state.tp2d[1]}",
-            "summa_blocks": state.summa_blocks or None,
-        }
-    if state.nvlink_dp_pp:
-        flags["nvlink_dp_pp"] = f"{state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}"
-    flags |= dict(sorted(state.model_over.items()))  # layers, hidden, kv_heads (--kv-heads), …
-    by_field = {o.field: o for o in specs.override_flags(specs.Gpu)}
-    for name, value in sorted(state.gpu_over.items()):  # in the flag's own unit (--hbm-gbps for TB/s, …)
-        f = GPU_FIELDS[name]
-        flag = by_field[f.target or name]
-        flags[flag.name] = int(value) if f.integer else value * f.factor / flag.unit
-    return commands.command("estimate", **flags)
+    """The ``ppviz estimate`` command of one schedule of the view: every input it used, so that it gives
+    the page's numbers exactly (``estimate.cli.command``)."""
+    return estimate_cli.command(model_of(state), gpu_of(state), layout_of(state, schedule))
 
 
 # --- the link ---------------------------------------------------------------------------------
@@ -234,11 +227,12 @@ MODEL_KEYS = {
     "tpo",
     "recompute",
     "zero",
+    "precision",
     "split",
     "lines",
     *NUMBER_FIELDS,
 }
-MODEL_KEYS |= {"baseline", "show", "sweep"}
+MODEL_KEYS |= {"baseline", "show", "sweep", LEGACY_GB}
 COMPARE_SHOWS = ("charts", "sweep")
 SWEEP_AXES = ("m", "v", "p")
 PLACEMENT_KEYS = ("tp_mode", "tp2d", "summa_blocks", "nvlink")  # set by a search row, kept while they fit
@@ -270,6 +264,8 @@ def encode(state: ModelState) -> dict[str, str]:
     pairs |= {"sp": str(int(state.sp)), "recompute": state.recompute, "zero": str(state.zero)}
     if state.tpo:  # links without the overlap stay as they were
         pairs["tpo"] = "1"
+    if state.precision != "bf16":
+        pairs["precision"] = state.precision
     if state.split:
         pairs["split"] = ",".join(map(str, state.split))
     if state.lines:
@@ -294,7 +290,7 @@ def parse(hash_: object) -> Parsed:
     """Read the hash into a bounded state, with a note for everything not understood or clamped."""
     query = read_hash(hash_)
     raw: dict = {}
-    for key in ("mode", "schedule", "model", "gpu", "recompute"):
+    for key in ("mode", "schedule", "model", "gpu", "recompute", "precision"):
         if key in query:
             raw[key] = query[key]
     if "compare" in query:
@@ -314,7 +310,20 @@ def parse(hash_: object) -> Parsed:
             raw[key] = query[key]
     over = {name: query[name] for name in NUMBER_FIELDS if name in query}
     raw["zero"] = query.get("zero")
-    return bounded(raw, over)
+    legacy = _legacy_hbm(query, over)
+    parsed = bounded(raw, over)
+    return Parsed(parsed.state, legacy + parsed.notes)
+
+
+def _legacy_hbm(query: dict, over: dict) -> list[str]:
+    """An old link's HBM in GB (10⁹ bytes) as the GiB box's value, with a note saying so."""
+    if LEGACY_GB not in query or "hbm_gib" in over:
+        return []
+    gb = validation.number(query[LEGACY_GB])
+    if isinstance(gb, bool) or not isinstance(gb, (int, float)) or gb != gb:
+        return [f"HBM {validation.show(query[LEGACY_GB])} GB is not a number; using the preset's"]
+    over["hbm_gib"] = float(f"{gb * 1e9 / GIB:.12g}")
+    return [f"HBM {gb:g} GB (10⁹ bytes, an older link) read as {over['hbm_gib']:g} GiB"]
 
 
 def read_presets(raw: dict, base, notes: list[str]) -> dict:
@@ -376,6 +385,7 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
             notes.append(
                 f"recompute {validation.show(recompute)} is not one of {', '.join(RECOMPUTE)}; using {base.recompute}"
             )
+    _take_choice(raw, "precision", PRECISIONS, values, notes, f"precision {{}} is not one of {', '.join(PRECISIONS)}")
     zero = raw.get("zero")
     if zero is not None:
         z = validation.in_range("zero", validation.number(zero), 0, 3, True, notes)
@@ -412,8 +422,21 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
             model_over[name] = v
         elif name in GPU_FIELDS and v != preset_value(state.gpu, name):
             gpu_over[name] = v
-    state = replace(state, model_over=model_over, gpu_over=gpu_over)
+    state = _usable(replace(state, model_over=model_over, gpu_over=gpu_over), notes)
     return Parsed(_placement(state, raw, notes), notes)
+
+
+def _usable(state: ModelState, notes: list[str]) -> ModelState:
+    """A reserve that leaves none of the HBM is replaced by the preset's (or none, if that leaves
+    nothing either), with a note."""
+    hbm, reserve = state.field_value("hbm_gib"), state.field_value("reserve_gib")
+    if reserve < hbm:
+        return state
+    preset = preset_value(state.gpu, "reserve_gib")
+    keep = preset if preset < hbm else 0.0
+    notes.append(f"reserve {reserve:g} GiB leaves nothing of the HBM ({hbm:g} GiB); using {keep:g} GiB")
+    over = {k: v for k, v in state.gpu_over.items() if k != "reserve_gib"}
+    return replace(state, gpu_over=over if keep == preset else {**over, "reserve_gib": keep})
 
 
 def _placement(state: ModelState, raw: dict, notes: list[str]) -> ModelState:

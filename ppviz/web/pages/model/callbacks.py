@@ -183,7 +183,7 @@ def drawn_outputs(view: render.ModelView) -> dict:
 
 def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:
     """The state the controls show; a preset's change resets that preset's fields to its values."""
-    raw = {k: values.get(k) for k in ("mode", "schedule", "model", "gpu", "recompute", "zero")}
+    raw = {k: values.get(k) for k in ("mode", "schedule", "model", "gpu", "recompute", "zero", "precision")}
     raw |= {k: values.get(k) for k in ("baseline", "compare_show", "sweep_axis")}
     compare = values.get("compare")
     raw["compare"] = compare if isinstance(compare, (list, tuple)) else ()

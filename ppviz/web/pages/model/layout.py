@@ -10,7 +10,7 @@ from dash import dcc, html
 
 from ppviz import REGISTRY
 from ppviz.estimate import specs
-from ppviz.estimate.specs import RECOMPUTE
+from ppviz.estimate.specs import PRECISIONS, RECOMPUTE
 
 from ...common import charts, widgets
 from ...common.charts import GRAPH_CONFIG
@@ -20,7 +20,8 @@ from .handoff import export_section, plan_section, upload_row
 from .ids import bar_id, card_id, cid, msg_id
 from .render import CARD_LABELS
 
-CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split", "lines")
+CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "precision")
+CONTROLS += ("split", "lines")
 CONTROLS += ("baseline", "compare_show", "sweep_axis", "tpo")
 # The controls with a row of their own, and so a message box under it (the compare bar's share compare's).
 MESSAGE_NAMES = tuple(n for n in CONTROLS if n not in ("mode", "baseline", "compare_show", "sweep_axis"))
@@ -30,7 +31,7 @@ ZERO_LABELS = {
     2: "2: + gradients sharded",
     3: "3: + weights sharded",
 }
-RANKING_COLUMNS = ("rank", "schedule", "iteration (ms)", "tokens/s", "MFU", "bubble (ms)", "peak (GB)", "fits")
+RANKING_COLUMNS = ("rank", "schedule", "iteration (ms)", "tokens/s", "MFU", "bubble (ms)", "peak (GiB)", "fits")
 RANKING_COLUMNS += ("vs baseline",)
 
 
@@ -46,6 +47,7 @@ def control_values(state: ModelState) -> dict[str, object]:
         "tpo": ["on"] if state.tpo else [],
         "recompute": state.recompute,
         "zero": state.zero,
+        "precision": state.precision,
         "split": ",".join(map(str, state.split)) if state.split else "",
         "lines": [d for d in state.lines if d < state.pp],  # the picker offers the pipeline's devices
         "baseline": state.reference,
@@ -193,6 +195,12 @@ def _panel(values: dict) -> list:
             clearable=False,
         ),
     )
+    precision = _row(
+        "precision",
+        "precision of the GEMMs",
+        dcc.Dropdown(id=cid("precision"), options=list(PRECISIONS), value=values["precision"], clearable=False),
+        "fp8 runs the GEMMs at the GPU's FP8 peak (Transformer Engine); weights and activations stay bf16",
+    )
     split = _row(
         "split",
         "layers per stage (optional)",
@@ -223,7 +231,7 @@ def _panel(values: dict) -> list:
             [
                 html.H3("parallel layout"),
                 *[_number(n, values[n]) for n in LAYOUT_FIELDS],
-                *(sp, tpo, recompute, zero, split),
+                *(sp, tpo, recompute, zero, precision, split),
             ],
             className="group",
         ),
@@ -244,9 +252,10 @@ def _charts() -> list:
         _breakdown(),
         html.Footer(
             [
-                "Times in ms and memory in GB (10⁹ bytes) from ppviz.estimate: the model, GPU and layout give each ",
-                "stage's F, B and W time and activation bytes, and the schedule is simulated exactly. ",
-                "The same numbers as `ppviz estimate`.",
+                "Times in ms and memory in GiB (2³⁰ bytes, as nvidia-smi counts) from ppviz.estimate: the model, ",
+                "GPU and layout give each stage's F, B and W time and activation bytes, and the schedule is simulated ",
+                "exactly. A layout fits when every device's peak stays within the HBM less the reserve. The same ",
+                "numbers as `ppviz estimate` with the same inputs (its defaults are the page's).",
             ],
             className="footer",
         ),

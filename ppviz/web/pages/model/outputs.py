@@ -127,4 +127,8 @@ def _cell(column: str, value: object) -> str:
         return f"{value:.1%}"
     if column == "tokens/s":
         return f"{value:,}"
+    if column.endswith("(ms)"):
+        return f"{value:,.1f}"
+    if column.endswith("(GiB)"):
+        return f"{value:,.2f}"
     return str(value)

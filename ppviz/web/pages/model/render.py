@@ -1,9 +1,9 @@
-"""What the model & cluster view shows: ``ppviz.estimate`` of each schedule, drawn in ms and GB.
+"""What the model & cluster view shows: ``ppviz.estimate`` of each schedule, drawn in ms and GiB.
 
 Plain functions, no Dash. The page holds no cost logic: every number comes from the Estimate
-(iteration time, tokens/s, MFU, per-device static and activation bytes, the breakdown); this
-module only picks units (ms on time axes, GB = 10⁹ bytes for memory) and says which control an
-estimate error is about.
+(iteration time, tokens/s, MFU, per-device static and activation bytes, the fit, the breakdowns);
+this module only picks units (ms on time axes, GiB = 2³⁰ bytes for memory, as nvidia-smi counts)
+and says which control an estimate error is about.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import logging
 from dataclasses import dataclass, field, replace
 
 import ppviz
-from ppviz import figures
+from ppviz import figures, units
 from ppviz import sweep as sweeps
+from ppviz.units import GIB as _GIB
 
 from ...common import caches, charts, cluster
 from ...common.cluster import ModelState
@@ -22,7 +23,7 @@ from . import bars, budget, ids
 log = logging.getLogger(__name__)
 
 MS = 1e3  # seconds → ms on every time axis
-GB = 1e-9  # bytes → GB (10⁹ bytes, as GPUs are sold: an H100 holds 80 GB)
+GIB = 1 / _GIB  # bytes → GiB (an H100 SXM holds 79.65 GiB: nvidia-smi's 81,559 MiB)
 CACHE_SIZE = 8  # estimates kept per worker (a control change usually touches one schedule)
 # The cards of one schedule, in order (the page holds one box each and fills in its value and detail).
 CARD_LABELS = {
@@ -37,7 +38,7 @@ CARD_LABELS = {
 @dataclass
 class ModelView:
     gantt: object  # one schedule: its Gantt with its memory chart under it, in one figure; comparing: each's
-    memory: object | None  # compare mode: each device's peak per schedule; None hides the second chart
+    memory: object | None  # each device's memory by part (one schedule) or peak per schedule; None hides it
     breakdown: bars.Bars | None  # a stacked bar in ms per schedule
     cards: list[tuple[str, str, str, str]]  # (key, label, value, detail); detail kind "error" when over capacity
     ranking: list[dict]
@@ -94,10 +95,10 @@ def render(state: ModelState, background: bool = False) -> ModelView:
     notes = _iteration_notes(state)
     breakdown = bars.breakdown({_title(e): e.breakdown for e in estimates}, scale=MS, unit="ms")
     if state.mode == "compare":
-        capacity = max(e.capacity_bytes for e in estimates) * GB
-        memory = figures.encode(
-            figures.peaks({_title(e): e.peak_bytes * GB for e in estimates}, capacity=capacity, unit="GB")
-        )
+        capacity = max(e.capacity_bytes for e in estimates) * GIB
+        usable = max(e.usable_bytes for e in estimates) * GIB
+        peaks = {_title(e): e.peak_bytes * GIB for e in estimates}
+        memory = figures.encode(figures.peaks(peaks, capacity=capacity, usable=usable, unit="GiB"))
         table = ranking(estimates, state.reference)
         if state.compare_show == "sweep":
             return ModelView(sweep_figure(state), memory, breakdown, [], table, notes, "sweep", estimates)
@@ -114,7 +115,8 @@ def render(state: ModelState, background: bool = False) -> ModelView:
     gantt, drawn_as = gantt_figure(est)
     both = figures.encode(figures.stacked(gantt, memory_figure(est, charts.lines_of(state, est.run))))
     notes = {**notes, "lines": charts.lines_reason(state, est.run, est.peak_bytes)}
-    return ModelView(both, None, breakdown, cards(est), [], notes, drawn_as, estimates)
+    parts = figures.encode(figures.memory_breakdown(est))
+    return ModelView(both, parts, breakdown, cards(est), [], notes, drawn_as, estimates)
 
 
 def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
@@ -140,7 +142,8 @@ def gantt_figure(est) -> tuple[dict, str]:
 
 
 def memory_figure(est, lines: list[int] | None = None) -> dict:
-    """Each device's static bytes as the base of its activation curve, in GB, with the HBM capacity;
+    """Each device's static bytes as the base of its activation curve, in GiB, with the HBM capacity
+    and the reserve band under it;
     past 8 devices a min–max band with the ``lines`` devices (default: highest and lowest peak) over it.
     A plain figure: ``render`` draws it under the Gantt, in the same figure."""
     static = est.static_bytes
@@ -149,21 +152,23 @@ def memory_figure(est, lines: list[int] | None = None) -> dict:
         est.run,
         stage_sizes=est.plan.activation_bytes,
         base=base,
-        scale=GB,
-        unit="GB",
+        scale=GIB,
+        unit="GiB",
         capacity=est.capacity_bytes,
+        reserve=est.reserve_bytes,
         time_scale=MS,
         time_unit="ms",
         height=charts.MEMORY_PX,
         band_over=charts.MEMORY_LINES,
         lines=lines,
         device_legend=False,
-        title=f"memory per device (GB): static {base.max() * GB:.1f} GB + activation, against {est.gpu.name}'s HBM",
+        title=f"memory per device (GiB): static {base.max() * GIB:,.2f} GiB + activation, against {est.gpu.name}'s "
+        "HBM and its reserve",
     )
     key = _colour_key(est.run.schedule.devices)
     if key:  # the lines' colours, at the head of their legend
         fig["layout"]["legend"]["title"] = dict(text=key)
-    top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GB * 1.08]  # the capacity line in view
+    top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GIB * 1.08]  # the capacity line in view
     fig["layout"]["yaxis"]["range"] = top
     return fig
 
@@ -177,14 +182,17 @@ def _colour_key(devices: int) -> str:
 
 
 def cards(est) -> list[tuple[str, str, str, str]]:
-    """(key, label, value, detail): iteration time, tokens/s, MFU, peak GB against capacity, layout."""
+    """(key, label, value, detail): iteration time, tokens/s, MFU, peak GiB against the usable HBM
+    (with the fullest device's memory by part), layout."""
     peak = float(est.peak_bytes.max())
-    device = int(est.peak_bytes.argmax())
-    cap = est.capacity_bytes
+    device = est.fullest_device
+    usable = est.usable_bytes
     if est.fits:
-        fit = f"device {device}; fits with {(cap - peak) * GB:.1f} GB free"
+        fit = f"device {device}; fits with {(usable - peak) * GIB:,.2f} GiB free"
     else:
-        fit = f"device {device}; does not fit by {est.over_bytes * GB:.1f} GB"
+        fit = f"device {device}; does not fit by {est.over_bytes * GIB:,.2f} GiB"
+    parts = " · ".join(f"{k} {v * GIB:,.2f}" for k, v in est.memory_breakdown().items())
+    fit += f" ({parts} GiB, of {est.capacity_bytes * GIB:,.2f} GiB HBM)"
     lay = est.layout
     hfu = f" · HFU {est.hfu:.1%} (with recompute)" if lay.recompute != "none" else ""
     sched = "schedule"
@@ -199,7 +207,7 @@ def cards(est) -> list[tuple[str, str, str, str]]:
         f"{est.optimizer_s * MS:.1f} ms"
     )
     return [
-        ("iteration", CARD_LABELS["iteration"], f"{est.iteration_s * MS:,.0f} ms", time),
+        ("iteration", CARD_LABELS["iteration"], units.duration(est.iteration_s), time),
         (
             "tokens",
             CARD_LABELS["tokens"],
@@ -207,7 +215,7 @@ def cards(est) -> list[tuple[str, str, str, str]]:
             f"{est.samples_per_s:.3g} samples/s · {est.global_batch} × {est.model.seq} tokens",
         ),
         ("mfu", CARD_LABELS["mfu"], f"{est.mfu:.1%}", f"{est.tflops_per_gpu:.0f} TFLOP/s per GPU{hfu}"),
-        ("peak", CARD_LABELS["peak"], f"{peak * GB:.1f} / {cap * GB:.0f} GB", fit),
+        ("peak", CARD_LABELS["peak"], f"{peak * GIB:,.2f} / {usable * GIB:,.2f} GiB usable", fit),
         (
             "layout",
             CARD_LABELS["layout"],
@@ -220,7 +228,7 @@ def cards(est) -> list[tuple[str, str, str, str]]:
 
 def ranking(estimates: list, baseline: str | None = None) -> list[dict]:
     """Compare mode's table: the same model, GPU and layout under each schedule, fastest first, each
-    with its change against the ``baseline`` schedule (default: the first): "−12.0% iteration, +3.1 GB peak"."""
+    with its change against the ``baseline`` schedule (default: the first): "−12.0% iteration, +3.10 GiB peak"."""
     base = next((e for e in estimates if e.layout.schedule == baseline), estimates[0] if estimates else None)
     rows = []
     for e in estimates:
@@ -232,30 +240,30 @@ def ranking(estimates: list, baseline: str | None = None) -> list[dict]:
                 "tokens/s": round(e.tokens_per_s),
                 "MFU": round(e.mfu, 4),
                 "bubble (ms)": round(e.breakdown["bubble_s"] * MS, 1),
-                "peak (GB)": round(peak * GB, 2),
-                "fits": "yes" if e.fits else f"no: over by {e.over_bytes * GB:.1f} GB",
+                "peak (GiB)": round(peak * GIB, 2),
+                "fits": "yes" if e.fits else f"no: over by {e.over_bytes * GIB:,.2f} GiB",
                 "vs baseline": "baseline" if e is base else _delta(e, base),
             }
         )
-    rows.sort(key=lambda r: (r["iteration (ms)"], r["peak (GB)"]))
+    rows.sort(key=lambda r: (r["iteration (ms)"], r["peak (GiB)"]))
     for i, row in enumerate(rows, 1):
         row["rank"] = i
     return rows
 
 
 def _delta(est, base) -> str:
-    """An estimate against the baseline's: iteration time in percent, peak memory in GB."""
-    peak = (float(est.peak_bytes.max()) - float(base.peak_bytes.max())) * GB
+    """An estimate against the baseline's: iteration time in percent, peak memory in GiB."""
+    peak = (float(est.peak_bytes.max()) - float(base.peak_bytes.max())) * GIB
     return (
         f"{charts.percent_change(est.iteration_s, base.iteration_s)} iteration, "
-        f"{charts.signed(round(peak, 1), '.1f')} GB peak"
+        f"{charts.signed(round(peak, 2), '.2f')} GiB peak"
     )
 
 
 SWEEP_METRICS = [
     ("iteration_s", "iteration (ms)", MS),
     ("bubble_s", "bubble (ms)", MS),
-    ("peak_bytes", "peak memory (GB)", GB),
+    ("peak_bytes", "peak memory (GiB)", GIB),
 ]
 
 
@@ -285,10 +293,10 @@ def sweep_rows(state: ModelState) -> list[dict]:
 
 
 def sweep_figure(state: ModelState) -> dict:
-    """The sweep chart in real units: iteration and bubble in ms, peak memory in GB with the HBM line."""
+    """The sweep chart in real units: iteration and bubble in ms, peak memory in GiB with the usable HBM line."""
     rows = sweep_rows(state)
     current = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
-    capacity = ("peak_bytes", cluster.gpu_of(state).hbm_bytes * GB)
+    capacity = ("peak_bytes", cluster.gpu_of(state).usable_bytes * GIB)
     title = f"the compared schedules along {figures.SWEEP_AXES[state.sweep_axis]} ({state.model} on {state.gpu})"
     sweep = figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current, capacity=capacity, title=title)
     return figures.encode(sweep)

@@ -132,7 +132,7 @@ def search_in_background(set_progress, request):
     prevent_initial_call=True,
 )
 def open_row(selected, hash_):
-    """A clicked row opens that layout in the model & cluster view (Gantt in ms, memory in GB)."""
+    """A clicked row opens that layout in the model & cluster view (Gantt in ms, memory in GiB)."""
     row = selected[0] if isinstance(selected, list) and selected and isinstance(selected[0], dict) else None
     if row is None:
         return no_update

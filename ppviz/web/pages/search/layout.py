@@ -29,7 +29,7 @@ COLUMNS = [
     {"field": "iteration_s", "headerName": "iteration (s)", "width": 110, "minWidth": 70},
     {"field": "tokens_per_s", "headerName": "tokens/s", "width": 110, "minWidth": 70},
     {"field": "mfu_pct", "headerName": "MFU (%)", "width": 90, "minWidth": 52},
-    {"field": "peak_gb", "headerName": "peak (GB)", "width": 100, "minWidth": 56},
+    {"field": "peak_gib", "headerName": "peak (GiB)", "width": 100, "minWidth": 56},
     {"field": "bubble_pct", "headerName": "bubble (%)", "width": 100, "minWidth": 56},
 ]
 

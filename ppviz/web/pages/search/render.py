@@ -1,5 +1,5 @@
 """What the search view shows for a search: ``ppviz.search``'s ranking as table rows, and the scatter of
-iteration time against peak GB with the Pareto front and the capacity line. Plain functions, no Dash.
+iteration time against peak GiB with the Pareto front and the capacity line. Plain functions, no Dash.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ...common import cluster, limits
 from . import state as search_state
 from .state import SearchState
 
-GB = 1e-9
+GIB = 1 / 2**30
 EXACT = ("iteration_s", "tokens_per_s", "mfu", "tflops_per_gpu", "bubble_fraction", "capacity_bytes")
 MAX_MBS = int(cluster.LAYOUT_FIELDS["mbs"].high)  # the model & cluster view's largest micro-batch size
 
@@ -84,7 +84,7 @@ def rows(result) -> list[dict]:
             iteration_s=round(r["iteration_s"], 4),
             tokens_per_s=round(r["tokens_per_s"]),
             mfu_pct=round(100 * r["mfu"], 1),
-            peak_gb=round(r["peak_gb"], 2),
+            peak_gib=round(r["peak_gib"], 2),
             bubble_pct=round(100 * r["bubble_fraction"], 1),
             tp_text=_tp_text(r),
             nvlink_text=f"{r['nvlink_dp_pp'][0]}×{r['nvlink_dp_pp'][1]}" if r.get("nvlink_dp_pp") else "Megatron",
@@ -95,15 +95,15 @@ def rows(result) -> list[dict]:
 
 
 def scatter(result):
-    """Iteration time against peak GB: the ranked layouts, the Pareto front marked, the usable capacity."""
+    """Iteration time against peak GiB: the ranked layouts, the Pareto front marked, the usable capacity."""
     points: dict[str, tuple[float, float, bool, str]] = {}
     for front, group in ((False, result.layouts), (True, result.pareto)):
         for r in group:
-            points[r["command"]] = (r["iteration_s"], r["peak_gb"], front, label(r))
+            points[r["command"]] = (r["iteration_s"], r["peak_gib"], front, label(r))
     x, y, on, labels = zip(*points.values()) if points else ((), (), (), ())
     title = f"{result.model} on {result.gpus:,} × {result.gpu}: iteration time against peak memory"
     return figures.encode(
-        figures.tradeoff(x, y, labels=labels, front=on, capacity=result.capacity_bytes * GB, title=title)
+        figures.tradeoff(x, y, labels=labels, front=on, capacity=result.capacity_bytes * GIB, title=title)
     )
 
 

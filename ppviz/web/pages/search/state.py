@@ -23,7 +23,7 @@ FIELDS: dict[str, Field] = {
     "gpus": Field("GPUs", 1, 16_384),
     "gbs": Field("global batch (sequences)", 1, 1_048_576),
     "seq": Field("sequence length", 1, 1_048_576),
-    "headroom": Field("HBM kept free (%)", 0, 90, False),
+    "headroom": Field("HBM kept free beyond the reserve (%)", 0, 90, False),
     "top": Field("layouts to rank", 1, 100),
 }
 # The page's search ranks layouts of at most this many microbatches (pp ≤ 64 and mbs ≤ 1024 as the model
@@ -47,7 +47,7 @@ class SearchState:
     gbs: int = 512
     seq: int = 8192
     schedules: tuple[str, ...] = DEFAULT_SCHEDULES
-    headroom: float = 10.0  # percent of HBM kept free
+    headroom: float = 0.0  # percent of HBM kept free beyond the GPU's reserve (as `ppviz search`)
     top: int = 20
     tp_modes: tuple[str, ...] = ("1d",)  # tensor parallelism searched: 1D (Megatron) and/or 2D (SUMMA, seed 003)
 
