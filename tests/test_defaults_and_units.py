@@ -57,6 +57,7 @@ CAPACITIES = {  # what the driver reports (docs/real-units/presets.md cites each
     "h200": 143_771 * MIB,
     "b200": 183_359 * MIB,
     "mi300x": 8 * 25_767_706_624,  # one MI300X: 8 CPX partitions of 25,767,706,624 bytes
+    "v100-sxm2-32gb": 32_510 * MIB,  # nvidia-smi on Jean Zay (BigScience logs)
 }
 
 
