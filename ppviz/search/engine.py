@@ -299,7 +299,7 @@ class _Search:
         count = len(variants) * len(self.zeros)
         if not count:
             return variants, 0, 0.0, 0.0
-        lay = g.layout(self.gbs)
+        lay = g.layout(self.gbs, **dict(self.opt.carry))
         one = stage_plan(self.model, self.gpu, lay, 1, True)  # the whole model on one stage, tied weights shared
         work = one.f[0] + one.b[0] + one.w[0]  # every device's busy time averages m·work/pp
         lb_s = g.microbatches * work / g.pp
@@ -343,7 +343,7 @@ class _Search:
     def _expand(self, grp: _Group, push) -> None:
         """A group into its schedules, each bounded by its makespan floor alone (the rest when popped)."""
         g = grp.g
-        base = g.layout(self.gbs)
+        base = g.layout(self.gbs, **dict(self.opt.carry))
         for v in grp.variants:
             lay = base.replace(schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
             order = self._order(lay, v, False)

@@ -74,6 +74,14 @@ def command(est: Estimate) -> str:
     parts = ["ppviz estimate", model_flag(est.model), f"--gpu {est.gpu.name}", *overrides(est)]
     parts += [f"--{k} {getattr(lay, k)}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs")]
     parts += [f"--gbs {lay.gbs}", f"--schedule {lay.schedule}", f"--recompute {lay.recompute}", f"--zero {lay.zero}"]
+    if lay.precision != "bf16":
+        parts.append(f"--precision {lay.precision}")
+    if not lay.dp_overlap:
+        parts.append("--no-dp-overlap")
+    if lay.b_frees:
+        parts.append(f"--b-frees {lay.b_frees!r}")
+    if lay.pair_overlap:
+        parts.append("--pair-overlap")
     if lay.sequence_parallel:
         parts.append("--sequence-parallel")
     if lay.tp_comm_overlap:

@@ -62,6 +62,9 @@ class Options:
     # the most shapes (tp, cp, pp, dp, ep, mbs, recompute, sp) checked against the model: past it the
     # listing stops with SpaceTooLarge (a shape costs ~40 µs to check; the page bounds its listing time)
     max_shapes: int | None = None
+    # Layout fields every searched layout takes as given, e.g. (("precision", "fp8"),): advice keeps the
+    # user's precision, DP overlap, b_frees and pair overlap (``ppviz.search.advice``)
+    carry: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero"):
