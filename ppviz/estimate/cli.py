@@ -13,6 +13,7 @@ import sys
 from .. import formats
 from ..cli_types import NUMBER_TYPES, ascii_float, ascii_int, ascii_ints
 from ..schedules import REGISTRY
+from ..search.advice import Advised, advise
 from . import hf_config, planning, specs
 from .iteration import FLOPS_DEFINITION, Estimate, estimate
 
@@ -60,6 +61,8 @@ def add_parsers(sub) -> None:
     out.add_argument("--trace", action="store_true",
                      help="print a Chrome / Perfetto trace: real time, activation bytes per device")  # fmt: skip
     p.add_argument("--no-ops", action="store_true", help="with --json, leave the run's ops out")
+    p.add_argument("--no-advice", action="store_true",
+                   help="when the layout does not fit, skip the search for the nearest layouts that do")  # fmt: skip
     p.add_argument(
         "--tokens", type=ascii_float, help="a token budget (e.g. 1e12): adds the days and GPU-hours it takes"
     )
@@ -197,17 +200,21 @@ def main(args: argparse.Namespace) -> int:
     if args.no_ops and not args.json:
         raise ValueError("--no-ops applies to --json only: drop it, or add --json")
     plan = None if args.tokens is None else plan_of(est, args.tokens, args.gpu_hour_price)
+    advised = None if est.fits or args.no_advice else advise(est.model, est.gpu, est.layout, est=est)
     if args.json:
         out = est.to_dict(ops=not args.no_ops)
         if plan is not None:
             out["plan"] = plan.to_dict()
+        out["why"] = advised.why if advised is not None else ""
+        out["advice"] = [a.to_dict() for a in advised.advice] if advised is not None else []
         sys.stdout.write(json.dumps(out) + "\n")
     elif args.csv:
         sys.stdout.write(formats.ops_csv(est.run, time_unit="s"))
     elif args.trace:
         sys.stdout.write(formats.chrome_trace(est.run, **formats.trace_kwargs(est)))
     else:
-        sys.stdout.write(summary(est) + ("" if plan is None else plan_line(plan) + "\n"))
+        text = summary(est) + ("" if plan is None else plan_line(plan) + "\n")
+        sys.stdout.write(text + ("" if advised is None else advice_lines(advised)))
     return 0
 
 
@@ -221,10 +228,29 @@ def plan_line(plan: planning.TrainingPlan) -> str:
     return f"plan           {plan.tokens:.4g} tokens: {plan.days:,.1f} days, {plan.gpu_hours:,.0f} GPU-hours{cost}"
 
 
+def advice_lines(advised: Advised) -> str:
+    """Why the layout does not fit, and the nearest layouts that do, each with its command."""
+    lines = [f"why            {advised.why}"]
+    if not advised.advice:
+        lines.append(
+            f"no layout that fits among the {advised.evaluated:,} nearest: use more GPUs or a GPU with more memory"
+        )
+    else:
+        lines.append("nearest layouts that fit:")
+    for a in advised.advice:
+        lines.append(
+            f"  - {', '.join(a.changes)}: iteration {a.iteration_s:.4g} s, MFU {a.mfu:.1%}, "
+            f"peak {a.peak_bytes / GIB:,.1f} GiB of {a.capacity_bytes / GIB:,.1f} GiB"
+        )
+        lines.append(f"    {a.command}")
+    return "\n".join(lines) + "\n"
+
+
 def summary(est: Estimate) -> str:
-    """A readable report of one estimate."""
+    """A readable report of one estimate; throughput and MFU of a layout that does not fit say so."""
     d = est.to_dict(ops=False)
     lay = est.layout
+    unfit = "" if est.fits else " (does not fit)"
     lines = [
         f"{est.model.name} on {lay.gpus} × {est.gpu.name}: tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, cp {lay.cp}, "
         f"ep {lay.ep}{' (TP collectives overlapped)' if lay.tp_comm_overlap else ''}; {lay.schedule}, "
@@ -235,9 +261,10 @@ def summary(est: Estimate) -> str:
         else f"iteration      {d['iteration_s']:.4g} s on average over {d['iterations']} iterations (run "
         f"{d['run_s']:.4g} s: makespan {d['makespan_s']:.4g} s with the steps between them + DP sync "
         f"{d['dp_sync_s']:.3g} s + optimizer {d['optimizer_s']:.3g} s)",
-        f"throughput     {d['tokens_per_s']:,.0f} tokens/s, {d['samples_per_s']:.4g} samples/s",
+        f"throughput     {d['tokens_per_s']:,.0f} tokens/s, {d['samples_per_s']:.4g} samples/s{unfit}",
         f"per GPU        {d['tflops_per_gpu']:.1f} TFLOP/s, MFU {d['mfu'] * 100:.1f}%"
-        + (f", HFU {d['hfu'] * 100:.1f}%" if lay.recompute != "none" else ""),
+        + (f", HFU {d['hfu'] * 100:.1f}%" if lay.recompute != "none" else "")
+        + unfit,
         f"one layer      F {d['layer_ms']['f']:.3g} ms, B {d['layer_ms']['b']:.3g} ms, W {d['layer_ms']['w']:.3g} ms"
         f"; p2p {d['p2p_ms']:.3g} ms",
         "breakdown      " + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.3g} s" for k, v in d["breakdown_s"].items()),
