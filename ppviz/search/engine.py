@@ -192,6 +192,10 @@ class _Search:
         self.best: list = []  # max-heap of (-time, -rank key) of the k best that fit
         self.estimates: dict[tuple, Totals] = {}
         self.front = _Front()
+        # layouts equal in time and in every device's peak are one row: (time, peaks) -> the kept row's key,
+        # and its key -> the layouts that differ from it only in settings that change nothing
+        self.same: dict[tuple, tuple] = {}
+        self.equivalents: dict[tuple, list[Layout]] = {}
         self.orders: LRUCache = LRUCache(ORDER_CACHE)
         self.plans: dict = {}
         self.dp_floors: dict = {}
@@ -449,6 +453,10 @@ class _Search:
             return
         t_s = est.iteration_s
         key = rank_key(leaf.layout)
+        sig = (t_s, est.peak_bytes.tobytes())
+        if self.same.get(sig) in self.estimates:  # the same numbers as a row kept: one of its equivalents
+            self.equivalents.setdefault(self.same[sig], []).append(leaf.layout)
+            return
         keep = False
         if len(self.best) < self.top or (t_s, key) < (-self.best[0][0], _unneg(self.best[0][1])):
             heapq.heappush(self.best, (-t_s, _neg(key)))
@@ -464,6 +472,8 @@ class _Search:
                     self._forget(k)
         if keep:
             self.estimates[key] = est
+            self.same[sig] = key
+            self.equivalents.pop(key, None)
 
     def _forget(self, key: tuple) -> None:
         if key in self.estimates and not self._kept(key):
@@ -511,8 +521,9 @@ class _Search:
         limit = (1 + self.pareto_within) * self._best_time()
         shown = [k for t, k in zip(self.front.t, self.front.keys) if t <= limit]
         done = {k: complete(self.estimates[k]) for k in {k for _, k in ranked} | set(shown)}  # the rest of each
-        rows = [row_of(done[k], i + 1) for i, (_, k) in enumerate(ranked)]
-        front = [row_of(done[k], None) for k in shown]
+        same = self.equivalents
+        rows = [row_of(done[k], i + 1, same.get(k, ())) for i, (_, k) in enumerate(ranked)]
+        front = [row_of(done[k], None, same.get(k, ())) for k in shown]
         return SearchResult(
             model=self.model.name, gpu=self.gpu.name, gpus=self.gpus, global_batch=self.gbs, layouts=rows,
             pareto=front, searched=self.searched, pruned=self.pruned_time + self.pruned_memory,
