@@ -13,6 +13,7 @@ the same inputs give the same advice on any machine.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -122,11 +123,13 @@ def advise(
     budget: int = BUDGET,
     headroom: float = 0.0,
     est: Estimate | None = None,
+    accept: Callable[[Layout], bool] | None = None,
 ) -> Advised:
     """The ``count`` nearest layouts to ``layout`` that fit ``gpu`` (fewest settings changed, then the
     smallest changes, then the fastest), evaluating at most ``budget`` candidate layouts, and why
-    ``layout`` itself does not fit. ``est``: its estimate, when the caller has it. A layout that fits
-    gets no advice."""
+    ``layout`` itself does not fit. ``est``: its estimate, when the caller has it. ``accept``: which
+    candidate layouts the caller can use (the page: those it draws at once); the rest are not evaluated.
+    A layout that fits gets no advice."""
     model, gpu = resolve(model, gpu)
     for name, v in (("count", count), ("budget", budget)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -139,6 +142,10 @@ def advise(
     for distance, ring in itertools.groupby(_candidates(model, layout), key=_distance):
         for changes in ring:
             lay, names = _apply(layout, changes)
+            if accept is not None:
+                names = tuple(n for n in names if accept(replace(lay, schedule=n, vpp=_vpp(lay, n))))
+            if not names:
+                continue
             if evaluated + len(names) > budget:
                 evaluated = budget
                 break
@@ -267,6 +274,12 @@ def _describe(user: Layout, lay: Layout) -> tuple[str, ...]:
     if user.gpus != lay.gpus:
         out.append(f"GPUs {user.gpus:,} → {lay.gpus:,}")
     return tuple(out)
+
+
+def _vpp(lay: Layout, name: str) -> int:
+    """The chunks ``name`` runs with: the layout's (at least 2) when it takes chunks, else its own count."""
+    spec = schedules.get(name)
+    return max(lay.vpp, 2) if spec.param("chunks") is not None else spec.chunks or 1
 
 
 def _chunks(lay: Layout):
