@@ -159,9 +159,8 @@ def advise(
 
 
 def _distance(changes: tuple[_Change, ...]) -> tuple[int, int]:
-    """Settings changed (a GPU count that changes is one more), then the steps they moved."""
-    more_gpus = any(c.name == "gpus" for c in changes)
-    return len(changes) + more_gpus, sum(c.steps for c in changes)
+    """Settings changed (a GPU count that changes is one of them), then the steps they moved."""
+    return len(changes), sum(c.steps for c in changes)
 
 
 def _alternatives(model: Model, lay: Layout) -> dict[str, list[_Change]]:
@@ -195,7 +194,8 @@ def _candidates(model: Model, lay: Layout):
             for picks in itertools.product(*(alt[n] for n in names if n != "schedule")):
                 # every other schedule is one search: the same change, its fastest kept
                 picks += (_Change("schedule", None, 1),) if "schedule" in names else ()
-                out.append(picks + ((_Change("gpus", None, 0),) if lay.dp % _growth(lay, picks) else ()))
+                grow = _growth(lay, picks)  # from dp when it can give it, else more GPUs: a step per doubling
+                out.append(picks + ((_Change("gpus", None, grow.bit_length() - 1),) if lay.dp % grow else ()))
     out.sort(key=_distance)
     return out
 
@@ -234,9 +234,10 @@ def _fitting(model, gpu, user: Layout, lay: Layout, names: tuple[str, ...], head
         tp_comm_overlap=user.tp_comm_overlap and lay.sequence_parallel,
         carry=tuple((k, getattr(user, k)) for k in CARRIED),
     )  # fmt: skip
-    try:
-        res = search(model, gpu, lay.gpus, lay.gbs, top=1, options=opt, pareto=False)
-    except ValueError:  # nothing divides, or nothing fits
+    # partition (0, 1) is the whole space, answered with no rows (not an error that looks for the closest
+    # layout) when nothing divides or fits
+    res = search(model, gpu, lay.gpus, lay.gbs, top=1, options=opt, pareto=False, partition=(0, 1))
+    if not res.layouts:
         return []
     row = res.layouts[0]
     found = _layout_of(row, user)
