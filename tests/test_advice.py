@@ -135,3 +135,18 @@ def test_cli_json_of_a_layout_that_fits_has_empty_advice(capsys):
     assert main(argv) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["fits"] and d["advice"] == [] and d["why"] == ""
+
+
+def test_carry_takes_only_fields_the_search_does_not_set():
+    from ppviz.search import Options
+
+    assert Options(carry=[("precision", "fp8")]).carry == (("precision", "fp8"),)
+    with pytest.raises(ValueError, match="carry takes layout fields the search does not set"):
+        Options(carry=(("pp", 2),))
+
+
+def test_render_facts_mark_mfu_of_a_layout_that_does_not_fit():
+    from ppviz.estimate.cli import facts
+
+    shown = dict(facts(ppviz.estimate(LLAMA, H100, PP2)))
+    assert shown["MFU"].endswith("(does not fit)") and shown["tokens/s"].endswith("(does not fit)")

@@ -284,11 +284,12 @@ def summary(est: Estimate) -> str:
 def facts(est: Estimate) -> list[tuple[str, str]]:
     """The headline figures of a page in real units (``ppviz render --model``): (label, value)."""
     peak = est.peak_bytes
+    unfit = "" if est.fits else " (does not fit)"
     return [
         ("iteration", f"{est.iteration_s:.4g} s"),
         ("makespan", f"{est.makespan_s * 1e3:.5g} ms"),
-        ("tokens/s", f"{est.tokens_per_s:,.0f}"),
-        ("MFU", f"{est.mfu:.1%}"),
+        ("tokens/s", f"{est.tokens_per_s:,.0f}{unfit}"),
+        ("MFU", f"{est.mfu:.1%}{unfit}"),
         ("peak memory", f"{peak.max() / 1e9:.1f} GB of {est.capacity_bytes / 1e9:.0f} GB"),
         ("fits" if est.fits else "does not fit", est.verdict),
         (

@@ -20,6 +20,10 @@ from ..estimate.iteration import shape_of
 from ..estimate.specs import RECOMPUTE, TP_MODES, Gpu, Layout, Model, SpecError
 from ..ir import Placement
 
+# the Layout fields a searched layout gets from the search (``Options.carry`` may set only the others)
+SEARCHED = frozenset(("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "schedule", "recompute",
+                      "sequence_parallel", "zero", "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp",
+                      "tp_comm_overlap", "layer_split"))  # fmt: skip
 SEARCHING = "v-*, zb-auto"  # schedules whose order is searched under the op times (uses_costs)
 
 
@@ -102,6 +106,10 @@ class Options:
         if self.sequence_parallel is not None:
             object.__setattr__(self, "sequence_parallel", tuple(bool(x) for x in self.sequence_parallel))
         self._check_tp_mode()
+        object.__setattr__(self, "carry", tuple(tuple(pair) for pair in self.carry))
+        bad = [k for k, _ in self.carry if k in SEARCHED or k not in Layout.__dataclass_fields__]
+        if bad:
+            raise InputError(f"carry takes layout fields the search does not set (got {', '.join(bad)})", field="carry")
         if not isinstance(self.tp_comm_overlap, bool):
             raise InputError(
                 f"tp_comm_overlap must be true or false (got {self.tp_comm_overlap!r})", field="tp_comm_overlap"
