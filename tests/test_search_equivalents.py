@@ -97,4 +97,4 @@ def test_cli_text_csv_and_json_carry_the_equivalents(capsys):
     assert main([*argv, "--json", "--group-within", "0.01"]) == 0
     assert any("iteration_s" in e for r in json.loads(capsys.readouterr().out)["layouts"] for e in r["equivalents"])
     assert main([*argv, "--group-within", "-1"]) == 2
-    assert "--group-within is a fraction" in capsys.readouterr().err
+    assert "--group-within -1 is out of range" in capsys.readouterr().err

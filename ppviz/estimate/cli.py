@@ -11,6 +11,7 @@ import json
 import sys
 
 from .. import formats
+from ..cli_limits import DEVICES
 from ..cli_types import NUMBER_TYPES, ascii_float, ascii_int, ascii_ints
 from ..schedules import REGISTRY
 from ..search.advice import Advised, advise
@@ -200,7 +201,9 @@ def main(args: argparse.Namespace) -> int:
     if args.no_ops and not args.json:
         raise ValueError("--no-ops applies to --json only: drop it, or add --json")
     plan = None if args.tokens is None else plan_of(est, args.tokens, args.gpu_hour_price)
-    advised = None if est.fits or args.no_advice else advise(est.model, est.gpu, est.layout, est=est)
+    advised = None
+    if not est.fits and not args.no_advice:  # within the CLI's bound on pipeline devices (cli_limits.DEVICES)
+        advised = advise(est.model, est.gpu, est.layout, est=est, accept=lambda lay: lay.pp <= DEVICES)
     if args.json:
         out = est.to_dict(ops=not args.no_ops)
         if plan is not None:

@@ -137,6 +137,7 @@ def advise(
     est = est if est is not None else estimate(model, gpu, layout)
     if est.fits:
         return Advised("", (), 0, budget)
+    layout = replace(layout, gbs=est.global_batch)  # None: one microbatch per DP rank, as estimated
     found: dict[Layout, tuple] = {}  # layout -> (distance, time, advice)
     evaluated = 0
     for distance, ring in itertools.groupby(_candidates(model, layout), key=_distance):

@@ -150,8 +150,6 @@ class _Bar:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.group_within is not None and args.group_within < 0:
-        raise ValueError(f"--group-within is a fraction ≥ 0 of a row's time, e.g. 0.001 (got {args.group_within:g})")
     model, gpu = specs_from_args(args)
     check_size(model, args.gpus, args.gbs, options(args))
     bar = _Bar() if sys.stderr.isatty() else None
