@@ -31,8 +31,8 @@ def page() -> Page:
 
 def test_the_views_have_callbacks_to_fuzz(page):
     assert (
-        len([d for d in page.server_callbacks() if d["output"] in OWN]) == 7
-    )  # the lines picker's options and list_baselines too
+        len([d for d in page.server_callbacks() if d["output"] in OWN]) == 9
+    )  # the lines picker's options, list_baselines and the advice card's two too
 
 
 @pytest.mark.slow  # fuzz at its full example count
