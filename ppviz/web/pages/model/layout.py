@@ -269,7 +269,13 @@ def _advice() -> html.Div:
     rows = [
         html.Div(
             [
-                html.Button("apply", id=advice_id("apply", i), n_clicks=0, className="button small"),
+                html.Button(
+                    "apply",
+                    id=advice_id("apply", i),
+                    n_clicks=0,
+                    className="button small",
+                    style={"margin": "1px 8px 1px 0", "padding": "0 8px"},
+                ),
                 html.Span(id=advice_id("text", i)),
             ],
             id=advice_id("row", i),

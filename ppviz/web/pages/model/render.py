@@ -67,6 +67,8 @@ def clear_cache() -> None:
 
 ADVICE = caches.Cache(CACHE_SIZE)  # advice is a few dozen small searches: kept like the estimates
 ADVICE_ROWS = 3
+ADVICE_PX = 120  # the advice card's height at 1280 px: the Gantt gives it up, to keep the time axis in view
+GANTT_MIN_PX = 160
 GIB = 2**30
 
 
@@ -175,7 +177,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
         )
         return ModelView(figures.encode(fig), memory, breakdown, [], table, notes, "bars", estimates)
     est = estimates[0]
-    gantt, drawn_as = gantt_figure(est)
+    gantt, drawn_as = gantt_figure(est, room=ADVICE_PX if not est.fits and drawable(state) else 0)
     both = figures.encode(figures.stacked(gantt, memory_figure(est, charts.lines_of(state, est.run))))
     notes = {**notes, "lines": charts.lines_reason(state, est.run, est.peak_bytes)}
     return ModelView(both, None, breakdown, cards(est), [], notes, drawn_as, estimates)
@@ -190,14 +192,16 @@ def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
     return {"iterations": ("reason", text)}
 
 
-def gantt_figure(est) -> tuple[dict, str]:
-    """The Gantt in ms (its overview past ``charts.BARS_MAX_OPS`` ops) as a plain figure, and which it is."""
+def gantt_figure(est, room: int = 0) -> tuple[dict, str]:
+    """The Gantt in ms (its overview past ``charts.BARS_MAX_OPS`` ops) as a plain figure, and which it is;
+    ``room`` px shorter at most (the advice card's, so that the time axis stays on a 1280×800 screen)."""
     run = est.run
     k = est.iterations
     of = f"{k} iterations of {est.microbatches} microbatches" if k > 1 else f"{est.microbatches} microbatches"
     title = f"{_title(est)} · {run.schedule.devices} devices · {of}"
     # capped as in the abstract view, so that the cards, both charts and the time axis fit a 1280×800 screen
     height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), charts.GANTT_MAX_PX)
+    height = max(min(height, charts.GANTT_MAX_PX - room), GANTT_MIN_PX)
     if len(run.result) <= charts.BARS_MAX_OPS:
         return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
     return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
@@ -262,16 +266,16 @@ def cards(est) -> list[tuple[str, str, str, str]]:
         f"{sched} {est.makespan_s * MS:,.0f} ms + DP sync {est.dp_sync_s * MS:.1f} ms + optimizer "
         f"{est.optimizer_s * MS:.1f} ms"
     )
-    unfit = "" if est.fits else " (does not fit)"
+    unfit = "" if est.fits else "(does not fit) "  # in the detail: a longer value would wrap the cards' row
     return [
         ("iteration", CARD_LABELS["iteration"], f"{est.iteration_s * MS:,.0f} ms", time),
         (
             "tokens",
             CARD_LABELS["tokens"],
-            f"{est.tokens_per_s:,.0f}{unfit}",
-            f"{est.samples_per_s:.3g} samples/s · {est.global_batch} × {est.model.seq} tokens",
+            f"{est.tokens_per_s:,.0f}",
+            f"{unfit}{est.samples_per_s:.3g} samples/s · {est.global_batch} × {est.model.seq} tokens",
         ),
-        ("mfu", CARD_LABELS["mfu"], f"{est.mfu:.1%}{unfit}", f"{est.tflops_per_gpu:.0f} TFLOP/s per GPU{hfu}"),
+        ("mfu", CARD_LABELS["mfu"], f"{est.mfu:.1%}", f"{unfit}{est.tflops_per_gpu:.0f} TFLOP/s per GPU{hfu}"),
         ("peak", CARD_LABELS["peak"], f"{peak * GB:.1f} / {cap * GB:.0f} GB", fit),
         (
             "layout",
