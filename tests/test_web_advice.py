@@ -101,3 +101,18 @@ def test_advice_is_cached_and_the_view_s_own_answer_does_not_wait_for_it(page):
     again_s = time.perf_counter() - started
     assert again_s < first_s
     print(f"view {view_s * 1e3:.0f} ms, advice {first_s * 1e3:.0f} ms, advice cached {again_s * 1e3:.0f} ms")
+
+
+def test_each_applied_layout_shows_the_time_and_peak_its_advice_gave(page):
+    """The view of an applied layout is the advice's layout: its iteration card and peak are the advice's."""
+    state = replace(PP2, pp=8, sp=False, recompute="none", zero=0)  # one change away: SP on, or full recompute
+    est = model_render.estimate_of(state, "1f1b")
+    expected = advise(est.model, est.gpu, est.layout, est=est).advice
+    assert any(a.layout.schedule != "1f1b" for a in expected)  # a schedule change among them
+    for i, a in enumerate(expected):
+        open_state(page, state)
+        page.fire(apply_callback(page), [(advice_id("apply", i), "n_clicks")], {(advice_id("apply", i), "n_clicks"): 1})
+        answer(page.fire(page.callback(VIEW), [("url", "hash")]))
+        assert page.text(card_id("value", "iteration")) == f"{a.iteration_s * 1e3:,.0f} ms"
+        shown = model_render.estimate_of(cluster.parse(page.value("url", "hash")).state, a.layout.schedule)
+        assert shown.iteration_s == a.iteration_s and float(shown.peak_bytes.max()) == a.peak_bytes

@@ -180,7 +180,8 @@ def _alternatives(model: Model, lay: Layout) -> dict[str, list[_Change]]:
         alt["sequence_parallel"] = [_Change("sequence_parallel", True, 1)]
     if lay.vpp > 2:
         alt["vpp"] = [_Change("vpp", v, lay.vpp - v) for v in range(lay.vpp - 1, 1, -1)]
-    alt["schedule"] = [_Change("schedule", s, 1) for s in SCHEDULES if s != lay.schedule]
+    if any(s != lay.schedule for s in SCHEDULES):  # one change: every other schedule in one search
+        alt["schedule"] = [_Change("schedule", None, 1)]
     return {k: v for k, v in alt.items() if v}
 
 
@@ -192,11 +193,11 @@ def _candidates(model: Model, lay: Layout):
         for names in itertools.combinations(alt, k):
             if "schedule" in names and "vpp" in names:
                 continue
-            for picks in itertools.product(*(alt[n] for n in names if n != "schedule")):
-                # every other schedule is one search: the same change, its fastest kept
-                picks += (_Change("schedule", None, 1),) if "schedule" in names else ()
-                grow = _growth(lay, picks)  # from dp when it can give it, else more GPUs: a step per doubling
-                out.append(picks + ((_Change("gpus", None, grow.bit_length() - 1),) if lay.dp % grow else ()))
+            for picks in itertools.product(*(alt[n] for n in names)):
+                # from dp when it can give it, else more GPUs: a change of its own, a step per doubling and one
+                # more, so that a layout on the same GPUs comes first among equally near ones
+                grow = _growth(lay, picks)
+                out.append(picks + ((_Change("gpus", None, grow.bit_length()),) if lay.dp % grow else ()))
     out.sort(key=_distance)
     return out
 
