@@ -148,6 +148,7 @@ BOUNDS: dict[str, Bound] = {
     "--gpu-hour-price": Bound(0, 1e6, "a price per GPU-hour"),
     "--budget-ops": Bound(0, 10**9, "ops of searched orders built, about a day of CPU"),
     "--pareto-within": Bound(0, 100, "a fraction of the best time"),
+    "--group-within": Bound(0, 100, "a fraction of a row's time"),
     "--jobs": _sizes(1, "replaced by the cores at check time"),
     "--max-memory-gb": Bound(0, 1e6, "GB the search may take; 0.1 is the least", low_open=True),
 }

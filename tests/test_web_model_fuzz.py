@@ -32,8 +32,9 @@ def page() -> Page:
 
 def test_the_views_have_callbacks_to_fuzz(page):
     assert (
-        len([d for d in page.server_callbacks() if d["output"] in OWN]) == 13
-    )  # the lines picker's options and list_baselines too; the hand-off's upload, plan, commands and exports
+        len([d for d in page.server_callbacks() if d["output"] in OWN]) == 15
+    )  # the lines picker's options, list_baselines, the advice card's two, and the hand-off's upload, plan,
+    # commands and exports
 
 
 @pytest.mark.slow  # fuzz at its full example count

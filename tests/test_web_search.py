@@ -246,6 +246,7 @@ def test_every_server_callback_of_the_model_and_search_views_is_tested():
     tested = {"update_model_view", "estimate_in_background", "update_search", "search_in_background", "open_row"}
     tested |= {"line_options", "list_baselines"}  # tests/test_web_model.py: the lines picker; the baseline picker
     tested |= {"upload_config", "show_plan", "show_command", "download_export"}  # tests/test_web_*_handoff.py
+    tested |= {"show_advice", "apply_advice"}  # tests/test_web_advice.py: the advice card and its buttons
     assert names == tested
 
 

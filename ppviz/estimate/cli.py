@@ -14,9 +14,11 @@ import sys
 from functools import lru_cache
 
 from .. import formats, handoff
+from ..cli_limits import DEVICES
 from ..cli_types import NUMBER_TYPES, ascii_float, ascii_int, ascii_ints
 from ..errors import InputError
 from ..schedules import REGISTRY
+from ..search.advice import Advised, advise
 from ..units import GIB, duration, gib, time_unit
 from . import defaults, hf_config, planning, profile, specs
 from .iteration import FLOPS_DEFINITION, Estimate, estimate
@@ -63,6 +65,8 @@ def add_parsers(sub) -> None:
     out.add_argument("--trace", action="store_true",
                      help="print a Chrome / Perfetto trace: real time, activation bytes per device")  # fmt: skip
     p.add_argument("--no-ops", action="store_true", help="with --json, leave the run's ops out")
+    p.add_argument("--no-advice", action="store_true",
+                   help="when the layout does not fit, skip the search for the nearest layouts that do")  # fmt: skip
     p.add_argument(
         "--tokens", type=ascii_float, help="a token budget (e.g. 1e12): adds the days and GPU-hours it takes"
     )
@@ -305,12 +309,17 @@ def main(args: argparse.Namespace) -> int:
     if args.no_ops and not args.json:
         raise ValueError("--no-ops applies to --json only: drop it, or add --json")
     plan = None if args.tokens is None else plan_of(est, args.tokens, args.gpu_hour_price)
+    advised = None
+    if not est.fits and not args.no_advice:  # within the CLI's bound on pipeline devices (cli_limits.DEVICES)
+        advised = advise(est.model, est.gpu, est.layout, est=est, accept=lambda lay: lay.pp <= DEVICES)
     if args.json:
         out = est.to_dict(ops=not args.no_ops)
         if plan is not None:
             out["plan"] = plan.to_dict()
         if args.launch:
             out["launch"] = handoff.launch(args.launch, est.model, est.layout).to_dict()
+        out["why"] = advised.why if advised is not None else ""
+        out["advice"] = [a.to_dict() for a in advised.advice] if advised is not None else []
         sys.stdout.write(json.dumps(out) + "\n")
     elif args.launch:
         sys.stdout.write(handoff.launch(args.launch, est.model, est.layout).text)
@@ -319,7 +328,8 @@ def main(args: argparse.Namespace) -> int:
     elif args.trace:
         sys.stdout.write(formats.chrome_trace(est.run, **formats.trace_kwargs(est)))
     else:
-        sys.stdout.write(summary(est) + ("" if plan is None else plan_line(plan) + "\n"))
+        text = summary(est) + ("" if plan is None else plan_line(plan) + "\n")
+        sys.stdout.write(text + ("" if advised is None else advice_lines(advised)))
     return 0
 
 
@@ -333,12 +343,32 @@ def plan_line(plan: planning.TrainingPlan) -> str:
     return f"plan           {plan.tokens:.4g} tokens: {plan.days:,.1f} days, {plan.gpu_hours:,.0f} GPU-hours{cost}"
 
 
+def advice_lines(advised: Advised) -> str:
+    """Why the layout does not fit, and the nearest layouts that do, each with its command."""
+    lines = [f"why            {advised.why}"]
+    if not advised.advice:
+        lines.append(
+            f"no layout that fits among the {advised.evaluated:,} nearest: use more GPUs or a GPU with more memory"
+        )
+    else:
+        lines.append("nearest layouts that fit:")
+    for a in advised.advice:
+        lines.append(
+            f"  - {', '.join(a.changes)}: iteration {a.iteration_s:.4g} s, MFU {a.mfu:.1%}, "
+            f"peak {a.peak_bytes / GIB:,.1f} GiB of {a.capacity_bytes / GIB:,.1f} GiB"
+        )
+        lines.append(f"    {a.command}")
+    return "\n".join(lines) + "\n"
+
+
 def summary(est: Estimate) -> str:
-    """A readable report of one estimate: times in ms below 10 s and s above, memory in GiB."""
+    """A readable report of one estimate: times in ms below 10 s and s above, memory in GiB; throughput
+    and MFU of a layout that does not fit say so."""
     d = est.to_dict(ops=False)
     lay = est.layout
     t = duration
     sp = "SP" if lay.sequence_parallel else "no SP"
+    unfit = "" if est.fits else " (does not fit)"
     lines = [
         f"{est.model.name} on {lay.gpus:,} × {est.gpu.name}: tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, cp {lay.cp}, "
         f"ep {lay.ep}{' (TP collectives overlapped)' if lay.tp_comm_overlap else ''}; {lay.schedule}, "
@@ -351,9 +381,10 @@ def summary(est: Estimate) -> str:
         else f"iteration      {t(d['iteration_s'])} on average over {d['iterations']} iterations (run "
         f"{t(d['run_s'])}: makespan {t(d['makespan_s'])} with the steps between them + DP sync "
         f"{t(d['dp_sync_s'])} + optimizer {t(d['optimizer_s'])})",
-        f"throughput     {d['tokens_per_s']:,.0f} tokens/s, {d['samples_per_s']:,.2f} samples/s",
+        f"throughput     {d['tokens_per_s']:,.0f} tokens/s, {d['samples_per_s']:,.2f} samples/s{unfit}",
         f"per GPU        {d['tflops_per_gpu']:,.1f} TFLOP/s, MFU {d['mfu'] * 100:.1f}%"
-        + (f", HFU {d['hfu'] * 100:.1f}%" if lay.recompute != "none" else ""),
+        + (f", HFU {d['hfu'] * 100:.1f}%" if lay.recompute != "none" else "")
+        + unfit,
         f"one layer      F {d['layer_ms']['f']:,.3f} ms, B {d['layer_ms']['b']:,.3f} ms, W {d['layer_ms']['w']:,.3f} ms"
         f"; p2p {d['p2p_ms']:,.3f} ms",
         "breakdown      " + _seconds_line(d["breakdown_s"]),
@@ -392,12 +423,13 @@ def memory_table(est: Estimate) -> list[str]:
 def facts(est: Estimate) -> list[tuple[str, str]]:
     """The headline figures of a page in real units (``ppviz render --model``): (label, value)."""
     peak = float(est.peak_bytes.max())
+    unfit = "" if est.fits else " (does not fit)"
     scale, unit = time_unit([est.makespan_s])
     return [
         ("iteration", duration(est.iteration_s)),
         ("makespan", f"{est.makespan_s * scale:,.1f} {unit}"),
-        ("tokens/s", f"{est.tokens_per_s:,.0f}"),
-        ("MFU", f"{est.mfu:.1%}"),
+        ("tokens/s", f"{est.tokens_per_s:,.0f}{unfit}"),
+        ("MFU", f"{est.mfu:.1%}{unfit}"),
         ("peak memory", f"{gib(peak)} of {gib(est.usable_bytes)} usable ({gib(est.capacity_bytes)} HBM)"),
         ("fits" if est.fits else "does not fit", est.verdict),
         (

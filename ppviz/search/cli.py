@@ -21,12 +21,13 @@ from ..estimate.cli import add_model_args, add_spec_overrides, specs_from_args, 
 from ..units import gib, time_unit
 from .engine import BUDGET_OPS, search
 from .parallel import search_parallel
-from .result import SearchResult
+from .result import SearchResult, equivalents_text, group_near
 from .space import Options, divisors, order_actions
 
 CSV_FIELDS = ("rank", "iteration_s", "tokens_per_s", "mfu", "peak_gib", "fits", "tp", "pp", "dp", "cp", "ep", "vpp",
               "mbs", "schedule", "recompute", "sequence_parallel", "tp_comm_overlap", "zero", "tp_mode", "tp2d",
-              "summa_blocks", "nvlink_dp_pp", "layer_split", "microbatches", "bubble_fraction", "command")  # fmt: skip
+              "summa_blocks", "nvlink_dp_pp", "layer_split", "microbatches", "bubble_fraction", "command",
+              "equivalents")  # fmt: skip
 
 
 def _ints(text: str) -> list[int]:
@@ -84,6 +85,9 @@ def add_parser(sub) -> None:
     p.add_argument("--no-pareto", action="store_true", help="skip the Pareto front (faster)")
     p.add_argument("--pareto-within", type=ascii_float, default=0.1,
                    help="the front covers layouts up to this fraction slower than the best (default 0.1)")  # fmt: skip
+    p.add_argument("--group-within", type=ascii_float, metavar="FRACTION",
+                   help="fold rows at most this fraction slower than a row above them that differ from it in one "
+                   "setting (ZeRO 1/2, vpp, SP) into its equivalents, e.g. 0.001")  # fmt: skip
     p.add_argument("--complete-front", action="store_true",
                    help="the exact front over every layout that fits (slower: see docs/search.md)")  # fmt: skip
     p.add_argument("--jobs", type=ascii_int, default=1,
@@ -174,6 +178,8 @@ def main(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if args.group_within is not None:
+        result.layouts = group_near(result.layouts, args.group_within)
     if args.json:
         sys.stdout.write(json.dumps(result.to_dict()) + "\n")
     elif args.csv:
@@ -190,7 +196,11 @@ def to_csv(result: SearchResult) -> str:
     for row in result.layouts:
         w.writerow(
             [
-                "/".join(map(str, row[k])) if k in ("layer_split", "tp2d", "nvlink_dp_pp") and row[k] else row[k]
+                equivalents_text(row)
+                if k == "equivalents"
+                else "/".join(map(str, row[k]))
+                if k in ("layer_split", "tp2d", "nvlink_dp_pp") and row[k]
+                else row[k]
                 for k in CSV_FIELDS
             ]  # fmt: skip
         )
@@ -241,4 +251,5 @@ def _layout(r: dict) -> str:
     parts.append(f"ZeRO {r['zero']}")
     if r["layer_split"]:
         parts.append("layers " + "/".join(map(str, r["layer_split"])))
-    return ", ".join(parts)
+    same = equivalents_text(r)
+    return ", ".join(parts) + (f" ({same})" if same else "")

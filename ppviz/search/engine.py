@@ -203,6 +203,10 @@ class _Search:
         self.best: list = []  # max-heap of (-time, -rank key) of the k best that fit
         self.estimates: dict[tuple, Totals] = {}
         self.front = _Front()
+        # layouts equal in time and in every device's peak are one row: (time, peaks) -> the kept row's key,
+        # and its key -> the layouts that differ from it only in settings that change nothing
+        self.same: dict[tuple, tuple] = {}
+        self.equivalents: dict[tuple, list[Layout]] = {}
         self.orders: LRUCache = LRUCache(ORDER_CACHE)
         self.plans: dict = {}
         self.dp_floors: dict = {}
@@ -311,7 +315,7 @@ class _Search:
         count = len(variants) * len(self.zeros)
         if not count:
             return variants, 0, 0.0, 0.0
-        lay = g.layout(self.gbs)
+        lay = g.layout(self.gbs, **dict(self.opt.carry))
         one = stage_plan(self.model, self.gpu, lay, 1, True)  # the whole model on one stage, tied weights shared
         work = one.f[0] + one.b[0] + one.w[0]  # every device's busy time averages m·work/pp
         lb_s = g.microbatches * work / g.pp
@@ -355,7 +359,7 @@ class _Search:
     def _expand(self, grp: _Group, push) -> None:
         """A group into its schedules, each bounded by its makespan floor alone (the rest when popped)."""
         g = grp.g
-        base = g.layout(self.gbs)
+        base = g.layout(self.gbs, **dict(self.opt.carry))
         for v in grp.variants:
             lay = base.replace(schedule=v.schedule, vpp=v.vpp, layer_split=v.layer_split)
             order = self._order(lay, v, False)
@@ -464,6 +468,10 @@ class _Search:
             return
         t_s = est.iteration_s
         key = rank_key(leaf.layout)
+        sig = (t_s, est.peak_bytes.tobytes())
+        if self.same.get(sig) in self.estimates:  # the same numbers as a row kept: one of its equivalents
+            self.equivalents.setdefault(self.same[sig], []).append(leaf.layout)
+            return
         keep = False
         if len(self.best) < self.top or (t_s, key) < (-self.best[0][0], _unneg(self.best[0][1])):
             heapq.heappush(self.best, (-t_s, _neg(key)))
@@ -479,6 +487,8 @@ class _Search:
                     self._forget(k)
         if keep:
             self.estimates[key] = est
+            self.same[sig] = key
+            self.equivalents.pop(key, None)
 
     def _forget(self, key: tuple) -> None:
         if key in self.estimates and not self._kept(key):
@@ -528,8 +538,9 @@ class _Search:
         limit = (1 + self.pareto_within) * self._best_time()
         shown = [k for t, k in zip(self.front.t, self.front.keys) if t <= limit]
         done = {k: complete(self.estimates[k]) for k in {k for _, k in ranked} | set(shown)}  # the rest of each
-        rows = [row_of(done[k], i + 1) for i, (_, k) in enumerate(ranked)]
-        front = [row_of(done[k], None) for k in shown]
+        same = self.equivalents
+        rows = [row_of(done[k], i + 1, same.get(k, ())) for i, (_, k) in enumerate(ranked)]
+        front = [row_of(done[k], None, same.get(k, ())) for k in shown]
         return SearchResult(
             model=self.model.name, gpu=self.gpu.name, gpus=self.gpus, global_batch=self.gbs, layouts=rows,
             pareto=front, searched=self.searched, pruned=self.pruned_time + self.pruned_memory,

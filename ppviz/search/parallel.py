@@ -10,7 +10,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, wait
 
 from .engine import search
-from .result import SearchResult
+from .result import SearchResult, merge_same
 
 _shared = None  # per worker: the array its progress goes to
 
@@ -55,7 +55,7 @@ def search_parallel(model, gpu, gpus: int, global_batch: int, *, jobs: int, prog
                 break
         parts = [f.result() for f in futures]
     top = kw.get("top", 10)
-    rows = sorted((r for p in parts for r in p.layouts), key=lambda r: (r["iteration_s"], _key(r)))[:top]
+    rows = merge_same(sorted((r for p in parts for r in p.layouts), key=lambda r: (r["iteration_s"], _key(r))))[:top]
     for i, r in enumerate(rows):
         r["rank"] = i + 1
     front = []

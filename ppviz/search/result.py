@@ -7,9 +7,11 @@ tokens_per_s, mfu, peak_bytes[], fits`` ...) and the layout itself under the nam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..estimate import cli as estimate_cli
+from ..estimate import specs
 from ..estimate.iteration import Estimate
 from ..units import GIB
 
@@ -22,8 +24,20 @@ def command(est: Estimate) -> str:
     return estimate_cli.command(est.model, est.gpu, est.layout)
 
 
-def row_of(est: Estimate, rank: int | None) -> dict:
-    """One ranked layout: its layout fields, the estimate contract fields and the breakdown."""
+def differences(lay: specs.Layout, other: specs.Layout) -> dict:
+    """The layout fields in which ``other`` differs from ``lay``, with ``other``'s values (JSON's types)."""
+    out = {}
+    for k in (*LAYOUT_FIELDS, "layer_split"):
+        a, b = getattr(lay, k), getattr(other, k)
+        if a != b:
+            out[k] = list(b) if isinstance(b, tuple) else b
+    return out
+
+
+def row_of(est: Estimate, rank: int | None, equivalents: Sequence[specs.Layout] = ()) -> dict:
+    """One ranked layout: its layout fields, the estimate contract fields and the breakdown; and the
+    ``equivalents``, layouts with the same time and peaks that differ only in settings that change
+    nothing here (ZeRO over one data-parallel rank ...), each as the fields it differs in."""
     lay = est.layout
     peak = est.peak_bytes.tolist()
     row = {"rank": rank} if rank is not None else {}
@@ -51,9 +65,64 @@ def row_of(est: Estimate, rank: int | None) -> dict:
             "dp_sync_s": est.dp_sync_s,
             "optimizer_s": est.optimizer_s,
             "command": command(est),
+            "equivalents": [differences(lay, other) for other in equivalents],
         }
     )
     return row
+
+
+def equivalents_text(row: dict) -> str:
+    """A row's equivalents in a few words: "same as zero 1; dp 4 cp 2 mbs 2" (near ones with their time)."""
+    parts = []
+    for e in row.get("equivalents", ()):
+        words = " ".join(f"{k} {_value(v)}" for k, v in e.items() if k not in ("iteration_s", "peak_bytes"))
+        if "iteration_s" in e:
+            words += f" ({e['iteration_s']:.4g} s, peak {max(e['peak_bytes']) / 2**30:,.1f} GiB)"
+        parts.append(words)
+    return "same as " + "; ".join(parts) if parts else ""
+
+
+def _value(v: object) -> str:
+    if isinstance(v, list):
+        return "/".join(map(str, v))
+    return {True: "on", False: "off", None: "none"}.get(v, str(v)) if isinstance(v, (bool, type(None))) else str(v)
+
+
+def group_near(rows: list[dict], within: float) -> list[dict]:
+    """Rows at most ``within`` (a fraction) slower than a row ranked before them and differing from it in one
+    layout setting (ZeRO 1 or 2, vpp 5 or 6, SP on or off) folded into its ``equivalents``, each with its own
+    time and peaks; the rest ranked again."""
+    kept: list[dict] = []
+    for r in rows:
+        host = next((k for k in kept if r["iteration_s"] <= k["iteration_s"] * (1 + within) and _one_apart(k, r)), None)
+        if host is None:
+            kept.append({**r, "equivalents": list(r.get("equivalents", ()))})
+        else:
+            near = {k: r[k] for k in (*LAYOUT_FIELDS, "layer_split") if r[k] != host[k]}
+            host["equivalents"].append({**near, "iteration_s": r["iteration_s"], "peak_bytes": r["peak_bytes"]})
+    for i, r in enumerate(kept):
+        if "rank" in r:
+            r["rank"] = i + 1
+    return kept
+
+
+def merge_same(rows: list[dict]) -> list[dict]:
+    """Rows (in rank order, from several searches) equal in time and in every device's peak made one:
+    the first, listing the others (and their equivalents) among its ``equivalents``."""
+    kept: dict[tuple, dict] = {}
+    for r in rows:
+        sig = (r["iteration_s"], tuple(r["peak_bytes"]))
+        host = kept.get(sig)
+        if host is None:
+            kept[sig] = {**r, "equivalents": list(r.get("equivalents", ()))}
+            continue
+        near = {k: r[k] for k in (*LAYOUT_FIELDS, "layer_split") if r[k] != host[k]}
+        host["equivalents"] += [near, *({**near, **e} for e in r.get("equivalents", ()))]
+    return list(kept.values())
+
+
+def _one_apart(a: dict, b: dict) -> bool:
+    return sum(a[k] != b[k] for k in LAYOUT_FIELDS) <= 1
 
 
 @dataclass

@@ -21,6 +21,10 @@ from ..estimate.iteration import shape_of
 from ..estimate.specs import RECOMPUTE, TP_MODES, Gpu, Layout, Model, SpecError
 from ..ir import Placement
 
+# the Layout fields a searched layout gets from the search (``Options.carry`` may set only the others)
+SEARCHED = frozenset(("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "schedule", "recompute",
+                      "sequence_parallel", "zero", "tp_mode", "tp2d", "summa_blocks", "nvlink_dp_pp",
+                      "tp_comm_overlap", "layer_split"))  # fmt: skip
 SEARCHING = "v-*, zb-auto"  # schedules whose order is searched under the op times (uses_costs)
 
 
@@ -64,6 +68,9 @@ class Options:
     # the most shapes (tp, cp, pp, dp, ep, mbs, recompute, sp) checked against the model: past it the
     # listing stops with SpaceTooLarge (a shape costs ~40 µs to check; the page bounds its listing time)
     max_shapes: int | None = None
+    # Layout fields every searched layout takes as given, e.g. (("precision", "fp8"),): advice keeps the
+    # user's precision, DP overlap, b_frees and pair overlap (``ppviz.search.advice``)
+    carry: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("tp", "cp", "pp", "dp", "ep", "vpp", "mbs", "zero"):
@@ -102,6 +109,10 @@ class Options:
             object.__setattr__(self, "sequence_parallel", tuple(bool(x) for x in self.sequence_parallel))
         self._check_tp_mode()
         self._check_tp_overlap()
+        object.__setattr__(self, "carry", tuple(tuple(pair) for pair in self.carry))
+        bad = [k for k, _ in self.carry if k in SEARCHED or k not in Layout.__dataclass_fields__]
+        if bad:
+            raise InputError(f"carry takes layout fields the search does not set (got {', '.join(bad)})", field="carry")
         if isinstance(self.headroom, bool) or not isinstance(self.headroom, (int, float)) or not 0 <= self.headroom < 1:
             raise InputError(
                 f"headroom is the fraction of HBM kept free: give a number in [0, 1) (got {self.headroom!r})",

@@ -152,3 +152,20 @@ def test_iterations_draw_each_optimizer_step_between_them(page):
     wait_for(lambda: chart(page, "gantt-model", steps) == 0, "no step with one iteration")
     assert "iterations=" not in page.driver.current_url
     assert page.get_logs() == []
+
+
+def test_a_layout_that_does_not_fit_offers_layouts_that_fit_one_click_away(page):
+    """pp 2 of Llama-3 70B: the advice card says why and lists the nearest layouts that fit; a click opens one."""
+    page.driver.get(page.server_url + "/#view=model&model=llama3-70b&pp=2")
+    wait_for(lambda: page.find_element("#advice-model").is_displayed(), "the advice card", timeout=30)
+    assert "ZeRO-1 over dp 1 shards nothing" in page.find_element("#advice-why-model").text
+    assert "(does not fit)" in card(page, "mfu")
+    text = page.find_element("#advice-text-0-model").text
+    page.find_element("#advice-apply-0-model").click()
+    wait_for(lambda: "pp=2" not in page.driver.current_url or "cp=2" in page.driver.current_url, "the link changes")
+    page.wait_for_contains_text("#card-peak-model", "fits with", timeout=20)
+    wait_for(lambda: not page.find_element("#advice-model").is_displayed(), "the card goes")
+    pp = page.find_element("#pp-model").get_attribute("value")
+    cp = page.find_element("#cp-model").get_attribute("value")
+    assert f"pp 2 → {pp}" in text or f"cp 1 → {cp}" in text
+    assert page.get_logs() == []

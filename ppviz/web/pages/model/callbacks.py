@@ -15,7 +15,7 @@ from dash import Input, Output, State, callback, ctx, no_update
 from ...common import charts, cluster, jobs, widgets
 from ...common.cluster import ModelState
 from . import handoff_callbacks, outputs, render  # noqa: F401  (handoff_callbacks: registers its callbacks)
-from .ids import cid, msg_id
+from .ids import advice_id, cid, msg_id
 from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, control_values
 from .outputs import unsent, view_parts
 from .state import in_view, key_of, read
@@ -174,6 +174,56 @@ def line_options(hash_, shown, was_disabled):
 def list_baselines(compare):
     """The baseline picker offers the compared schedules."""
     return list(dict.fromkeys(n for n in compare if isinstance(n, str))) if isinstance(compare, list) else []
+
+
+@callback(
+    output={
+        "card": Output("advice-model", "style"),
+        "why": Output("advice-why-model", "children"),
+        "none": Output("advice-none-model", "children"),
+        "rows": [Output(advice_id("row", i), "style") for i in range(render.ADVICE_ROWS)],
+        "texts": [Output(advice_id("text", i), "children") for i in range(render.ADVICE_ROWS)],
+        "targets": Output("advice-targets-model", "data"),
+    },
+    inputs={"drawn": Input("drawn-model", "data")},
+    prevent_initial_call=True,
+)
+def show_advice(drawn):
+    """After a view is drawn: when its layout does not fit, why, and the nearest layouts that do (a separate
+    callback, so that the view's own answer never waits for the search)."""
+    card = render.advice_card(read(drawn).state) if isinstance(drawn, str) else None
+    n = render.ADVICE_ROWS
+    if card is None:
+        hidden = {"display": "none"}
+        return {"card": hidden, "why": None, "none": None, "rows": [hidden] * n, "texts": [None] * n, "targets": []}
+    rows = list(card.rows)
+    none = None if rows else "no layout near this one fits: use more GPUs or a GPU with more memory"
+    return {
+        "card": {},
+        "why": card.why,
+        "none": none,
+        "rows": [{} if i < len(rows) else {"display": "none"} for i in range(n)],
+        "texts": [rows[i][0] if i < len(rows) else None for i in range(n)],
+        "targets": [key_of(target) for _, target in rows],
+    }
+
+
+@callback(
+    Output("url", "hash", allow_duplicate=True),
+    inputs={"clicks": [Input(advice_id("apply", i), "n_clicks") for i in range(render.ADVICE_ROWS)]},
+    state={"targets": State("advice-targets-model", "data"), "hash_": State("url", "hash")},
+    prevent_initial_call=True,
+)
+def apply_advice(clicks, targets, hash_):
+    """An advice row's button opens its layout: the hash, and so the controls and the view."""
+    trigger = ctx.triggered_id
+    row = next((i for i in range(render.ADVICE_ROWS) if trigger == advice_id("apply", i)), None)
+    if row is None or not clicks[row] or not isinstance(targets, list) or row >= len(targets):
+        return no_update
+    target = targets[row]
+    if not isinstance(target, str):
+        return no_update
+    return cluster.linked(hash_, read(target).state)  # read bounds it as any link
 
 
 def drawn_outputs(view: render.ModelView) -> dict:

@@ -18,6 +18,11 @@ def bar_id(part: str, row: int) -> str:
     return f"breakdown-{part}-{row}-model"
 
 
+def advice_id(part: str, row: int) -> str:
+    """A row of the advice card (``row``), its ``text`` or its ``apply`` button."""
+    return f"advice-{part}-{row}-model"
+
+
 def msg_id(name: str) -> str:
     """A control's message box: a string id like the cards' (see ``card_id``)."""
     return f"msg-{name}-model"

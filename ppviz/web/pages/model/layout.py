@@ -17,8 +17,8 @@ from ...common.charts import GRAPH_CONFIG
 from ...common.cluster import GPU_FIELDS, LAYOUT_FIELDS, MAX_COMPARE, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
 from ...common.widgets import device_options
 from .handoff import export_section, plan_section, upload_row
-from .ids import bar_id, card_id, cid, msg_id
-from .render import CARD_LABELS
+from .ids import advice_id, bar_id, card_id, cid, msg_id
+from .render import ADVICE_ROWS, CARD_LABELS
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "precision")
 CONTROLS += ("split", "lines")
@@ -245,6 +245,7 @@ def _charts() -> list:
     return [
         html.Div(id="notes-model", className="notes"),
         html.Div([_card(k, label) for k, label in CARD_LABELS.items()], id="cards-model", className="cards"),
+        _advice(),
         html.Div(id="ranking-model"),
         widgets.job_box(suffix="-model"),
         dcc.Graph(id="gantt-model", config=GRAPH_CONFIG, figure=charts.empty(120)),
@@ -271,6 +272,40 @@ def _card(key: str, label: str) -> html.Div:
         ],
         className="card",
         id=f"card-{key}-model",
+    )
+
+
+def _advice() -> html.Div:
+    """The card of a layout that does not fit: why, and a row per nearest layout that fits with a button that
+    opens it (hidden until needed; a view sets the text and style only, as the cards')."""
+    rows = [
+        html.Div(
+            [
+                html.Button(
+                    "apply",
+                    id=advice_id("apply", i),
+                    n_clicks=0,
+                    className="button small",
+                    style={"margin": "1px 8px 1px 0", "padding": "0 8px"},
+                ),
+                html.Span(id=advice_id("text", i)),
+            ],
+            id=advice_id("row", i),
+            style={"display": "none"},
+        )
+        for i in range(ADVICE_ROWS)
+    ]
+    return html.Div(
+        [
+            html.Div("does not fit: the nearest layouts that fit", className="card-label"),
+            html.Div(id="advice-why-model", className="msg-error"),
+            *rows,
+            html.Div(id="advice-none-model"),
+            dcc.Store(id="advice-targets-model"),
+        ],
+        id="advice-model",
+        className="card",
+        style={"display": "none"},
     )
 
 

@@ -12,8 +12,9 @@ import logging
 from dataclasses import dataclass, field, replace
 
 import ppviz
-from ppviz import figures, units
+from ppviz import REGISTRY, figures, units
 from ppviz import sweep as sweeps
+from ppviz.search.advice import advise
 from ppviz.units import GIB as _GIB
 
 from ...common import caches, charts, cluster
@@ -62,6 +63,71 @@ def estimate_of(state: ModelState, schedule: str) -> ppviz.Estimate:
 
 def clear_cache() -> None:
     ESTIMATES.clear()
+    ADVICE.clear()
+
+
+ADVICE = caches.Cache(CACHE_SIZE)  # advice is a few dozen small searches: kept like the estimates
+ADVICE_ROWS = 3
+ADVICE_PX = 120  # the advice card's height at 1280 px: the Gantt gives it up, to keep the time axis in view
+GANTT_MIN_PX = 160
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class AdviceCard:
+    """Why the view's layout does not fit, and the nearest that do: (what changed and their figures, the
+    state that shows it)."""
+
+    why: str
+    rows: tuple[tuple[str, ModelState], ...]
+
+
+def advice_card(state: ModelState) -> AdviceCard | None:
+    """``ppviz.search.advice.advise`` of the view's schedule when it does not fit (one schedule on screen),
+    among the layouts the page draws at once; None when it fits or cannot be estimated."""
+    if state.mode != "single" or not drawable(state):  # a background job's view: not estimated here
+        return None
+    try:
+        est = estimate_of(state, state.schedule)
+    except ValueError:
+        return None
+    if est.fits:
+        return None
+    key = (est.model, est.gpu, est.layout)
+    advised = ADVICE.get(key)
+    if advised is None:
+        advised = advise(est.model, est.gpu, est.layout, count=ADVICE_ROWS, est=est,
+                         accept=lambda lay: drawable(state_of(state, lay)))  # fmt: skip
+        ADVICE.put(key, advised)
+    rows = tuple((_advice_text(a), state_of(state, a.layout)) for a in advised.advice)
+    return AdviceCard(advised.why, rows)
+
+
+def _advice_text(a) -> str:
+    return (
+        f"{', '.join(a.changes)}: {a.iteration_s * MS:,.0f} ms, MFU {a.mfu:.1%}, peak {a.peak_bytes / GIB:,.1f} of "
+        f"{a.capacity_bytes / GIB:,.1f} GiB"
+    )
+
+
+def state_of(state: ModelState, lay) -> ModelState:
+    """The view at another layout of the same model and GPU (one schedule)."""
+    takes_chunks = REGISTRY[lay.schedule].param("chunks") is not None
+    return replace(
+        state, mode="single", schedule=lay.schedule, tp=lay.tp, pp=lay.pp, dp=lay.dp, cp=lay.cp, ep=lay.ep,
+        vpp=lay.vpp if takes_chunks else state.vpp, mbs=lay.mbs, gbs=lay.gbs, sp=lay.sequence_parallel,
+        recompute=lay.recompute, zero=lay.zero, split=lay.layer_split, tp_mode=lay.tp_mode, tp2d=lay.tp2d,
+        summa_blocks=lay.summa_blocks, nvlink_dp_pp=lay.nvlink_dp_pp,
+    )  # fmt: skip
+
+
+def drawable(state: ModelState) -> bool:
+    """The page draws this view at once (within its bounds, no background job)."""
+    try:
+        budget.check(state)
+    except ValueError:
+        return False
+    return not budget.in_background(state)
 
 
 def render(state: ModelState, background: bool = False) -> ModelView:
@@ -112,7 +178,7 @@ def render(state: ModelState, background: bool = False) -> ModelView:
         )
         return ModelView(figures.encode(fig), memory, breakdown, [], table, notes, "bars", estimates)
     est = estimates[0]
-    gantt, drawn_as = gantt_figure(est)
+    gantt, drawn_as = gantt_figure(est, room=ADVICE_PX if not est.fits and drawable(state) else 0)
     both = figures.encode(figures.stacked(gantt, memory_figure(est, charts.lines_of(state, est.run))))
     notes = {**notes, "lines": charts.lines_reason(state, est.run, est.peak_bytes)}
     parts = figures.encode(figures.memory_breakdown(est))
@@ -128,14 +194,16 @@ def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
     return {"iterations": ("reason", text)}
 
 
-def gantt_figure(est) -> tuple[dict, str]:
-    """The Gantt in ms (its overview past ``charts.BARS_MAX_OPS`` ops) as a plain figure, and which it is."""
+def gantt_figure(est, room: int = 0) -> tuple[dict, str]:
+    """The Gantt in ms (its overview past ``charts.BARS_MAX_OPS`` ops) as a plain figure, and which it is;
+    ``room`` px shorter at most (the advice card's, so that the time axis stays on a 1280×800 screen)."""
     run = est.run
     k = est.iterations
     of = f"{k} iterations of {est.microbatches} microbatches" if k > 1 else f"{est.microbatches} microbatches"
     title = f"{_title(est)} · {run.schedule.devices} devices · {of}"
     # capped as in the abstract view, so that the cards, both charts and the time axis fit a 1280×800 screen
     height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), charts.GANTT_MAX_PX)
+    height = max(min(height, charts.GANTT_MAX_PX - room), GANTT_MIN_PX)
     if len(run.result) <= charts.BARS_MAX_OPS:
         return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
     return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
@@ -206,15 +274,16 @@ def cards(est) -> list[tuple[str, str, str, str]]:
         f"{sched} {est.makespan_s * MS:,.0f} ms + DP sync {est.dp_sync_s * MS:.1f} ms + optimizer "
         f"{est.optimizer_s * MS:.1f} ms"
     )
+    unfit = "" if est.fits else "(does not fit) "  # in the detail: a longer value would wrap the cards' row
     return [
         ("iteration", CARD_LABELS["iteration"], units.duration(est.iteration_s), time),
         (
             "tokens",
             CARD_LABELS["tokens"],
             f"{est.tokens_per_s:,.0f}",
-            f"{est.samples_per_s:.3g} samples/s · {est.global_batch} × {est.model.seq} tokens",
+            f"{unfit}{est.samples_per_s:.3g} samples/s · {est.global_batch} × {est.model.seq} tokens",
         ),
-        ("mfu", CARD_LABELS["mfu"], f"{est.mfu:.1%}", f"{est.tflops_per_gpu:.0f} TFLOP/s per GPU{hfu}"),
+        ("mfu", CARD_LABELS["mfu"], f"{est.mfu:.1%}", f"{unfit}{est.tflops_per_gpu:.0f} TFLOP/s per GPU{hfu}"),
         ("peak", CARD_LABELS["peak"], f"{peak * GIB:,.2f} / {usable * GIB:,.2f} GiB usable", fit),
         (
             "layout",

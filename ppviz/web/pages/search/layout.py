@@ -15,23 +15,25 @@ from .ids import cid
 from .state import FIELDS, SearchState
 
 CONTROLS = ("model", "gpu", *FIELDS, "schedules", "tp_mode")
-# minWidth: what the values need in the grid's 12 px font, so that at 1280 px the columns are not squeezed
-# to "1…" (the grid scrolls sideways instead)
+# What a layout is and what it gives, readable at 1280 × 800 without scrolling sideways: the layout in words
+# (wrapped), figures in one unit per column; every other field of a row stays in its data (a row opens in the
+# model view from it)
+_NUMBER = {"type": "rightAligned", "cellStyle": {"fontVariantNumeric": "tabular-nums"}}
 COLUMNS = [
-    {"field": "rank", "headerName": "#", "width": 60, "minWidth": 44, "pinned": "left"},
-    {"field": "schedule", "headerName": "schedule", "width": 130, "minWidth": 112},
-    *({"field": k, "headerName": k, "width": 64, "minWidth": 42} for k in ("tp", "pp", "dp", "cp", "vpp", "mbs")),
-    {"field": "recompute", "headerName": "recompute", "width": 100, "minWidth": 76},
-    {"field": "sp", "headerName": "SP", "width": 60, "minWidth": 42},
-    {"field": "tp_text", "headerName": "TP mode", "width": 90, "minWidth": 64},
-    {"field": "nvlink_text", "headerName": "NVLink dp×pp", "width": 100, "minWidth": 76},
-    {"field": "zero", "headerName": "ZeRO", "width": 70, "minWidth": 50},
-    {"field": "iteration_s", "headerName": "iteration (s)", "width": 110, "minWidth": 70},
-    {"field": "tokens_per_s", "headerName": "tokens/s", "width": 110, "minWidth": 70},
-    {"field": "mfu_pct", "headerName": "MFU (%)", "width": 90, "minWidth": 52},
-    {"field": "peak_gib", "headerName": "peak (GiB)", "width": 100, "minWidth": 56},
-    {"field": "bubble_pct", "headerName": "bubble (%)", "width": 100, "minWidth": 56},
-]
+    {"field": "rank", "headerName": "#", "width": 48, "minWidth": 40, "maxWidth": 56},
+    {"field": "schedule", "headerName": "schedule", "width": 130, "minWidth": 96},
+    {"field": "layout", "headerName": "layout", "minWidth": 180, "flex": 1, "wrapText": True, "autoHeight": True,
+     "cellStyle": {"lineHeight": "18px", "paddingTop": "5px", "paddingBottom": "5px"}},
+    {"field": "iteration", "headerName": "iteration", "width": 96, "minWidth": 80, **_NUMBER,
+     "valueFormatter": {"function": "params.value.toLocaleString('en-US') + ' ' + params.data.iteration_unit"}},
+    {"field": "tokens_per_s", "headerName": "tokens/s", "width": 100, "minWidth": 84, **_NUMBER,
+     "valueFormatter": {"function": "params.value.toLocaleString('en-US')"}},
+    {"field": "mfu_pct", "headerName": "MFU", "width": 70, "minWidth": 60, **_NUMBER,
+     "valueFormatter": {"function": "params.value.toFixed(1) + '%'"}},
+    {"field": "peak_gib", "headerName": "peak (GiB)", "width": 84, "minWidth": 70, **_NUMBER,
+     "valueFormatter": {"function": "params.value.toFixed(1)"}},
+    {"field": "fits_text", "headerName": "fits", "width": 56, "minWidth": 48},
+]  # fmt: skip
 
 
 def control_values(state: SearchState) -> dict[str, object]:

@@ -11,7 +11,7 @@ import ppviz
 from ppviz import figures
 from ppviz.estimate import specs
 from ppviz.estimate.iteration import resolve
-from ppviz.search import space
+from ppviz.search import result, space
 
 from ...common import cluster, limits
 from . import state as search_state
@@ -71,11 +71,16 @@ def run(
     )
 
 
+GIB = 2**30
+
+
 def rows(result) -> list[dict]:
-    """The grid's rows: the ranked layouts with their figures rounded as shown, and every field a
-    row needs to open in the model & cluster view."""
+    """The grid's rows, fitting ones first: the ranked layouts with their figures rounded as shown (the
+    iteration in one unit for the whole table: ms when every row is under 10 s, else s), the layout in
+    words with its equivalents, and every field a row needs to open in the model & cluster view."""
+    in_ms = all(r["iteration_s"] < 10 for r in result.layouts)
     out = []
-    for r in result.layouts:
+    for r in sorted(result.layouts, key=lambda r: not r["fits"]):  # stable: the ranking within each
         row = dict(r)
         row.pop("breakdown_s", None)
         row.pop("peak_bytes", None)
@@ -88,6 +93,10 @@ def rows(result) -> list[dict]:
             bubble_pct=round(100 * r["bubble_fraction"], 1),
             tp_text=_tp_text(r),
             nvlink_text=f"{r['nvlink_dp_pp'][0]}×{r['nvlink_dp_pp'][1]}" if r.get("nvlink_dp_pp") else "Megatron",
+            layout=layout_text(r),
+            iteration=round(r["iteration_s"] * 1e3) if in_ms else round(r["iteration_s"], 3),
+            iteration_unit="ms" if in_ms else "s",
+            fits_text="yes" if r["fits"] else "no",
         )
         row["exact"] = {**{k: r[k] for k in EXACT}, "peak_bytes": max(r["peak_bytes"])}  # for the exports
         out.append(row)
@@ -120,10 +129,26 @@ def summary(result) -> str:
 
 
 def _tp_text(row: dict) -> str:
-    """The TP mode column: "1D", "1D, overlap" (TP collectives overlapped with the GEMMs) or "2D R×C"."""
+    """The TP mode (exports): "1D", "1D, overlap" (TP collectives overlapped with the GEMMs) or "2D R×C"."""
     if row.get("tp2d"):
         return f"2D {row['tp2d'][0]}×{row['tp2d'][1]}"
     return "1D, overlap" if row.get("tp_comm_overlap") else "1D"
+
+
+def layout_text(row: dict) -> str:
+    """The layout column: ``tp 8 · pp 8 · dp 8 · mbs 1 · selective · SP · ZeRO 1``, then its equivalents."""
+    parts = [f"{k} {row[k]}" for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs") if k in ("tp", "pp", "dp", "mbs")
+             or row.get(k, 1) != 1]  # fmt: skip
+    parts.append(f"recompute {row['recompute']}")
+    if row["sequence_parallel"]:
+        parts.append("SP, TP overlapped" if row.get("tp_comm_overlap") else "SP")
+    if row.get("tp2d"):
+        parts.append(f"2D {row['tp2d'][0]}×{row['tp2d'][1]}")
+    if row.get("nvlink_dp_pp"):
+        parts.append(f"NVLink dp {row['nvlink_dp_pp'][0]} × pp {row['nvlink_dp_pp'][1]}")
+    parts.append(f"ZeRO {row['zero']}")
+    same = result.equivalents_text(row)
+    return " · ".join(parts) + (f" ({same})" if same else "")
 
 
 def label(row: dict) -> str:
