@@ -12,10 +12,10 @@ from ppviz.search.advice import GIB, advise, why
 
 LLAMA = model("llama3-70b")
 H100 = gpu("h100-sxm")
-# the issue's example: pp 2 of Llama-3 70B does not fit an 80 GB card, whatever the recompute
+# the issue's example: pp 2 of Llama-3 70B with selective recompute does not fit an H100 (79.65 GiB - 3 GiB)
 PP2 = Layout(tp=8, pp=2, dp=1, mbs=1, gbs=64, recompute="selective", zero=1, sequence_parallel=True)
 # fits once sequence parallel is on, or with full recompute: one change away
-NO_SP = Layout(tp=8, pp=8, dp=1, mbs=1, gbs=64, recompute="none", zero=0)
+NO_SP = Layout(tp=8, pp=4, dp=1, mbs=1, gbs=64, recompute="none", zero=0)
 
 
 def rerun(command: str, capsys) -> dict:
@@ -39,7 +39,7 @@ def test_three_layouts_that_fit_each_rerun_by_its_command_to_the_same_numbers(ca
 
 def test_pp_2_needs_more_gpus_and_the_advice_says_so():
     """dp 1 cannot give pipeline devices: the advice says that the GPU count changes."""
-    advised = advise(LLAMA, H100, PP2)
+    advised = advise(LLAMA, H100, PP2, count=5)
     assert ("pp 2 → 4", "GPUs 16 → 32") in [a.changes for a in advised.advice]
     for a in advised.advice:
         assert any(c.startswith("GPUs 16 → ") for c in a.changes) == (a.layout.gpus != 16)
@@ -68,9 +68,9 @@ def test_why_names_what_fills_the_device_and_a_zero_stage_that_shards_nothing():
     st = est.static_bytes
     static = float((st["weight"] + st["grad"] + st["optimizer"])[0])
     text = why(est)
-    assert f"weights + gradients + optimizer take {static / GIB:,.1f} GiB" in text
+    assert f"weights + gradients + optimizer take {static / GIB:,.2f} GiB" in text
     assert "ZeRO-1 over dp 1 shards nothing" in text
-    over = ppviz.estimate(LLAMA, H100, Layout(tp=4, pp=4, dp=4, mbs=1, gbs=64, zero=0))
+    over = ppviz.estimate(LLAMA, H100, Layout(tp=4, pp=2, dp=4, mbs=1, gbs=64, zero=0))
     assert "alone take" in why(over)
     assert "each of the 4 data-parallel ranks holds the whole optimizer state" in why(over)
 
@@ -108,7 +108,7 @@ def test_cli_prints_why_and_the_advice_under_the_verdict_and_marks_mfu(capsys):
     lines = out.splitlines()
     verdict = next(i for i, line in enumerate(lines) if line.startswith("does not fit"))
     assert any(line.startswith("why ") and "ZeRO-1 over dp 1 shards nothing" in line for line in lines[verdict:])
-    assert "nearest layouts that fit:" in out and "  - " in out and "pp 2 → 4, GPUs 16 → 32" in out
+    assert "nearest layouts that fit:" in out and "  - " in out and "cp 1 → 2, GPUs 16 → 32" in out
     assert out.count("ppviz estimate --model llama3-70b") == 3
     assert "(does not fit)" in next(line for line in lines if "MFU" in line)
     assert "(does not fit)" in next(line for line in lines if "tokens/s" in line)

@@ -11,6 +11,7 @@ from web_dispatch import Page, answer
 
 import app as page_app
 from ppviz.search.advice import advise
+from ppviz.units import duration, gib
 from ppviz.web.common import cluster, url_hash
 from ppviz.web.pages.model import render as model_render
 from ppviz.web.pages.model.ids import advice_id, card_id
@@ -54,7 +55,8 @@ def test_a_layout_that_does_not_fit_shows_why_and_three_layouts_that_fit(page):
     expected = advise(est.model, est.gpu, est.layout, est=est)
     texts = [page.text(advice_id("text", i)) for i in range(3)]
     assert [t.split(":")[0] for t in texts] == [", ".join(a.changes) for a in expected.advice]
-    assert all("GiB" in t and "ms" in t for t in texts)
+    for t, a in zip(texts, expected.advice, strict=True):
+        assert duration(a.iteration_s) in t and f"{gib(a.peak_bytes)} of {gib(a.usable_bytes)} usable" in t
     assert page.text(card_id("detail", "mfu")).startswith("(does not fit)")
     assert page.text(card_id("detail", "tokens")).startswith("(does not fit)")
 
@@ -67,7 +69,10 @@ def test_an_advice_button_opens_its_layout_which_fits(page):
     new_hash = page.value("url", "hash")
     assert answer(response) and new_hash != hash_of(PP2)
     state = cluster.parse(new_hash).state
-    assert f"pp 2 → {state.pp}" in first or f"cp 1 → {state.cp}" in first
+    changed = {"pp": state.pp != PP2.pp, "cp": state.cp != PP2.cp, "recompute": state.recompute != PP2.recompute}
+    assert any(changed.values())
+    for name, now in (("pp", state.pp), ("cp", state.cp), ("recompute", state.recompute)):
+        assert (f"{name} {getattr(PP2, name)} → {now}" in first) == changed[name]
     answer(page.fire(page.callback(VIEW), [("url", "hash")]))  # the hash change redraws the view
     assert page.value("pp-model", "value") == state.pp and page.value("cp-model", "value") == state.cp
     assert "fits with" in page.text(card_id("detail", "peak"))
@@ -99,13 +104,13 @@ def test_advice_is_cached_and_the_view_s_own_answer_does_not_wait_for_it(page):
     started = time.perf_counter()
     answer(page.fire(page.callback(ADVICE), [("drawn-model", "data")]))
     again_s = time.perf_counter() - started
-    assert again_s < first_s
+    assert model_render.ADVICE.held == 1  # the second answer came from the cache
     print(f"view {view_s * 1e3:.0f} ms, advice {first_s * 1e3:.0f} ms, advice cached {again_s * 1e3:.0f} ms")
 
 
 def test_each_applied_layout_shows_the_time_and_peak_its_advice_gave(page):
     """The view of an applied layout is the advice's layout: its iteration card and peak are the advice's."""
-    state = replace(PP2, pp=8, sp=False, recompute="none", zero=0)  # one change away: SP on, or full recompute
+    state = replace(PP2, pp=4, sp=False, recompute="none", zero=0)  # one change away: SP on, or full recompute
     est = model_render.estimate_of(state, "1f1b")
     expected = advise(est.model, est.gpu, est.layout, est=est).advice
     assert any(a.layout.schedule != "1f1b" for a in expected)  # a schedule change among them
@@ -113,6 +118,6 @@ def test_each_applied_layout_shows_the_time_and_peak_its_advice_gave(page):
         open_state(page, state)
         page.fire(apply_callback(page), [(advice_id("apply", i), "n_clicks")], {(advice_id("apply", i), "n_clicks"): 1})
         answer(page.fire(page.callback(VIEW), [("url", "hash")]))
-        assert page.text(card_id("value", "iteration")) == f"{a.iteration_s * 1e3:,.0f} ms"
+        assert page.text(card_id("value", "iteration")) == duration(a.iteration_s)
         shown = model_render.estimate_of(cluster.parse(page.value("url", "hash")).state, a.layout.schedule)
         assert shown.iteration_s == a.iteration_s and float(shown.peak_bytes.max()) == a.peak_bytes

@@ -22,6 +22,7 @@ from .. import schedules
 from ..estimate import specs
 from ..estimate.iteration import Estimate, estimate, resolve
 from ..estimate.specs import RECOMPUTE, Gpu, Layout, Model
+from ..units import GIB
 from . import result, space
 from .engine import search
 
@@ -31,7 +32,6 @@ MAX_CHANGES = 3  # settings changed at once
 # zb-auto, spend a wall-time budget per layout, which advice must not depend on)
 SCHEDULES = ("1f1b", "zb-v", "interleaved-1f1b", "zb-h1")
 CARRIED = ("precision", "dp_overlap", "b_frees", "pair_overlap")  # kept as the user set them
-GIB = 2**30
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class Advice:
     mfu: float
     peak_bytes: float  # the fullest device's
     capacity_bytes: float
+    usable_bytes: float  # the capacity less the GPU's reserve: what "fits" is measured against
     command: str
 
     def to_dict(self) -> dict:
@@ -59,6 +60,7 @@ class Advice:
             "mfu": self.mfu,
             "peak_bytes": self.peak_bytes,
             "capacity_bytes": self.capacity_bytes,
+            "usable_bytes": self.usable_bytes,
             "command": self.command,
         }
 
@@ -92,14 +94,15 @@ def why(est: Estimate) -> str:
     d = int(np.argmax(est.peak_bytes))
     st = est.static_bytes
     static = float(st["weight"][d] + st["grad"][d] + st["optimizer"][d])
-    cap = est.capacity_bytes
+    cap = est.usable_bytes
+    usable = f"{_gib(cap)} usable ({_gib(est.capacity_bytes)} HBM − {_gib(est.reserve_bytes)} reserve)"
     if static > cap:
-        text = f"weights + gradients + optimizer alone take {_gib(static)} of {_gib(cap)} (device {d})"
+        text = f"weights + gradients + optimizer alone take {_gib(static)} of {usable} (device {d})"
     else:
         act = float(est.activation.peak[d])
         text = (
             f"weights + gradients + optimizer take {_gib(static)} and activations {_gib(act)} at their peak: "
-            f"{_gib(static + act)} of {_gib(cap)} (device {d})"
+            f"{_gib(static + act)} of {usable} (device {d})"
         )
     lay = est.layout
     shard = lay.dp * lay.cp
@@ -111,7 +114,7 @@ def why(est: Estimate) -> str:
 
 
 def _gib(n: float) -> str:
-    return f"{n / GIB:,.1f} GiB"
+    return f"{n / GIB:,.2f} GiB"
 
 
 def advise(
@@ -247,7 +250,8 @@ def _fitting(model, gpu, user: Layout, lay: Layout, names: tuple[str, ...], head
         Advice(
             changes=_describe(user, found), layout=found, iteration_s=row["iteration_s"],
             tokens_per_s=row["tokens_per_s"], mfu=row["mfu"], peak_bytes=max(row["peak_bytes"]),
-            capacity_bytes=row["capacity_bytes"], command=row["command"],
+            capacity_bytes=row["capacity_bytes"], usable_bytes=row["capacity_bytes"] - row["reserve_bytes"],
+            command=row["command"],
         )
     ]  # fmt: skip
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..estimate import cli as estimate_cli
 from ..estimate import specs
+from ..estimate.command_line import command as estimate_command
 from ..estimate.iteration import Estimate
 from ..units import GIB
 
@@ -20,8 +20,8 @@ LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "recomp
 
 
 def command(est: Estimate) -> str:
-    """The `ppviz estimate` command line that reproduces this row (``estimate.cli.command``)."""
-    return estimate_cli.command(est.model, est.gpu, est.layout)
+    """The `ppviz estimate` command line that reproduces this row (``estimate.command_line.command``)."""
+    return estimate_command(est.model, est.gpu, est.layout)
 
 
 def differences(lay: specs.Layout, other: specs.Layout) -> dict:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ppviz import REGISTRY
-from ppviz.estimate import cli as estimate_cli
 from ppviz.estimate import defaults, specs
+from ppviz.estimate.command_line import command as estimate_command
 from ppviz.estimate.specs import PRECISIONS, RECOMPUTE
 from ppviz.units import GIB
 
@@ -210,8 +210,8 @@ def layout_of(state: ModelState, schedule: str) -> specs.Layout:
 
 def cli_command(state: ModelState, schedule: str) -> str:
     """The ``ppviz estimate`` command of one schedule of the view: every input it used, so that it gives
-    the page's numbers exactly (``estimate.cli.command``)."""
-    return estimate_cli.command(model_of(state), gpu_of(state), layout_of(state, schedule))
+    the page's numbers exactly (``estimate.command_line.command``)."""
+    return estimate_command(model_of(state), gpu_of(state), layout_of(state, schedule))
 
 
 # --- the link ---------------------------------------------------------------------------------

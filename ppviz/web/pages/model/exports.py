@@ -12,12 +12,12 @@ import io
 import json
 
 from ppviz import handoff
+from ppviz.units import GIB
 
 from ...common import cluster
 from ...common.cluster import ModelState
 from . import budget, render
 
-GIB = 2**30
 MS = 1e3
 # (header, value of an Estimate): the unit in every header that has one
 CSV_COLUMNS = (

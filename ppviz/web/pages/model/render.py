@@ -15,7 +15,7 @@ import ppviz
 from ppviz import REGISTRY, figures, units
 from ppviz import sweep as sweeps
 from ppviz.search.advice import advise
-from ppviz.units import GIB as _GIB
+from ppviz.units import GIB
 
 from ...common import caches, charts, cluster
 from ...common.cluster import ModelState
@@ -24,7 +24,6 @@ from . import bars, budget, ids
 log = logging.getLogger(__name__)
 
 MS = 1e3  # seconds → ms on every time axis
-GIB = 1 / _GIB  # bytes → GiB (an H100 SXM holds 79.65 GiB: nvidia-smi's 81,559 MiB)
 CACHE_SIZE = 8  # estimates kept per worker (a control change usually touches one schedule)
 # The cards of one schedule, in order (the page holds one box each and fills in its value and detail).
 CARD_LABELS = {
@@ -70,7 +69,6 @@ ADVICE = caches.Cache(CACHE_SIZE)  # advice is a few dozen small searches: kept 
 ADVICE_ROWS = 3
 ADVICE_PX = 120  # the advice card's height at 1280 px: the Gantt gives it up, to keep the time axis in view
 GANTT_MIN_PX = 160
-GIB = 2**30
 
 
 @dataclass(frozen=True)
@@ -105,8 +103,8 @@ def advice_card(state: ModelState) -> AdviceCard | None:
 
 def _advice_text(a) -> str:
     return (
-        f"{', '.join(a.changes)}: {a.iteration_s * MS:,.0f} ms, MFU {a.mfu:.1%}, peak {a.peak_bytes / GIB:,.1f} of "
-        f"{a.capacity_bytes / GIB:,.1f} GiB"
+        f"{', '.join(a.changes)}: {units.duration(a.iteration_s)}, MFU {a.mfu:.1%}, peak "
+        f"{units.gib(a.peak_bytes)} of {units.gib(a.usable_bytes)} usable"
     )
 
 
@@ -161,9 +159,9 @@ def render(state: ModelState, background: bool = False) -> ModelView:
     notes = _iteration_notes(state)
     breakdown = bars.breakdown({_title(e): e.breakdown for e in estimates}, scale=MS, unit="ms")
     if state.mode == "compare":
-        capacity = max(e.capacity_bytes for e in estimates) * GIB
-        usable = max(e.usable_bytes for e in estimates) * GIB
-        peaks = {_title(e): e.peak_bytes * GIB for e in estimates}
+        capacity = max(e.capacity_bytes for e in estimates) / GIB
+        usable = max(e.usable_bytes for e in estimates) / GIB
+        peaks = {_title(e): e.peak_bytes / GIB for e in estimates}
         memory = figures.encode(figures.peaks(peaks, capacity=capacity, usable=usable, unit="GiB"))
         table = ranking(estimates, state.reference)
         if state.compare_show == "sweep":
@@ -220,7 +218,7 @@ def memory_figure(est, lines: list[int] | None = None) -> dict:
         est.run,
         stage_sizes=est.plan.activation_bytes,
         base=base,
-        scale=GIB,
+        scale=1 / GIB,
         unit="GiB",
         capacity=est.capacity_bytes,
         reserve=est.reserve_bytes,
@@ -230,13 +228,13 @@ def memory_figure(est, lines: list[int] | None = None) -> dict:
         band_over=charts.MEMORY_LINES,
         lines=lines,
         device_legend=False,
-        title=f"memory per device (GiB): static {base.max() * GIB:,.2f} GiB + activation, against {est.gpu.name}'s "
+        title=f"memory per device (GiB): static {base.max() / GIB:,.2f} GiB + activation, against {est.gpu.name}'s "
         "HBM and its reserve",
     )
     key = _colour_key(est.run.schedule.devices)
     if key:  # the lines' colours, at the head of their legend
         fig["layout"]["legend"]["title"] = dict(text=key)
-    top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) * GIB * 1.08]  # the capacity line in view
+    top = [0, max(float(est.peak_bytes.max()), est.capacity_bytes) / GIB * 1.08]  # the capacity line in view
     fig["layout"]["yaxis"]["range"] = top
     return fig
 
@@ -256,11 +254,11 @@ def cards(est) -> list[tuple[str, str, str, str]]:
     device = est.fullest_device
     usable = est.usable_bytes
     if est.fits:
-        fit = f"device {device}; fits with {(usable - peak) * GIB:,.2f} GiB free"
+        fit = f"device {device}; fits with {(usable - peak) / GIB:,.2f} GiB free"
     else:
-        fit = f"device {device}; does not fit by {est.over_bytes * GIB:,.2f} GiB"
-    parts = " · ".join(f"{k} {v * GIB:,.2f}" for k, v in est.memory_breakdown().items())
-    fit += f" ({parts} GiB, of {est.capacity_bytes * GIB:,.2f} GiB HBM)"
+        fit = f"device {device}; does not fit by {est.over_bytes / GIB:,.2f} GiB"
+    parts = " · ".join(f"{k} {v / GIB:,.2f}" for k, v in est.memory_breakdown().items())
+    fit += f" ({parts} GiB, of {est.capacity_bytes / GIB:,.2f} GiB HBM)"
     lay = est.layout
     hfu = f" · HFU {est.hfu:.1%} (with recompute)" if lay.recompute != "none" else ""
     sched = "schedule"
@@ -284,7 +282,7 @@ def cards(est) -> list[tuple[str, str, str, str]]:
             f"{unfit}{est.samples_per_s:.3g} samples/s · {est.global_batch} × {est.model.seq} tokens",
         ),
         ("mfu", CARD_LABELS["mfu"], f"{est.mfu:.1%}", f"{unfit}{est.tflops_per_gpu:.0f} TFLOP/s per GPU{hfu}"),
-        ("peak", CARD_LABELS["peak"], f"{peak * GIB:,.2f} / {usable * GIB:,.2f} GiB usable", fit),
+        ("peak", CARD_LABELS["peak"], f"{peak / GIB:,.2f} / {usable / GIB:,.2f} GiB usable", fit),
         (
             "layout",
             CARD_LABELS["layout"],
@@ -309,8 +307,8 @@ def ranking(estimates: list, baseline: str | None = None) -> list[dict]:
                 "tokens/s": round(e.tokens_per_s),
                 "MFU": round(e.mfu, 4),
                 "bubble (ms)": round(e.breakdown["bubble_s"] * MS, 1),
-                "peak (GiB)": round(peak * GIB, 2),
-                "fits": "yes" if e.fits else f"no: over by {e.over_bytes * GIB:,.2f} GiB",
+                "peak (GiB)": round(peak / GIB, 2),
+                "fits": "yes" if e.fits else f"no: over by {e.over_bytes / GIB:,.2f} GiB",
                 "vs baseline": "baseline" if e is base else _delta(e, base),
             }
         )
@@ -322,7 +320,7 @@ def ranking(estimates: list, baseline: str | None = None) -> list[dict]:
 
 def _delta(est, base) -> str:
     """An estimate against the baseline's: iteration time in percent, peak memory in GiB."""
-    peak = (float(est.peak_bytes.max()) - float(base.peak_bytes.max())) * GIB
+    peak = (float(est.peak_bytes.max()) - float(base.peak_bytes.max())) / GIB
     return (
         f"{charts.percent_change(est.iteration_s, base.iteration_s)} iteration, "
         f"{charts.signed(round(peak, 2), '.2f')} GiB peak"
@@ -332,7 +330,7 @@ def _delta(est, base) -> str:
 SWEEP_METRICS = [
     ("iteration_s", "iteration (ms)", MS),
     ("bubble_s", "bubble (ms)", MS),
-    ("peak_bytes", "peak memory (GiB)", GIB),
+    ("peak_bytes", "peak memory (GiB)", 1 / GIB),
 ]
 
 
@@ -365,7 +363,7 @@ def sweep_figure(state: ModelState) -> dict:
     """The sweep chart in real units: iteration and bubble in ms, peak memory in GiB with the usable HBM line."""
     rows = sweep_rows(state)
     current = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
-    capacity = ("peak_bytes", cluster.gpu_of(state).usable_bytes * GIB)
+    capacity = ("peak_bytes", cluster.gpu_of(state).usable_bytes / GIB)
     title = f"the compared schedules along {figures.SWEEP_AXES[state.sweep_axis]} ({state.model} on {state.gpu})"
     sweep = figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current, capacity=capacity, title=title)
     return figures.encode(sweep)

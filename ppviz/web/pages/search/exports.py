@@ -12,12 +12,12 @@ import io
 import json
 
 from ppviz import handoff
+from ppviz.units import GIB
 
 from ...common import cluster
 from . import state as search_state
 from .state import SearchState
 
-GIB = 2**30
 LAYOUT_KEYS = ("rank", "schedule", "tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "microbatches", "recompute",
                "sequence_parallel", "zero", "tp_mode", "tp2d", "nvlink_dp_pp", "layer_split")  # fmt: skip
 CSV_COLUMNS = (

@@ -12,12 +12,12 @@ from ppviz import figures
 from ppviz.estimate import specs
 from ppviz.estimate.iteration import resolve
 from ppviz.search import result, space
+from ppviz.units import GIB
 
 from ...common import cluster, limits
 from . import state as search_state
 from .state import SearchState
 
-GIB = 1 / 2**30
 EXACT = ("iteration_s", "tokens_per_s", "mfu", "tflops_per_gpu", "bubble_fraction", "capacity_bytes")
 MAX_MBS = int(cluster.LAYOUT_FIELDS["mbs"].high)  # the model & cluster view's largest micro-batch size
 
@@ -71,7 +71,6 @@ def run(
     )
 
 
-GIB = 2**30
 
 
 def rows(result) -> list[dict]:
@@ -112,7 +111,7 @@ def scatter(result):
     x, y, on, labels = zip(*points.values()) if points else ((), (), (), ())
     title = f"{result.model} on {result.gpus:,} × {result.gpu}: iteration time against peak memory"
     return figures.encode(
-        figures.tradeoff(x, y, labels=labels, front=on, capacity=result.capacity_bytes * GIB, title=title)
+        figures.tradeoff(x, y, labels=labels, front=on, capacity=result.capacity_bytes / GIB, title=title)
     )
 
 
