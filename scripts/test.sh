@@ -2,7 +2,8 @@
 # Set up everything the tests need (venv, pinned packages, Debian's chromium and chromium-driver
 # when missing, redis-server for the Celery test, and nginx for the deployment's slow-client test) and run
 # lint plus the whole test suite, browser and slow tests included, property tests at full example counts,
-# on one pytest-xdist worker per core; the browser tests are one group, run in a row on one worker.
+# on one pytest-xdist worker per core, a file at a time (the browser tests as one, see tests/conftest.py), in
+# collection order: the browser tests, then the slow ones, first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -31,4 +32,4 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
 fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-exec .venv/bin/python -m pytest --headless -q --hypothesis-profile=full -n auto --dist loadgroup "$@"
+exec .venv/bin/python -m pytest --headless -q --hypothesis-profile=full -n auto --dist loadfile --no-loadscope-reorder "$@"

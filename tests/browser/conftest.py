@@ -3,8 +3,8 @@
 One app server and one Chromium serve every browser test in a row (starting them took seconds per test);
 each test gets a fresh page load, with its own download folder and no storage, permissions
 or screen emulation left by the test before it. Both close when the next test is not a browser test.
-Under pytest-xdist (`scripts/test.sh` runs `-n auto --dist loadgroup`) the browser tests are one group,
-so one worker runs them all in a row; a worker's server listens on ``$PPVIZ_TEST_PORT`` plus its index.
+Under pytest-xdist `scripts/test.sh` sends them all to one worker (tests/conftest.py), which runs them in
+a row; a worker's server listens on ``$PPVIZ_TEST_PORT`` plus the worker's index.
 """
 
 from __future__ import annotations
@@ -24,13 +24,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # app.py lives at the repository root
 
 BROWSER_DIR = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(config, items):
-    """One xdist group for every browser test, so that they share one worker's server and Chromium."""
-    for item in items:
-        if BROWSER_DIR in Path(item.path).parents:
-            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 def server_port() -> int:
