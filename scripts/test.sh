@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set up everything the tests need (venv, pinned packages, Debian's chromium and chromium-driver
 # when missing, redis-server for the Celery test, and nginx for the deployment's slow-client test) and run
-# lint plus the whole test suite, browser and slow tests included, property tests at full example counts.
+# lint plus the whole test suite, browser and slow tests included, property tests at full example counts,
+# on one pytest-xdist worker per core, a file at a time (the browser tests as one, see tests/conftest.py), in
+# collection order: the browser tests, then the slow ones, first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -30,4 +32,4 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
 fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-exec .venv/bin/python -m pytest --headless -q --hypothesis-profile=full "$@"
+exec .venv/bin/python -m pytest --headless -q --hypothesis-profile=full -n auto --dist loadfile --no-loadscope-reorder "$@"

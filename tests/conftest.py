@@ -14,6 +14,31 @@ settings.register_profile("full", max_examples=60, deadline=None)
 settings.load_profile("ppviz")
 
 
+BROWSER_TESTS = "tests/browser/"
+
+
+def pytest_collection_modifyitems(config, items):
+    """The browser tests first, then the `slow` ones (stable otherwise): under pytest-xdist the longest
+    work starts early, so none ends the run alone on one worker while the other has finished."""
+    items.sort(key=lambda item: (not item.nodeid.startswith(BROWSER_TESTS), item.get_closest_marker("slow") is None))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's `--dist loadfile` (`scripts/test.sh`) with tests/browser/ as one file: a worker takes
+    a whole file (its module fixtures, such as the handbook build, are made once) and all the browser tests
+    (one Chromium and one app server)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class BrowserTestsAsOneFile(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return BROWSER_TESTS if nodeid.startswith(BROWSER_TESTS) else super()._split_scope(nodeid)
+
+    return BrowserTestsAsOneFile(config, log)
+
+
 @pytest.fixture
 def tiny_1f1b() -> ppviz.Schedule:
     """1F1B on 2 devices with 2 microbatches: the smallest order with a warm-up and a steady state."""

@@ -53,13 +53,20 @@ def stubborn(path: str) -> None:
         time.sleep(0.05)
 
 
-def jobs_under(server_pid: int) -> list[psutil.Process]:
-    """The job processes of a server: the children of every job server (forkserver) under it."""
-    out = []
-    for proc in psutil.Process(server_pid).children(recursive=True):
-        try:
-            if "forkserver" in " ".join(proc.cmdline()):
-                out += proc.children(recursive=True)
-        except psutil.Error:
-            pass
-    return out
+def jobs_under(server_pid: int, settle_s: float = 5.0) -> list[psutil.Process]:
+    """The job processes left under a server: the children of every job server (forkserver) under it.
+
+    A job that ended stays listed (a zombie) until its job server reaps it on SIGCHLD, which on a busy
+    machine can lag its end: the list is read again for up to ``settle_s`` until it is empty."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        out = []
+        for proc in psutil.Process(server_pid).children(recursive=True):
+            try:
+                if "forkserver" in " ".join(proc.cmdline()):
+                    out += proc.children(recursive=True)
+            except psutil.Error:
+                pass
+        if not out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.1)

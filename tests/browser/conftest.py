@@ -3,6 +3,8 @@
 One app server and one Chromium serve every browser test in a row (starting them took seconds per test);
 each test gets a fresh page load, with its own download folder and no storage, permissions
 or screen emulation left by the test before it. Both close when the next test is not a browser test.
+Under pytest-xdist `scripts/test.sh` sends them all to one worker (tests/conftest.py), which runs them in
+a row; a worker's server listens on ``$PPVIZ_TEST_PORT`` plus the worker's index.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # app.py lives at the repository root
 
 BROWSER_DIR = Path(__file__).resolve().parent
+
+
+def server_port() -> int:
+    """``$PPVIZ_TEST_PORT`` (8050 unless set), plus the xdist worker's index (gw0, gw1, …) if any."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(os.environ.get("PPVIZ_TEST_PORT", "8050")) + int(worker.removeprefix("gw"))
 
 
 def pytest_setup_options():
@@ -78,7 +86,7 @@ class Shared:
             import app
 
             cls.runner = ThreadedRunner()
-            cls.runner.start(app.app, port=int(os.environ.get("PPVIZ_TEST_PORT", "8050")))
+            cls.runner.start(app.app, port=server_port())
             cls.duo = SharedDuo(
                 server=cls.runner,
                 browser=config.getoption("webdriver"),
@@ -125,7 +133,7 @@ def dash_duo(request, tmp_path):
 
 @pytest.fixture
 def page(dash_duo):
-    """The app served to Chromium (on ``$PPVIZ_TEST_PORT``, so checkouts can test side by side), once
+    """The app served to Chromium (on ``server_port()``, so checkouts can test side by side), once
     the abstract view has drawn; generous on a loaded machine."""
     dash_duo.wait_for_contains_text("#card-makespan", "33", timeout=60)
     return dash_duo
