@@ -71,8 +71,6 @@ def run(
     )
 
 
-
-
 def rows(result) -> list[dict]:
     """The grid's rows, fitting ones first: the ranked layouts with their figures rounded as shown (the
     iteration in one unit for the whole table: ms when every row is under 10 s, else s), the layout in
