@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 from pathlib import Path
 
@@ -172,9 +171,17 @@ def test_size_caps_stop_a_file_past_them(tmp_path):
 @pytest.mark.parametrize("log", sorted((DATA / "megatron").glob("*.log")), ids=lambda p: p.name)
 def test_megatron_logs_are_detected_and_routed_to_the_megatron_reader(log, capsys):
     assert files.detect(str(log)) == "megatron"
-    if importlib.util.find_spec("ppviz.measured.megatron") is None:
-        pytest.skip("ppviz.measured.megatron (read_log, the calibration part) is not in this branch yet")
     fmt, got = read([str(log)])
     assert fmt == "megatron"
     d = _json(capsys, str(log))
     assert d["format"] == "megatron" and d == {"format": "megatron", **got.summary()}
+
+
+@pytest.mark.parametrize("log", sorted((DATA / "megatron").glob("*.log")), ids=lambda p: p.name)
+def test_megatron_logs_print_as_text_without_json(log, capsys):
+    """The text form names the iteration time, every timer and what can and cannot be fitted."""
+    assert main(["measured", str(log)]) == 0
+    out = capsys.readouterr().out
+    summary = read([str(log)])[1].summary()
+    assert "{" not in out and f"{summary['iteration_ms']['median']:,.1f} ms median" in out
+    assert all(name in out for name in summary["timers"]) and "cannot be fitted:" in out

@@ -31,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
     fmt, got = read(args.files, iteration=args.iteration, pattern=args.pattern, naming=args.naming)
     if fmt == "megatron":
         summary = {"format": "megatron", **got.summary()}
-        print(json.dumps(summary) if args.json else json.dumps(summary, indent=1))
+        print(json.dumps(summary) if args.json else megatron_text(summary))
         return 0
     if got.format == "torch-csv":  # an order: what it holds, nothing to fit
         if args.json:
@@ -78,4 +78,23 @@ def text(d: dict) -> str:
         lines += [f"  {x['op']:>6} on rank {x['rank']}: measured {_ms(x['measured_start_s'])}, simulated "
                   f"{_ms(x['simulated_start_s'])} (+{_ms(x['late_s'])})" for x in d["late_ops"]]  # fmt: skip
     lines += [""] + [f"note: {n}" for n in d["notes"]]
+    return "\n".join(lines)
+
+
+def megatron_text(s: dict) -> str:
+    """A Megatron-LM log's summary as text: the iteration time, the timers, what can and cannot be fitted."""
+    it = s["iteration_ms"]
+    lines = [
+        f"megatron-lm timers ({s['timer_form']} form), {s['iterations']} iterations, global batch {s['global_batch']}",
+        f"iteration      {it['median']:,.1f} ms median of {it['samples']} (first {it['first']:,.1f} ms, "
+        f"min {it['min']:,.1f}, max {it['max']:,.1f})",
+        "timer                              median ms   samples",
+    ]
+    for name, t in s["timers"].items():
+        lines.append(f"  {name:<32} {t['median_ms']:>10,.2f} {t['samples']:>8}")
+    if s.get("backward_forward_ratio") is not None:
+        lines.append(f"backward/forward compute: {s['backward_forward_ratio']:.2f}")
+    lines += ["can be fitted:"] + [f"  - {x}" for x in s["fittable"]]
+    lines += ["cannot be fitted:"] + [f"  - {x}" for x in s["not_fittable"]]
+    lines += [f"note: {n}" for n in s["notes"]]
     return "\n".join(lines)
