@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+import dash
+
 from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import RECOMPUTE
@@ -213,31 +215,16 @@ def cli_command(state: ModelState, schedule: str) -> str:
 # --- the link ---------------------------------------------------------------------------------
 
 
-MODEL_KEYS = {
-    "mode",
-    "schedule",
-    "compare",
-    "model",
-    "gpu",
-    "sp",
-    "tpo",
-    "recompute",
-    "zero",
-    "split",
-    "lines",
-    *NUMBER_FIELDS,
-}
-MODEL_KEYS |= {"baseline", "show", "sweep"}
 COMPARE_SHOWS = ("charts", "sweep")
 SWEEP_AXES = ("m", "v", "p")
 PLACEMENT_KEYS = ("tp_mode", "tp2d", "summa_blocks", "nvlink")  # set by a search row, kept while they fit
-MODEL_KEYS |= set(PLACEMENT_KEYS)
+
+MODEL_PATH = "/model"  # the model & cluster page (ppviz.web.shell registers it there)
 
 
-def linked(hash_: object, state: ModelState) -> str:
-    """``hash_`` opened at ``state`` in the model view: its keys and ``view=model`` set, other views' keys kept
-    (the model page writes it on every move, the search page when a row is opened)."""
-    return url_hash.merge(hash_, {"view": "model", **encode(state)}, MODEL_KEYS | {"view"})
+def link(state: ModelState) -> str:
+    """The model page's address at ``state`` (the search page opens a row there)."""
+    return dash.get_relative_path(MODEL_PATH) + url_hash.write_hash(encode(state))
 
 
 def encode(state: ModelState) -> dict[str, str]:

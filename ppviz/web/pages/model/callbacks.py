@@ -18,7 +18,7 @@ from . import outputs, render
 from .ids import cid, msg_id
 from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, control_values
 from .outputs import unsent, view_parts
-from .state import in_view, key_of, read
+from .state import key_of, read
 
 
 @callback(
@@ -45,11 +45,9 @@ from .state import in_view, key_of, read
 )
 def update_model_view(hash_, values, drawn, sent):
     """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
-    controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
+    controls → hash otherwise. Draws only what changed."""
     trigger = ctx.triggered_id
     if trigger in (None, "url"):
-        if not in_view(hash_):
-            return _unchanged()
         state, notes = read(hash_)
         key = key_of(state)
         if key == drawn:
@@ -59,8 +57,8 @@ def update_model_view(hash_, values, drawn, sent):
     else:
         previous = read(hash_).state
         state, notes = _from_controls(values, previous, trigger)
-        new_hash = cluster.linked(hash_, state)
         key = key_of(state)
+        new_hash = key if key != hash_ else no_update
         preset = trigger in (cid("model"), cid("gpu"))
         controls = control_values(state) if notes or preset else None
         if controls is not None and not preset:
@@ -98,7 +96,7 @@ def update_model_view(hash_, values, drawn, sent):
 
 
 def _unchanged() -> dict:
-    """Nothing to send: the hash is another view's, or this state is drawn already."""
+    """Nothing to send: this state is drawn already."""
     return {
         "hash": no_update,
         "controls": {n: no_update for n in CONTROLS},

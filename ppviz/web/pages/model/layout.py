@@ -1,8 +1,4 @@
-"""The model & cluster page's controls and charts.
-
-Every view stays mounted (hidden ones have ``display: none``) so that each keeps its callbacks and
-its state while another is shown; the URL's hash says which one is on screen.
-"""
+"""The model & cluster page's controls and charts (the Dash page at ``/model``; its state is the URL's hash)."""
 
 from __future__ import annotations
 
@@ -69,7 +65,6 @@ def model_view() -> html.Div:
         ],
         id="model-view",
         className="main",
-        style={"display": "none"},
     )
 
 

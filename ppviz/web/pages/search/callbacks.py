@@ -36,7 +36,7 @@ DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns 
 )
 def update_search(hash_, clicks, values, ran):
     """The search button writes the inputs into the hash and starts the search; a link that carries
-    search inputs (opened while the search view is on screen) sets the inputs and reruns it."""
+    search inputs sets the inputs and reruns it."""
     nothing = {
         "hash": no_update,
         "controls": {name: no_update for name in CONTROLS},
@@ -44,12 +44,9 @@ def update_search(hash_, clicks, values, ran):
     }
     if ctx.triggered_id == "run-search":
         state, notes = search_state.bounded(values)
-        own = {"view": "search", **search_state.encode(state)}
-        new_hash = url_hash.merge(hash_, own, prefix=search_state.PREFIX)
+        new_hash = url_hash.write_hash(search_state.encode(state))
         controls = control_values(state) if notes else {}
     else:
-        if not search_state.in_view(hash_):
-            return nothing
         state, notes, given = search_state.parse(hash_)
         if not given or search_state.key_of(state) == ran:
             return nothing
@@ -117,13 +114,13 @@ def search_in_background(set_progress, request):
 
 
 @callback(
-    Output("url", "hash", allow_duplicate=True),
+    Output("url", "href"),
     Input("grid-search", "selectedRows"),
     State("url", "hash"),
     prevent_initial_call=True,
 )
 def open_row(selected, hash_):
-    """A clicked row opens that layout in the model & cluster view (Gantt in ms, memory in GB)."""
+    """A clicked row opens that layout in the model & cluster page (Gantt in ms, memory in GB)."""
     row = selected[0] if isinstance(selected, list) and selected and isinstance(selected[0], dict) else None
     if row is None:
         return no_update
@@ -134,7 +131,7 @@ def open_row(selected, hash_):
         return no_update
     pairs = cluster.encode(target)
     checked = cluster.parse(url_hash.write_hash(pairs)).state  # the same bounds as any link
-    return cluster.linked(hash_, checked)
+    return cluster.link(checked)
 
 
 clientside_callback(

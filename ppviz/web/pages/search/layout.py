@@ -51,7 +51,6 @@ def search_view() -> html.Div:
         ],
         id="search-view",
         className="main",
-        style={"display": "none"},
     )
 
 
