@@ -69,10 +69,9 @@ def test_every_page_callback_names_its_outputs():
 def test_every_field_maps_to_a_control_that_shows_messages():
     """Each page's field → control map points at controls that have a message box on that page."""
     from ppviz.web.pages.abstract import ids as abstract_ids
+    from ppviz.web.pages.abstract.layout import layout as abstract_layout
     from ppviz.web.pages.model import ids as model_ids
     from ppviz.web.pages.model.layout import MESSAGE_NAMES
-
-    from ppviz.web.pages.abstract.layout import layout as abstract_layout
 
     layout = str(abstract_layout())
     for control in set(abstract_ids.FIELD_CONTROLS.values()):
