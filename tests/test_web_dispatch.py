@@ -205,6 +205,16 @@ def test_the_memory_lines_picker_chooses_the_devices_over_the_band_and_lives_in_
     assert page.value("lines", "disabled") is True and "every device is drawn as a line" in message(page, "lines")
 
 
+def test_the_page_left_leaves_the_next_page_s_hash_alone(page):
+    """A header link to the model page: path and hash change at once while this page is still drawn;
+    its callbacks see the other page's hash and send nothing (nothing drawn, no hash written)."""
+    values = {("url", "pathname"): "/model", ("url", "hash"): "#model=llama3-8b&tp=2"}
+    response = page.fire(page.callback(PAGE), [("url", "hash")], values)
+    assert response.status_code == 204 or not response.get_json().get("response")
+    response = page.fire(page.callback("lines.options"), [("url", "hash")], values)
+    assert response.status_code == 204 or not response.get_json().get("response")
+
+
 def test_clearing_the_compare_picker_says_what_to_do(page):
     dep = page.callback(PAGE)
     answer(page.fire(dep, [("mode", "value")], {("mode", "value"): "compare"}))

@@ -361,6 +361,15 @@ def test_a_hash_change_to_the_view_on_screen_redraws_nothing(page):
     assert unchanged(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): DEFAULT + "&s.gpus=512"}))
 
 
+def test_the_page_left_leaves_the_next_page_s_hash_alone(page):
+    """A header link to the abstract page: path and hash change at once while this page is still drawn;
+    its callbacks see the other page's hash and send nothing (no estimate, no hash written)."""
+    open_hash(page, DEFAULT)
+    values = {("url", "pathname"): "/", ("url", "hash"): "#schedule=zb-v&devices=8"}
+    assert unchanged(page.fire(page.callback(VIEW), [("url", "hash")], values))
+    assert unchanged(page.fire(page.callback("lines-model.options"), [("url", "hash")], values))
+
+
 def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
     link = "#model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto"
     assert model_budget.in_background(cluster.parse(link).state)

@@ -155,6 +155,18 @@ def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
     assert layout["xaxis2"]["title"]["text"] == "time (ms)" and layout["yaxis2"]["title"]["text"] == "memory (GB)"
 
 
+def test_the_page_left_leaves_the_next_page_s_hash_alone(page, expected):
+    """A row opened: path and hash change at once while the search page is still drawn; its callback
+    sees the model page's hash (which reads as search inputs too) and neither runs a search nor writes."""
+    answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK}))
+    row = search_render.rows(expected)[0]
+    out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
+        ("grid-search", "selectedRows"): [row]}))  # fmt: skip
+    path, _, hash_ = out["url"]["href"].partition("#")
+    values = {("url", "pathname"): path, ("url", "hash"): "#" + hash_}
+    assert unchanged(page.fire(page.callback(SYNC), [("url", "hash")], values))
+
+
 @pytest.mark.parametrize("junk", [None, [], [1], ["x"], [{"tp": "a"}], {"rank": 1}, [{}]])
 def test_a_junk_selection_opens_nothing(page, junk):
     response = page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {

@@ -12,16 +12,18 @@ import json
 import dash
 from dash import Input, Output, State, clientside_callback, dcc, html
 
-from .common import cluster
+from .pages.abstract import ids as abstract_ids
 from .pages.abstract import layout as abstract_layout
+from .pages.model import ids as model_ids
 from .pages.model import layout as model_layout
+from .pages.search import ids as search_ids
 from .pages.search import layout as search_layout
 
 # (path, link text, layout): the order of the links in the header
 PAGES = (
-    ("/", "abstract schedules", abstract_layout.layout),
-    (cluster.MODEL_PATH, "model & cluster", model_layout.model_view),
-    ("/search", "search layouts", search_layout.search_view),
+    (abstract_ids.PATH, "abstract schedules", abstract_layout.layout),
+    (model_ids.PATH, "model & cluster", model_layout.model_view),
+    (search_ids.PATH, "search layouts", search_layout.search_view),
 )
 
 

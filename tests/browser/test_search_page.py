@@ -62,21 +62,21 @@ def test_a_search_shows_a_moving_progress_bar_and_cancel_stops_it(page):
     before = jobs()
     # Llama-3 70B on 1,024 H100s over every schedule: tens of seconds here, so there is time to watch it.
     every = ",".join(ppviz.REGISTRY)
-    link = f"/#view=search&s.model=llama3-70b&s.gpu=h100-sxm&s.gpus=1024&s.gbs=1024&s.seq=8192&s.schedules={every}"
+    link = f"/search#model=llama3-70b&gpu=h100-sxm&gpus=1024&gbs=1024&seq=8192&schedules={every}"
     page.driver.get(page.server_url + link)
     page.driver.refresh()  # a shared link: it reruns the search
     watch_then_cancel(page, before)
     page.find_element("#run-search").click()  # the same inputs again, from the button
     watch_then_cancel(page, before)
-    assert "view=search" in page.driver.current_url and "s.gpus=1024" in page.driver.current_url
+    assert "/search#" in page.driver.current_url and "gpus=1024" in page.driver.current_url
 
 
 def test_a_small_search_ranks_layouts_and_a_row_opens_in_the_model_view(page):
     expected = ppviz.search(
         model("llama3-8b", seq=4096), "h100-sxm", 16, 32, top=20, schedules=["1f1b", "zb-v"], headroom=0.1
     )
-    link = "/#view=search&s.model=llama3-8b&s.gpu=h100-sxm&s.gpus=16&s.gbs=32&s.seq=4096&s.schedules=1f1b,zb-v"
-    page.driver.get(page.server_url + link + "&s.headroom=10&s.top=20")  # a shared link reruns the search
+    link = "/search#model=llama3-8b&gpu=h100-sxm&gpus=16&gbs=32&seq=4096&schedules=1f1b,zb-v"
+    page.driver.get(page.server_url + link + "&headroom=10&top=20")  # a shared link reruns the search
     page.driver.refresh()  # opened as a new page, not as a hash change of the one already open
     count = (
         "return new Set([...document.querySelectorAll('#grid-search .ag-row')]"
@@ -97,12 +97,14 @@ def test_a_small_search_ranks_layouts_and_a_row_opens_in_the_model_view(page):
     wait_for(lambda: page.driver.execute_script(cell, first) == f"{lowest:g}", "sorted by peak GB")
 
     page.find_element('#grid-search .ag-row[row-index="0"] [col-id=schedule]').click()
-    wait_for(lambda: page.find_element("#model-view").is_displayed(), "the model view opens")
+    wait_for(lambda: page.find_elements("#model-view"), "the model page opens")
+    assert not page.find_elements("#search-view")  # the page left is gone from the DOM
     best = min(expected.layouts, key=lambda r: round(r["peak_gb"], 2))
     page.wait_for_contains_text("#card-iteration-model", f"{best['iteration_s'] * 1e3:,.0f} ms", timeout=20)
     title = page.driver.execute_script(
         "const gd = document.querySelector('#gantt-model .js-plotly-plot'); return gd.layout.xaxis2.title.text;"
     )
     assert title == "time (ms)"  # the time axis under the memory chart, in the Gantt's figure
-    assert "view=model" in page.driver.current_url and "s.gpus=16" in page.driver.current_url
+    assert "/model#" in page.driver.current_url and "gpus=" not in page.driver.current_url
+    assert "gpus=16" in page.find_element("#nav-search").get_attribute("href")  # the link back keeps the search
     assert page.get_logs() == []

@@ -21,8 +21,9 @@ from dash import (
     no_update,
 )
 
-from ...common import charts, jobs, widgets
+from ...common import charts, jobs, url_hash, widgets
 from . import budget, controls, render, sync
+from .ids import PATH
 from .layout import COMPARE_BAR_STYLE, EXPORTS
 
 PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
@@ -69,9 +70,10 @@ LAYOUT_PARTS = ("ranking_box", "info")  # what only a change of schedule or mode
         "rows": State("stage-table", "rowData"),
         "reset": Input("stage-reset", "n_clicks"),
         "upload": Input("upload-store", "data"),
+        "pathname": State("url", "pathname"),
     },
 )
-def update_page(hash_, controls, params, edit, rows, reset, upload):
+def update_page(hash_, controls, params, edit, rows, reset, upload, pathname):
     """One callback for both directions and the charts, so a slider release costs one round trip.
 
     URL → controls when the URL changed (page load, a shared link, back/forward); controls → URL
@@ -82,6 +84,8 @@ def update_page(hash_, controls, params, edit, rows, reset, upload):
     ids = _ids(ctx.args_grouping["params"])
     params = params if isinstance(params, list) and len(params) == len(ids) else [None] * len(ids)
     trigger = _trigger()
+    if trigger == "url" and url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
+        return _nothing(len(ids), len(ctx.outputs_grouping["messages"]))
     out = sync.sync(trigger, hash_, controls, list(zip(ids, params)), rows, upload)
     synced = {
         "hash": out.hash if out.hash is not None else no_update,
@@ -107,6 +111,13 @@ def update_page(hash_, controls, params, edit, rows, reset, upload):
     if trigger == "lines":  # the memory chart and the picker's note: neither the Gantt chart nor the cards
         kept += ("gantt", "cards")
     return {**synced, **view, **{part: no_update for part in kept}}
+
+
+def _nothing(params: int, messages: int) -> dict:
+    """Every output left as it is."""
+    synced = {name: no_update for name in ("hash", "rows", "options", "notes", "job")}
+    synced |= {"controls": {name: no_update for name in sync.CONTROLS}, "params": [no_update] * params}
+    return {**synced, **_unchanged(messages)}
 
 
 def drawn(state, message_names: list[str], background: bool = False) -> tuple[dict, str]:
@@ -385,9 +396,11 @@ def zoom_in_background(request):
     return {"gantt": figure, "stamp": "" if checked == "full" else f"{request.get('key')}|{drawn_as}", "cards": cards}
 
 
-@callback(Output("lines", "options"), Input("url", "hash"))
-def line_options(hash_):
+@callback(Output("lines", "options"), Input("url", "hash"), State("url", "pathname"))
+def line_options(hash_, pathname):
     """The memory-lines picker offers the devices of the view in the link."""
+    if url_hash.elsewhere(pathname, PATH):
+        return no_update
     return widgets.device_options(sync.read(hash_).state.devices)
 
 

@@ -12,10 +12,10 @@ import time
 
 from dash import Input, Output, State, callback, ctx, no_update
 
-from ...common import charts, cluster, jobs, widgets
+from ...common import charts, cluster, jobs, url_hash, widgets
 from ...common.cluster import ModelState
 from . import outputs, render
-from .ids import cid, msg_id
+from .ids import PATH, cid, msg_id
 from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, control_values
 from .outputs import unsent, view_parts
 from .state import key_of, read
@@ -38,16 +38,19 @@ from .state import key_of, read
     inputs={
         "hash_": Input("url", "hash"),
         "values": {name: Input(cid(name), "value") for name in CONTROLS},
+        "pathname": State("url", "pathname"),
         "drawn": State("drawn-model", "data"),
         "sent": State("sent-model", "data"),
     },
     prevent_initial_call="initial_duplicate",
 )
-def update_model_view(hash_, values, drawn, sent):
+def update_model_view(hash_, values, pathname, drawn, sent):
     """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
     controls → hash otherwise. Draws only what changed."""
     trigger = ctx.triggered_id
     if trigger in (None, "url"):
+        if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
+            return _unchanged()
         state, notes = read(hash_)
         key = key_of(state)
         if key == drawn:
@@ -96,7 +99,7 @@ def update_model_view(hash_, values, drawn, sent):
 
 
 def _unchanged() -> dict:
-    """Nothing to send: this state is drawn already."""
+    """Nothing to send: this state is drawn already, or the browser is leaving for another page."""
     return {
         "hash": no_update,
         "controls": {n: no_update for n in CONTROLS},
@@ -144,11 +147,13 @@ def estimate_in_background(set_progress, request):
 @callback(
     output={"options": Output(cid("lines"), "options"), "disabled": Output(cid("lines"), "disabled")},
     inputs=[Input("url", "hash")],
-    state=[State(cid("lines"), "options"), State(cid("lines"), "disabled")],
+    state=[State("url", "pathname"), State(cid("lines"), "options"), State(cid("lines"), "disabled")],
 )
-def line_options(hash_, shown, was_disabled):
+def line_options(hash_, pathname, shown, was_disabled):
     """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose.
     Sent only when that changes (every move writes the hash)."""
+    if url_hash.elsewhere(pathname, PATH):
+        return {"options": no_update, "disabled": no_update}
     state = read(hash_).state
     options = widgets.device_options(state.pp)
     disabled = state.pp <= charts.MEMORY_LINES or state.mode == "compare"

@@ -12,7 +12,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, html,
 from ...common import charts, cluster, jobs, url_hash, widgets
 from . import render
 from . import state as search_state
-from .ids import cid
+from .ids import PATH, cid
 from .layout import CONTROLS, control_values
 
 DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns what it has) before the job limit
@@ -30,11 +30,12 @@ DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns 
         "hash_": Input("url", "hash"),
         "clicks": Input("run-search", "n_clicks"),
         "values": {name: State(cid(name), "value") for name in CONTROLS},
+        "pathname": State("url", "pathname"),
         "ran": State("ran-search", "data"),
     },
     prevent_initial_call="initial_duplicate",
 )
-def update_search(hash_, clicks, values, ran):
+def update_search(hash_, clicks, values, pathname, ran):
     """The search button writes the inputs into the hash and starts the search; a link that carries
     search inputs sets the inputs and reruns it."""
     nothing = {
@@ -47,6 +48,8 @@ def update_search(hash_, clicks, values, ran):
         new_hash = url_hash.write_hash(search_state.encode(state))
         controls = control_values(state) if notes else {}
     else:
+        if url_hash.elsewhere(pathname, PATH):  # a link to another page (a row opened): the hash is that page's
+            return nothing
         state, notes, given = search_state.parse(hash_)
         if not given or search_state.key_of(state) == ran:
             return nothing
