@@ -23,6 +23,7 @@ from ppviz.web.pages.model.ids import bar_id, card_id, cid, msg_id
 from ppviz.web.pages.model.layout import CONTROLS, MESSAGE_NAMES
 
 SERVER = page_app.server
+URL = "url-model"  # the page's location
 VIEW = "drawn-model.data"  # the view's callback (its last output names what it drew)
 DEFAULT = "#model=llama3-70b"  # the default view
 
@@ -36,7 +37,7 @@ def page() -> Page:
 
 def open_hash(page: Page, hash_: str) -> dict:
     """A link opened in the page: its hash changes, and the view draws what it says."""
-    return answer(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): hash_}))
+    return answer(page.fire(page.callback(VIEW), [(URL, "hash")], {(URL, "hash"): hash_}))
 
 
 def change(page: Page, name: str, value) -> dict:
@@ -182,8 +183,8 @@ def test_every_control_writes_the_link_and_redraws(page, name):
     """Each control with an ordinary new value, then emptied: 200 both times, and the hash carries it."""
     open_hash(page, DEFAULT + ("&mode=compare" if name in IN_COMPARE else ""))  # compare's own controls
     out = change(page, name, CHANGES[name])
-    state = shown = cluster.parse(out["url"]["hash"]).state
-    assert out["url"]["hash"].startswith("#model=")  # the page's whole hash is its own
+    state = shown = cluster.parse(out[URL]["hash"]).state
+    assert out[URL]["hash"].startswith("#model=")  # the page's whole hash is its own
     if name in cluster.NUMBER_FIELDS:
         assert shown.field_value(name) == CHANGES[name]
     elif name == "sp":
@@ -203,12 +204,12 @@ def test_every_control_writes_the_link_and_redraws(page, name):
 def test_a_preset_resets_its_fields_and_an_edited_field_is_an_override(page):
     open_hash(page, DEFAULT)
     out = change(page, "layers", 40)
-    assert "layers=40" in out["url"]["hash"]
+    assert "layers=40" in out[URL]["hash"]
     est = ppviz.estimate(model("llama3-70b", layers=40), "h100-sxm", estimate(schedule="1f1b").layout)
     assert f"{est.iteration_s * 1e3:,.0f} ms" in cards(page)
     out = change(page, "model", "llama3-8b")
     assert out["layers-model"]["value"] == 32 and out["hidden-model"]["value"] == 4096  # the preset's own
-    assert "layers=" not in out["url"]["hash"] and "model=llama3-8b" in out["url"]["hash"]
+    assert "layers=" not in out[URL]["hash"] and "model=llama3-8b" in out[URL]["hash"]
     out = change(page, "gpu", "h200")
     assert out["hbm_gb-model"]["value"] == 141
     assert "141 GB" in cards(page)
@@ -270,12 +271,12 @@ def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
     assert names[:2] == ["min", "min–max of 16 devices"]
     assert f"device {high} (highest peak)" in names and f"device {low} (lowest peak)" in names
     assert f"automatic: device {high} (highest peak) and device {low} (lowest)" in message(page, "lines")
-    options = answer(page.fire(page.callback("lines-model.options"), [("url", "hash")]))["lines-model"]
+    options = answer(page.fire(page.callback("lines-model.options"), [(URL, "hash")]))["lines-model"]
     assert options["options"] == [{"label": f"device {d}", "value": d} for d in range(16)]
     assert options["disabled"] is False
 
     out = change(page, "lines", [11, 4])
-    assert cluster.parse(out["url"]["hash"]).state.lines == (4, 11) and out["url"]["hash"].endswith("&lines=4,11")
+    assert cluster.parse(out[URL]["hash"]).state.lines == (4, 11) and out[URL]["hash"].endswith("&lines=4,11")
     lines = [t for t in memory_part(out["gantt-model"]["figure"]) if str(t.get("name")).startswith("device")]
     assert [t["name"].split(" (")[0] for t in lines] == ["device 4", "device 11"]
     static = est.static_bytes["weight"] + est.static_bytes["grad"] + est.static_bytes["optimizer"]
@@ -287,7 +288,7 @@ def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
 
     open_hash(page, DEFAULT + "&pp=8&lines=3")
     assert page.value("lines-model", "value") == [3]
-    options = answer(page.fire(page.callback("lines-model.options"), [("url", "hash")]))["lines-model"]
+    options = answer(page.fire(page.callback("lines-model.options"), [(URL, "hash")]))["lines-model"]
     assert options["disabled"] is True and "every device is drawn as a line" in message(page, "lines")
 
 
@@ -348,7 +349,7 @@ def test_tp_comm_overlap_control_and_link_key(page):
     on, off = estimate(tp_comm_overlap=True), estimate()
     assert on.iteration_s < off.iteration_s and f"{on.iteration_s * 1e3:,.0f} ms" in cards(page)
     out = change(page, "tpo", [])
-    assert "tpo" not in out["url"]["hash"] and f"{off.iteration_s * 1e3:,.0f} ms" in cards(page)
+    assert "tpo" not in out[URL]["hash"] and f"{off.iteration_s * 1e3:,.0f} ms" in cards(page)
     # without sequence parallel (or at tp 1) it does not apply, as the control's label says
     assert not cluster.layout_of(replace(state, sp=False), "1f1b").tp_comm_overlap
     assert not cluster.layout_of(replace(state, tp=1), "1f1b").tp_comm_overlap
@@ -357,17 +358,17 @@ def test_tp_comm_overlap_control_and_link_key(page):
 def test_a_hash_change_to_the_view_on_screen_redraws_nothing(page):
     """A hash that reads as the state drawn (keys in another order, a key of no use) sends nothing."""
     open_hash(page, DEFAULT)
-    assert unchanged(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): "#gpu=h100-sxm&tp=8"}))
-    assert unchanged(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): DEFAULT + "&s.gpus=512"}))
+    assert unchanged(page.fire(page.callback(VIEW), [(URL, "hash")], {(URL, "hash"): "#gpu=h100-sxm&tp=8"}))
+    assert unchanged(page.fire(page.callback(VIEW), [(URL, "hash")], {(URL, "hash"): DEFAULT + "&s.gpus=512"}))
 
 
 def test_the_page_left_leaves_the_next_page_s_hash_alone(page):
     """A header link to the abstract page: path and hash change at once while this page is still drawn;
     its callbacks see the other page's hash and send nothing (no estimate, no hash written)."""
     open_hash(page, DEFAULT)
-    values = {("url", "pathname"): "/", ("url", "hash"): "#schedule=zb-v&devices=8"}
-    assert unchanged(page.fire(page.callback(VIEW), [("url", "hash")], values))
-    assert unchanged(page.fire(page.callback("lines-model.options"), [("url", "hash")], values))
+    values = {(URL, "pathname"): "/", (URL, "hash"): "#schedule=zb-v&devices=8"}
+    assert unchanged(page.fire(page.callback(VIEW), [(URL, "hash")], values))
+    assert unchanged(page.fire(page.callback("lines-model.options"), [(URL, "hash")], values))
 
 
 def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
@@ -396,7 +397,7 @@ def test_compare_deltas_are_against_the_chosen_baseline_in_percent_and_gb(page):
 
     assert expected(zbv, one) in text_of(page.value("ranking-model", "children"))  # the first is the baseline
     out = change(page, "baseline", "zb-v")
-    assert "baseline=zb-v" in out["url"]["hash"]
+    assert "baseline=zb-v" in out[URL]["hash"]
     table = text_of(page.value("ranking-model", "children"))
     assert expected(one, zbv) in table and expected(zbv, one) not in table
 
@@ -404,7 +405,7 @@ def test_compare_deltas_are_against_the_chosen_baseline_in_percent_and_gb(page):
 def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(page):
     open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v,zb-h1&baseline=zb-v")
     out = change(page, "compare", ["zb-h1", "1f1b"])
-    assert out[cid("baseline")]["value"] == "zb-h1" and "baseline" not in out["url"]["hash"]
+    assert out[cid("baseline")]["value"] == "zb-h1" and "baseline" not in out[URL]["hash"]
 
 
 def test_the_baseline_picker_offers_the_compared_schedules(page):
@@ -420,9 +421,9 @@ def test_the_sweep_is_in_real_units_with_gaps_that_say_why(page):
     into 8 × 4 stages, so v = 4 is a gap with that reason; 1F1B takes no chunks and stays flat."""
     open_hash(page, DEFAULT + "&mode=compare&compare=interleaved-1f1b,1f1b")
     out = change(page, "compare_show", "sweep")
-    assert "show=sweep" in out["url"]["hash"]
+    assert "show=sweep" in out[URL]["hash"]
     out = change(page, "sweep_axis", "v")
-    assert "sweep=v" in out["url"]["hash"] and out["drawn-model"]["data"]
+    assert "sweep=v" in out[URL]["hash"] and out["drawn-model"]["data"]
     fig = page.value("gantt-model", "figure")
     lines = {(t["name"], t["yaxis"]): t for t in fig["data"] if t.get("mode") == "lines+markers"}
     inter = lines[("interleaved-1f1b", "y")]
@@ -487,9 +488,9 @@ def test_iterations_put_each_optimizer_step_between_them_in_ms(page):
     assert gantt["layout"]["xaxis"]["range"] == pytest.approx([0, est.makespan_s * 1e3])
     assert_breakdown(page, est)
     out = change(page, "iterations", 2)
-    assert "iterations=2" in out["url"]["hash"]
+    assert "iterations=2" in out[URL]["hash"]
     out = change(page, "iterations", 1)
-    assert "iterations" not in out["url"]["hash"]  # one iteration: the link of before
+    assert "iterations" not in out[URL]["hash"]  # one iteration: the link of before
     assert not [t for t in out["gantt-model"]["figure"]["data"] if t.get("legendgroup") == "optimizer"]
 
 
@@ -515,7 +516,7 @@ def test_a_move_sends_only_what_changed(page):
     texts |= {card_id("detail", k): {"children"} for k in ("iteration", "tokens", "mfu", "layout")}
     texts |= {bar_id("bar", 0): {"style", "title"}, bar_id("text", 0): {"children"}}
     assert sent == {"gantt-model": {"figure"}} | texts | {  # the memory chart is in the Gantt's figure
-        "url": {"hash"},
+        URL: {"hash"},
         "drawn-model": {"data"},
         "sent-model": {"data"},
     }
@@ -555,11 +556,11 @@ def test_after_a_background_job_the_next_view_sends_what_the_job_drew_over(page)
 def test_the_lines_picker_is_sent_only_when_its_devices_or_state_change(page):
     dep = page.callback("lines-model.options")
     open_hash(page, DEFAULT)
-    page.fire(dep, [("url", "hash")])
+    page.fire(dep, [(URL, "hash")])
     change(page, "gbs", 72)  # a new hash, the same pipeline
-    assert unchanged(page.fire(dep, [("url", "hash")]))
+    assert unchanged(page.fire(dep, [(URL, "hash")]))
     change(page, "pp", 16)
-    out = answer(page.fire(dep, [("url", "hash")]))["lines-model"]
+    out = answer(page.fire(dep, [(URL, "hash")]))["lines-model"]
     assert len(out["options"]) == 16 and out["disabled"] is False
 
 

@@ -21,6 +21,7 @@ from ppviz.web.pages.search.ids import cid
 from ppviz.web.pages.search.layout import CONTROLS
 
 SERVER = page_app.server
+URL, MODEL_URL = "url-search", "url-model"  # the pages' locations
 SYNC = "ran-search.data"
 JOB = "error-search.children"
 SMALL = {"model": "llama3-8b", "gpus": 16, "gbs": 32, "seq": 4096, "schedules": ["1f1b", "zb-v"], "headroom": 10}
@@ -38,7 +39,7 @@ def page() -> Page:
 def follow(page: Page, out: dict) -> tuple[dict, str]:
     """A row's link followed as the browser does: the router draws the model page at its path, whose
     view draws the hash's state on its first call. Returns that call's answer and the hash."""
-    path, _, hash_ = out["url"]["href"].partition("#")
+    path, _, hash_ = out[URL]["href"].partition("#")
     assert path == cluster.MODEL_PATH
     page.go(path, "#" + hash_)
     return answer(page.fire(page.callback("drawn-model.data"))), "#" + hash_
@@ -80,7 +81,7 @@ def test_nothing_runs_on_page_load(page):
 
 def test_the_search_button_runs_the_search_in_the_background_and_ranks_like_ppviz_search(page, expected):
     out = press_search(page, SMALL)
-    hash_ = out["url"]["hash"]
+    hash_ = out[URL]["hash"]
     assert hash_.startswith("#model=") and "gpus=16" in hash_ and "schedules=1f1b,zb-v" in hash_
     assert out["request-search"]["data"]["search"] == search_state.key_of(search_state.parse(hash_).state)
     run_job(page)
@@ -100,14 +101,14 @@ def test_the_search_button_runs_the_search_in_the_background_and_ranks_like_ppvi
 
 
 def test_a_link_with_search_inputs_sets_them_and_reruns_once(page):
-    out = answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK}))
+    out = answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK}))
     assert out[cid("model")]["value"] == "llama3-8b" and out[cid("gpus")]["value"] == 16
     assert out[cid("schedules")]["value"] == ["1f1b", "zb-v"] and out[cid("headroom")]["value"] == 10
     assert out["request-search"]["data"]["search"].startswith("model=llama3-8b")
     reordered = "#" + "&".join(reversed(SMALL_LINK.lstrip("#").split("&")))
-    again = page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): reordered})
+    again = page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): reordered})
     assert unchanged(again)  # the same search, written otherwise: not run again
-    assert unchanged(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): ""}))  # no inputs: none
+    assert unchanged(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): ""}))  # no inputs: none
 
 
 @pytest.mark.parametrize("name", CONTROLS)
@@ -117,7 +118,7 @@ def test_every_input_is_bounded_before_the_search(page, name):
     out = press_search(page, {**SMALL, name: junk[name]})
     notes = text_of(out["notes-search"]["children"])
     assert notes, f"{name}={junk[name]!r} passed without a note"
-    state = search_state.parse(out["url"]["hash"]).state
+    state = search_state.parse(out[URL]["hash"]).state
     assert state == search_state.bounded({**SMALL, name: junk[name]})[0]
     if name == "gpus":
         assert out[cid("gpus")]["value"] == 16_384 and "outside 1–16384" in notes
@@ -139,7 +140,7 @@ def test_a_search_where_nothing_fits_says_how_close_it_came(page):
 
 
 def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
-    answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK}))
+    answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK}))
     row = search_render.rows(expected)[1]
     out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
         ("grid-search", "selectedRows"): [row]}))  # fmt: skip
@@ -158,13 +159,13 @@ def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
 def test_the_page_left_leaves_the_next_page_s_hash_alone(page, expected):
     """A row opened: path and hash change at once while the search page is still drawn; its callback
     sees the model page's hash (which reads as search inputs too) and neither runs a search nor writes."""
-    answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK}))
+    answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK}))
     row = search_render.rows(expected)[0]
     out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
         ("grid-search", "selectedRows"): [row]}))  # fmt: skip
-    path, _, hash_ = out["url"]["href"].partition("#")
-    values = {("url", "pathname"): path, ("url", "hash"): "#" + hash_}
-    assert unchanged(page.fire(page.callback(SYNC), [("url", "hash")], values))
+    path, _, hash_ = out[URL]["href"].partition("#")
+    values = {(URL, "pathname"): path, (URL, "hash"): "#" + hash_}
+    assert unchanged(page.fire(page.callback(SYNC), [(URL, "hash")], values))
 
 
 @pytest.mark.parametrize("junk", [None, [], [1], ["x"], [{"tp": "a"}], {"rank": 1}, [{}]])
@@ -191,18 +192,18 @@ def expected_2d():
 
 def test_2d_tensor_parallelism_is_searched_when_ticked(page, expected_2d):
     out = press_search(page, {**SMALL, "tp_mode": ["2d"]})
-    assert "tp_mode=2d" in out["url"]["hash"]
+    assert "tp_mode=2d" in out[URL]["hash"]
     run_job(page)
     rows = page.value("grid-search", "rowData")
     assert [r["command"] for r in rows] == [r["command"] for r in expected_2d.layouts]
     assert all(r["tp_mode"] == "2d" and r["tp_text"] == f"2D {r['tp2d'][0]}×{r['tp2d'][1]}" for r in rows)
-    link = answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK + "&tp_mode=1d,2d"}))
+    link = answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK + "&tp_mode=1d,2d"}))
     assert link[cid("tp_mode")]["value"] == ["1d", "2d"]
 
 
 @pytest.mark.parametrize("which", ["2d", "nvlink"])
 def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, expected_2d, which):
-    answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK + "&tp_mode=2d"}))
+    answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK + "&tp_mode=2d"}))
     rows = search_render.rows(expected_2d)
     row = next(r for r in rows if (r["nvlink_dp_pp"] is not None) == (which == "nvlink"))
     out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
@@ -225,11 +226,11 @@ def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, 
     assert "--tp-mode 2d --tp2d" in cluster.cli_command(state, row["schedule"])
     # another control keeps the grid; a new tp that the grid does not fit goes back to 1D and says so
     zero = answer(page.fire(page.callback("drawn-model.data"), [("zero-model", "value")], {
-        ("url", "hash"): hash_, ("zero-model", "value"): 2}))  # fmt: skip
-    assert "tp2d=" in zero["url"]["hash"]
+        (MODEL_URL, "hash"): hash_, ("zero-model", "value"): 2}))  # fmt: skip
+    assert "tp2d=" in zero[MODEL_URL]["hash"]
     tp = answer(page.fire(page.callback("drawn-model.data"), [("tp-model", "value")], {
-        ("url", "hash"): hash_, ("tp-model", "value"): row["tp"] * 2 if row["tp"] < 8 else 1}))  # fmt: skip
-    assert "tp2d=" not in tp["url"]["hash"] and "showing 1D" in text_of(tp["notes-model"]["children"])
+        (MODEL_URL, "hash"): hash_, ("tp-model", "value"): row["tp"] * 2 if row["tp"] < 8 else 1}))  # fmt: skip
+    assert "tp2d=" not in tp[MODEL_URL]["hash"] and "showing 1D" in text_of(tp["notes-model"]["children"])
 
 
 @pytest.mark.parametrize(

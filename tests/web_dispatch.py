@@ -48,6 +48,7 @@ class Page:
     deps: list[dict] = field(default_factory=list)
     props: dict[str, dict] = field(default_factory=dict)  # id key -> prop -> value
     ids: dict[str, object] = field(default_factory=dict)  # id key -> id
+    types: dict[str, str] = field(default_factory=dict)  # id key -> component type ("Location", …)
     end_id: str = ""  # the page load's signed token, echoed on every request (binds background jobs)
 
     @classmethod
@@ -67,14 +68,16 @@ class Page:
         """Follow a link to another page: the router draws it, and the components of the page left go."""
         old = self.value(CONTENT, "children")
         for key in self._ids_in(old):
-            self.ids.pop(key, None)
-            self.props.pop(key, None)
-        self.set("url", "pathname", path)
-        self.set("url", "hash", hash_)
+            for held in (self.ids, self.props, self.types):
+                held.pop(key, None)
         values = {(LOCATION, "pathname"): path, (LOCATION, "search"): ""}
         answer = self.fire(self.callback(CONTENT + ".children"), [(LOCATION, "pathname")], values)
         assert answer.status_code == 200, answer.get_data(as_text=True)[:2000]
         self._walk(self.value(CONTENT, "children"))
+        for key, kind in self.types.items():  # every location reads the browser's address as it mounts
+            if kind == "Location" and key != LOCATION:
+                self.set(key, "pathname", path)
+                self.set(key, "hash", hash_)
 
     def _ids_in(self, node) -> list[str]:
         if isinstance(node, list):
@@ -96,6 +99,7 @@ class Page:
         if "id" in props:
             key = id_key(props["id"])
             self.ids[key] = props["id"]
+            self.types[key] = node.get("type", "")
             self.props[key] = {k: v for k, v in props.items() if k != "id"}
         for value in props.values():
             if isinstance(value, (dict, list)):

@@ -1,8 +1,11 @@
 """The page frame: the header with a link to each page, and Dash's page container.
 
 Each view is a Dash page (``register_pages``): only the page on screen is in the DOM, so a move on
-one page never fires another page's callbacks. The pages never import each other; this module is
-the one place that knows all three.
+one page never fires another page's callbacks. Each page holds its own ``dcc.Location`` (a callback
+with an output in this frame would be run while another page is drawn, its inputs missing); they
+all use ``refresh="callback-nav"``, so a write by one reaches the others, the router's and this
+frame's (``here``), which keeps each page's last hash on its link. The pages never import each
+other; this module is the one place that knows all three.
 """
 
 from __future__ import annotations
@@ -49,8 +52,7 @@ def _ignoring_query(build):
 def layout() -> html.Div:
     return html.Div(
         [
-            # callback-nav: a page's own URL writes reach the router's location too (a search row opens /model)
-            dcc.Location(id="url", refresh="callback-nav"),
+            dcc.Location(id="here", refresh="callback-nav"),
             dcc.Store(id="page-hashes", storage_type="session"),  # each page's last hash, for the links
             header(),
             dash.page_container,
@@ -115,8 +117,8 @@ clientside_callback(
     Output("page-hashes", "data"),
     *[Output(nav_id(path), "href") for path, _, _ in PAGES],
     *[Output(nav_id(path), "className") for path, _, _ in PAGES],
-    Input("url", "pathname"),
-    Input("url", "hash"),
+    Input("here", "pathname"),
+    Input("here", "hash"),
     State("page-hashes", "data"),
 )
 

@@ -15,7 +15,7 @@ from dash import Input, Output, State, callback, ctx, no_update
 from ...common import charts, cluster, jobs, url_hash, widgets
 from ...common.cluster import ModelState
 from . import outputs, render
-from .ids import PATH, cid, msg_id
+from .ids import PATH, URL, cid, msg_id
 from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, control_values
 from .outputs import unsent, view_parts
 from .state import key_of, read
@@ -23,7 +23,7 @@ from .state import key_of, read
 
 @callback(
     output={
-        "hash": Output("url", "hash", allow_duplicate=True),
+        "hash": Output(URL, "hash"),
         "controls": {name: Output(cid(name), "value") for name in CONTROLS},
         "notes": Output("notes-model", "children"),
         "view": outputs.view_outputs(),
@@ -36,19 +36,18 @@ from .state import key_of, read
         "sent": Output("sent-model", "data"),
     },
     inputs={
-        "hash_": Input("url", "hash"),
+        "hash_": Input(URL, "hash"),
         "values": {name: Input(cid(name), "value") for name in CONTROLS},
-        "pathname": State("url", "pathname"),
+        "pathname": State(URL, "pathname"),
         "drawn": State("drawn-model", "data"),
         "sent": State("sent-model", "data"),
     },
-    prevent_initial_call="initial_duplicate",
 )
 def update_model_view(hash_, values, pathname, drawn, sent):
     """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
     controls → hash otherwise. Draws only what changed."""
     trigger = ctx.triggered_id
-    if trigger in (None, "url"):
+    if trigger in (None, URL):
         if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
             return _unchanged()
         state, notes = read(hash_)
@@ -146,8 +145,8 @@ def estimate_in_background(set_progress, request):
 
 @callback(
     output={"options": Output(cid("lines"), "options"), "disabled": Output(cid("lines"), "disabled")},
-    inputs=[Input("url", "hash")],
-    state=[State("url", "pathname"), State(cid("lines"), "options"), State(cid("lines"), "disabled")],
+    inputs=[Input(URL, "hash")],
+    state=[State(URL, "pathname"), State(cid("lines"), "options"), State(cid("lines"), "disabled")],
 )
 def line_options(hash_, pathname, shown, was_disabled):
     """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose.

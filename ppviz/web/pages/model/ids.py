@@ -3,6 +3,7 @@
 from ...common.cluster import MODEL_PATH
 
 PATH = MODEL_PATH  # the page's address (in common: the search page opens its rows there)
+URL = "url-model"  # the page's location: its hash is the page's state
 
 
 def cid(name: str) -> str:

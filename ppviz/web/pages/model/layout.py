@@ -12,7 +12,7 @@ from ...common import charts, widgets
 from ...common.charts import GRAPH_CONFIG
 from ...common.cluster import GPU_FIELDS, LAYOUT_FIELDS, MAX_COMPARE, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
 from ...common.widgets import device_options
-from .ids import bar_id, card_id, cid, msg_id
+from .ids import URL, bar_id, card_id, cid, msg_id
 from .render import CARD_LABELS
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "split", "lines")
@@ -57,6 +57,7 @@ def model_view() -> html.Div:
     values = control_values(state)
     return html.Div(
         [
+            dcc.Location(id=URL, refresh="callback-nav"),  # see ppviz.web.shell
             dcc.Store(id="drawn-model"),
             dcc.Store(id="sent-model"),  # digests of the small outputs on screen (see model_callbacks)
             dcc.Store(id="job-model"),

@@ -12,7 +12,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, html,
 from ...common import charts, cluster, jobs, url_hash, widgets
 from . import render
 from . import state as search_state
-from .ids import PATH, cid
+from .ids import PATH, URL, cid
 from .layout import CONTROLS, control_values
 
 DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns what it has) before the job limit
@@ -20,20 +20,19 @@ DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns 
 
 @callback(
     output={
-        "hash": Output("url", "hash", allow_duplicate=True),
+        "hash": Output(URL, "hash"),
         "controls": {name: Output(cid(name), "value") for name in CONTROLS},
         "notes": Output("notes-search", "children"),
         "request": Output("request-search", "data"),
         "ran": Output("ran-search", "data"),
     },
     inputs={
-        "hash_": Input("url", "hash"),
+        "hash_": Input(URL, "hash"),
         "clicks": Input("run-search", "n_clicks"),
         "values": {name: State(cid(name), "value") for name in CONTROLS},
-        "pathname": State("url", "pathname"),
+        "pathname": State(URL, "pathname"),
         "ran": State("ran-search", "data"),
     },
-    prevent_initial_call="initial_duplicate",
 )
 def update_search(hash_, clicks, values, pathname, ran):
     """The search button writes the inputs into the hash and starts the search; a link that carries
@@ -117,9 +116,9 @@ def search_in_background(set_progress, request):
 
 
 @callback(
-    Output("url", "href"),
+    Output(URL, "href"),
     Input("grid-search", "selectedRows"),
-    State("url", "hash"),
+    State(URL, "hash"),
     prevent_initial_call=True,
 )
 def open_row(selected, hash_):

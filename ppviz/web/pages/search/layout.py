@@ -10,7 +10,7 @@ from ppviz.estimate import specs
 
 from ...common import charts, widgets
 from ...common.charts import GRAPH_CONFIG
-from .ids import cid
+from .ids import URL, cid
 from .state import FIELDS, SearchState
 
 CONTROLS = ("model", "gpu", *FIELDS, "schedules", "tp_mode")
@@ -44,6 +44,7 @@ def search_view() -> html.Div:
     values = control_values(SearchState())
     return html.Div(
         [
+            dcc.Location(id=URL, refresh="callback-nav"),  # see ppviz.web.shell
             dcc.Store(id="request-search"),
             dcc.Store(id="ran-search"),
             html.Aside(_panel(values), className="panel"),
