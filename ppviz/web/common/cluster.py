@@ -375,13 +375,8 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         _take_choice(raw, name, allowed, values, notes, note)
     state = replace(base, **values)
     model_over, gpu_over = {}, {}
-    for name, value in numbers.items():
-        f = NUMBER_FIELDS.get(name) if isinstance(name, str) else None
-        if f is None or value is None or value == "":
-            continue
-        v = validation.in_range(name, validation.number(value), f.low, f.high, f.integer, notes)
-        if v is None:
-            continue
+    given = {n: v for n, v in numbers.items() if isinstance(n, str) and n in NUMBER_FIELDS and v not in (None, "")}
+    for name, v in validation.read_numbers(given, NUMBER_FIELDS, notes).items():
         if name in LAYOUT_FIELDS:
             state = replace(state, **{name: v})
         elif name in MODEL_FIELDS and v != preset_value(state.model, name):
