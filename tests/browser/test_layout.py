@@ -114,7 +114,7 @@ def ranking_text(duo, selector: str) -> tuple[list[str], str]:
         "const heads = [...box.querySelectorAll('th, .ag-header-cell-text')].map(h => h.textContent.trim());"
         "const body = [...box.querySelectorAll('td, .ag-cell')].map(c => c.textContent.trim()).join(' | ');"
         # a grid's own parts overhang by design; its text must not
-        "const grid = e => e.closest('.ag-root-wrapper, .ag-measurement-container');"
+        "const grid = e => e.closest('.ag-root-wrapper, .ag-measurement-container, .ag-aria-description-container');"
         "const clipped = [box, ...box.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 1"
         "  && (grid(e) ? e.matches('.ag-header-cell-text, .ag-cell-value, .ag-body-horizontal-scroll-viewport')"
         "      : ['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX)))"

@@ -58,6 +58,7 @@ LAYOUT_PARTS = ("ranking_box", "info")  # what only a change of schedule or mode
         "params": Output(PARAMS, "value"),
         "rows": Output("stage-table", "rowData"),
         "options": Output("schedule", "options"),
+        "line_options": Output("lines", "options"),
         "notes": Output("link-notes", "children"),
         **VIEW,
         "job": Output("job-request", "data"),
@@ -93,6 +94,10 @@ def update_page(hash_, controls, params, edit, rows, reset, upload, pathname):
         "params": out.params if out.params is not None else [no_update] * len(ids),
         "rows": out.rows if out.rows is not None else no_update,
         "options": out.options if out.options is not None else no_update,
+        # with the picker's value, in one answer: a value the options lack would be dropped by the picker
+        "line_options": widgets.device_options(out.state.devices)
+        if out.previous is None or out.previous.devices != out.state.devices
+        else no_update,
         "notes": widgets.notes(out.notes) if out.notes is not None else no_update,
         "job": no_update,
     }
@@ -115,7 +120,7 @@ def update_page(hash_, controls, params, edit, rows, reset, upload, pathname):
 
 def _nothing(params: int, messages: int) -> dict:
     """Every output left as it is."""
-    synced = {name: no_update for name in ("hash", "rows", "options", "notes", "job")}
+    synced = {name: no_update for name in ("hash", "rows", "options", "line_options", "notes", "job")}
     synced |= {"controls": {name: no_update for name in sync.CONTROLS}, "params": [no_update] * params}
     return {**synced, **_unchanged(messages)}
 
@@ -394,14 +399,6 @@ def zoom_in_background(request):
     except (ValueError, *jobs.STOPPED):
         return nothing
     return {"gantt": figure, "stamp": "" if checked == "full" else f"{request.get('key')}|{drawn_as}", "cards": cards}
-
-
-@callback(Output("lines", "options"), Input("url", "hash"), State("url", "pathname"))
-def line_options(hash_, pathname):
-    """The memory-lines picker offers the devices of the view in the link."""
-    if url_hash.elsewhere(pathname, PATH):
-        return no_update
-    return widgets.device_options(sync.read(hash_).state.devices)
 
 
 clientside_callback(

@@ -35,6 +35,7 @@ class Synced:
     """What the sync callback sends back; None means "leave as it is"."""
 
     state: ViewState
+    previous: ViewState | None = None  # the state in the URL before (for a control change)
     hash: str | None = None
     controls: dict | None = None
     params: list | None = None
@@ -156,7 +157,7 @@ def sync(
         values = {**values, "mode": "single", "schedule": CUSTOM}
     raw = state_from_controls(values, params, rows, parsed.state, trigger, upload)
     state, notes = bounded(raw)
-    out = Synced(state, hash=encode(state), notes=notes)
+    out = Synced(state, parsed.state, hash=encode(state), notes=notes)
     if notes:  # show what is used instead of what was sent
         out.controls = {name: value for name, value in control_values(state).items() if name != "compare"}
         out.params = param_values(state, [pid for pid, _ in params])
