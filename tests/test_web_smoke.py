@@ -61,12 +61,12 @@ def test_page_is_served_with_its_title(served):
 
 
 def test_layout_holds_the_controls_and_charts(served):
-    """/_dash-layout is the frame (the URL, the links to the pages, the page container); the pages router
-    answers / with the abstract page: the sliders and both charts."""
+    """/_dash-layout is the frame (its location, the links to the pages, the page container); the pages
+    router answers / with the abstract page: its location, the sliders and both charts."""
     status, body = fetch(served + "/_dash-layout")
     assert status == 200
     text = body.decode()
-    for component_id in ('"url"', '"nav-model"', '"nav-search"', '"_pages_content"'):
+    for component_id in ('"here"', '"nav-model"', '"nav-search"', '"_pages_content"'):
         assert component_id in text
     deps = json.loads(fetch(served + "/_dash-dependencies")[1])
     (router,) = [d for d in deps if "_pages_content.children" in d["output"]]
@@ -80,7 +80,7 @@ def test_layout_holds_the_controls_and_charts(served):
     )
     with urllib.request.urlopen(request, timeout=10) as r:
         text = r.read().decode()
-    for component_id in ('"devices"', '"microbatches"', '"gantt"', '"memory"', '"stage-table"'):
+    for component_id in ('"url"', '"devices"', '"microbatches"', '"gantt"', '"memory"', '"stage-table"'):
         assert component_id in text
 
 
