@@ -271,7 +271,7 @@ def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
     assert names[:2] == ["min", "min–max of 16 devices"]
     assert f"device {high} (highest peak)" in names and f"device {low} (lowest peak)" in names
     assert f"automatic: device {high} (highest peak) and device {low} (lowest)" in message(page, "lines")
-    options = answer(page.fire(page.callback("lines-model.options"), [(URL, "hash")]))["lines-model"]
+    options = out["lines-model"]  # with the view: the picker's options and its value in one answer
     assert options["options"] == [{"label": f"device {d}", "value": d} for d in range(16)]
     assert options["disabled"] is False
 
@@ -288,8 +288,7 @@ def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
 
     open_hash(page, DEFAULT + "&pp=8&lines=3")
     assert page.value("lines-model", "value") == [3]
-    options = answer(page.fire(page.callback("lines-model.options"), [(URL, "hash")]))["lines-model"]
-    assert options["disabled"] is True and "every device is drawn as a line" in message(page, "lines")
+    assert page.value("lines-model", "disabled") is True and "every device is drawn as a line" in message(page, "lines")
 
 
 def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
@@ -368,7 +367,6 @@ def test_the_page_left_leaves_the_next_page_s_hash_alone(page):
     open_hash(page, DEFAULT)
     values = {(URL, "pathname"): "/", (URL, "hash"): "#schedule=zb-v&devices=8"}
     assert unchanged(page.fire(page.callback(VIEW), [(URL, "hash")], values))
-    assert unchanged(page.fire(page.callback("lines-model.options"), [(URL, "hash")], values))
 
 
 def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
@@ -554,13 +552,12 @@ def test_after_a_background_job_the_next_view_sends_what_the_job_drew_over(page)
 
 
 def test_the_lines_picker_is_sent_only_when_its_devices_or_state_change(page):
-    dep = page.callback("lines-model.options")
-    open_hash(page, DEFAULT)
-    page.fire(dep, [(URL, "hash")])
-    change(page, "gbs", 72)  # a new hash, the same pipeline
-    assert unchanged(page.fire(dep, [(URL, "hash")]))
-    change(page, "pp", 16)
-    out = answer(page.fire(dep, [(URL, "hash")]))["lines-model"]
+    """Its options and whether it is disabled ride on the view's answer, sent only when they change."""
+    out = open_hash(page, DEFAULT)
+    assert len(out["lines-model"]["options"]) == 8 and out["lines-model"]["disabled"] is True
+    out = change(page, "gbs", 72)  # a new hash, the same pipeline
+    assert "lines-model" not in out
+    out = change(page, "pp", 16)["lines-model"]
     assert len(out["options"]) == 16 and out["disabled"] is False
 
 

@@ -34,7 +34,7 @@ def pages() -> list[Page]:
 
 def test_the_views_have_callbacks_to_fuzz(pages):
     own = [d for d in pages[0].server_callbacks() if d["output"] in OWN]
-    assert len(own) == 7  # the lines picker's options and list_baselines too
+    assert len(own) == 6  # list_baselines too
     assert all(any(page.has(dep) for page in pages) for dep in own)  # each on its page
 
 

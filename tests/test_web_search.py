@@ -257,7 +257,7 @@ def test_every_server_callback_of_the_model_and_search_views_is_tested():
         if getattr(v.get("callback"), "__module__", "") in modules
     }
     tested = {"update_model_view", "estimate_in_background", "update_search", "search_in_background", "open_row"}
-    tested |= {"line_options", "list_baselines"}  # tests/test_web_model.py: the lines picker; the baseline picker
+    tested |= {"list_baselines"}  # tests/test_web_model.py: the baseline picker
     assert names == tested
 
 

@@ -151,6 +151,8 @@ def _cell(column: str, value: object) -> str:
         "messages": {name: Output(msg_id(name), "children") for name in MESSAGE_NAMES},
         "schedule_row": Output("row-schedule-model", "style"),
         "compare_row": Output("row-compare-model", "style"),
+        "line_options": Output(cid("lines"), "options"),
+        "line_disabled": Output(cid("lines"), "disabled"),
         "drawn": Output("drawn-model", "data"),
         "job": Output("job-model", "data"),
         "sent": Output("sent-model", "data"),
@@ -194,6 +196,10 @@ def update_model_view(hash_, values, pathname, drawn, sent):
         "memory-box": (view.memory is None, _hidden),
         "row-schedule": (compare, _hidden),
         "row-compare": (not compare, _hidden),
+        # the memory-lines picker offers the pipeline's devices, with its value in one answer (a value the
+        # options lacked would be dropped); up to 8 devices, or comparing, it has nothing to choose
+        "lines-options": (state.pp, widgets.device_options),
+        "lines-disabled": (state.pp <= charts.MEMORY_LINES or compare, _same),
     }
     small |= {f"msg {n}": (view.messages.get(n), widgets.message) for n in MESSAGE_NAMES}
     out, shown = unsent(small, sent)
@@ -208,6 +214,8 @@ def update_model_view(hash_, values, pathname, drawn, sent):
         "messages": {n: out[f"msg {n}"] for n in MESSAGE_NAMES},
         "schedule_row": out["row-schedule"],
         "compare_row": out["row-compare"],
+        "line_options": out["lines-options"],
+        "line_disabled": out["lines-disabled"],
         "drawn": key,
         "job": job if view.drawn_as == "queued" else no_update,
         "sent": shown if shown != sent else no_update,
@@ -223,7 +231,8 @@ def _unchanged() -> dict:
         "view": unchanged(),
         "memory_box": no_update,
         "messages": {n: no_update for n in MESSAGE_NAMES},
-        **dict.fromkeys(("schedule_row", "compare_row", "drawn", "job", "sent"), no_update),
+        **dict.fromkeys(("schedule_row", "compare_row", "line_options", "line_disabled"), no_update),
+        **dict.fromkeys(("drawn", "job", "sent"), no_update),
     }
 
 
@@ -258,25 +267,6 @@ def estimate_in_background(set_progress, request):
         return {"view": drawn_outputs(view), "error": widgets.message(("error", text))}
     error = next((m for m in view.messages.values() if m[0] == "error"), None)
     return {"view": drawn_outputs(view), "error": widgets.message(error)}
-
-
-@callback(
-    output={"options": Output(cid("lines"), "options"), "disabled": Output(cid("lines"), "disabled")},
-    inputs=[Input(URL, "hash")],
-    state=[State(URL, "pathname"), State(cid("lines"), "options"), State(cid("lines"), "disabled")],
-)
-def line_options(hash_, pathname, shown, was_disabled):
-    """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose.
-    Sent only when that changes (every move writes the hash)."""
-    if url_hash.elsewhere(pathname, PATH):
-        return {"options": no_update, "disabled": no_update}
-    state = read(hash_).state
-    options = widgets.device_options(state.pp)
-    disabled = state.pp <= charts.MEMORY_LINES or state.mode == "compare"
-    return {
-        "options": no_update if options == shown else options,
-        "disabled": no_update if disabled == was_disabled else disabled,
-    }
 
 
 @callback(
