@@ -618,3 +618,25 @@ def test_every_process_signs_job_handles_with_the_same_secret():
         check=True,
     ).stdout.strip()
     assert other == SERVER.secret_key.hex() and len(SERVER.secret_key) == 32
+
+
+@pytest.mark.parametrize(
+    ("pathname", "search"), [(5, ""), ("/", 5), ("model", ""), ("", ""), ({"a": 1}, ""), ("/model", ["a"])]
+)
+def test_the_pages_router_refuses_a_path_or_query_it_cannot_read(opened, pathname, search):
+    """Dash's router raised (a 500) on a path not under the app's prefix or not text: 400 instead."""
+    dep = opened.callback("_pages_content.children")
+    values = {("_pages_location", "pathname"): pathname, ("_pages_location", "search"): search}
+    response = opened.post(opened.body(dep, [("_pages_location", "pathname")], values))
+    assert response.status_code == 400
+    assert "router" in response.get_json()["error"] or "path" in response.get_json()["error"]
+
+
+@pytest.mark.parametrize("pathname", ["/", "/model", "/search", "/model/", "/nope"])
+def test_the_pages_router_draws_each_page_and_a_404_for_others(opened, pathname):
+    dep = opened.callback("_pages_content.children")
+    values = {("_pages_location", "pathname"): pathname, ("_pages_location", "search"): "?old=1"}
+    out = answer(opened.post(opened.body(dep, [("_pages_location", "pathname")], values)))
+    text = json.dumps(out["_pages_content"]["children"])
+    expected = {"/": "abstract-view", "/model": "model-view", "/model/": "model-view", "/search": "search-view"}
+    assert expected.get(pathname, "404 - Page not found") in text
