@@ -13,11 +13,14 @@ from ppviz.web.pages.search import callbacks as search_callbacks  # noqa: F401
 
 app = Dash(
     __name__,
+    use_pages=True,
+    pages_folder="",  # the pages are registered by ppviz.web.shell, not found in a folder
     compress=True,
     title="ppviz",
     update_title=None,
     background_callback_manager=jobs.manager(),
 )
+shell.register_pages()
 app.layout = shell.layout
 server = app.server
 server.secret_key = jobs.secret_key()  # signs background-job handles alike in every worker
@@ -29,8 +32,10 @@ celery_app = jobs.celery_app()  # `celery -A app:celery_app worker` when REDIS_U
 # Dash sets itself up on the first request, and under a threaded server a second request could
 # arrive while that was half done ("dash is not a registered library", plotly/dash#3971). Doing it
 # here, at import, finishes it before any request (and, with gunicorn's preload_app, once for all workers).
+# The pages router registers its callback on the first request too: run it here for the same reason.
 with server.test_request_context():
     app._setup_server()
+    server.preprocess_request()
 protocol.guard(app)
 
 

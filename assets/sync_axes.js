@@ -37,8 +37,8 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
     },
     /* The camera buttons download the chosen format at once, named after the view (zb-v_p8_m32.png):
        the options are set on the drawn charts now and in their config for the next draws. */
-    imageOptions: function (format, search) {
-      var q = new URLSearchParams(search || "");
+    imageOptions: function (format, hash) {
+      var q = new URLSearchParams((hash || "").replace(/^#/, ""));
       var name = q.get("mode") === "compare" ? "compare" : q.get("schedule") || "1f1b";
       var stem = (name + "_p" + (q.get("devices") || "4") + "_m" + (q.get("microbatches") || "8")).replace(
         /[^A-Za-z0-9_.-]/g,

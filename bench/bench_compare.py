@@ -53,7 +53,7 @@ def main() -> None:
         def new(runs=runs, cap=cap):
             return figures.encode(figures.compare_memory(runs, max_bars=cap, band_over=charts.MEMORY_LINES))
 
-        state = sync.read(f"?mode=compare&compare={a},{b}&devices={p}&microbatches={m}&show=sweep").state
+        state = sync.read(f"#mode=compare&compare={a},{b}&devices={p}&microbatches={m}&show=sweep").state
 
         def sweep(state=state):
             render.clear_run_cache()

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
-HEAVY = "?mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256"
+HEAVY = "#mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256"
 
 
 def main() -> None:
@@ -56,7 +56,7 @@ def main() -> None:
     done = threading.Event()
 
     def post(i: int) -> None:
-        page.set("job-request", "data", {"search": HEAVY, "at": i})
+        page.set("job-request", "data", {"hash": HEAVY, "at": i})
         body = json.dumps(page.body(dep, [("job-request", "data")])).encode()
         url = f"http://127.0.0.1:{server.port}/_dash-update-component?endId={page.end_id}"
         t0, sent = time.perf_counter(), time.time()

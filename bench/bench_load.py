@@ -120,16 +120,16 @@ def page_template():
 
 
 class User:
-    """One browser tab: a keep-alive connection and the page's current query string."""
+    """One browser tab: a keep-alive connection and the page's current hash."""
 
     def __init__(self, port: int, page, dep, seed: int):
         self.port, self.page, self.dep = port, page, dep
         self.rng = random.Random(seed)
-        self.search = "?schedule=1f1b&devices=8&microbatches=32"
+        self.search = "#schedule=1f1b&devices=8&microbatches=32"
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
     def release(self, name: str, value) -> tuple[float, int]:
-        values = {("url", "search"): self.search, (name, "value"): value}
+        values = {("url", "hash"): self.search, (name, "value"): value}
         from ppviz.web.pages.abstract.state import parse
 
         state = parse(self.search).state
@@ -152,7 +152,7 @@ class User:
             if response.getheader("Content-Encoding") == "gzip":
                 data = gzip.decompress(data)
             answer = json.loads(data).get("response", {})
-            self.search = answer.get("url", {}).get("search") or self.search
+            self.search = answer.get("url", {}).get("hash") or self.search
         return elapsed, response.status
 
     def slider_release(self) -> tuple[float, int]:
@@ -249,7 +249,7 @@ def rss(renders: int) -> None:
         print(f"{0:>8} {' / '.join(f'{r:.0f}' for r in server.rss_mb()):>20}")
         for i in range(1, renders + 1):
             name, p, m = rng.choice(MIXED)
-            user.search = f"?schedule={name}&devices={p}&microbatches={m}&f={rng.choice([0.5, 1, 1.5, 2])}"
+            user.search = f"#schedule={name}&devices={p}&microbatches={m}&f={rng.choice([0.5, 1, 1.5, 2])}"
             user.release("b", rng.choice([0.5, 0.75, 1.0, 1.25, 1.5, 2.0]))
             if i % (renders // 10) == 0:
                 print(f"{i:>8} {' / '.join(f'{r:.0f}' for r in server.rss_mb()):>20}", flush=True)
@@ -286,7 +286,7 @@ def shapes_of(name: str) -> list[str]:
     for p in GRID_P if searching else ():
         for m in GRID_M:
             if budget.actions(ViewState(schedule=name, devices=p, microbatches=m), name) <= SEARCH_ACTIONS:
-                out.append(f"?schedule={name}&devices={p}&microbatches={m}")
+                out.append(f"#schedule={name}&devices={p}&microbatches={m}")
     for devices in [None, *([[p] for p in GRID_P] if searching else [[8], [64]])]:
         found = largest_sync(name, devices)
         if found is not None and found[0] not in out:

@@ -85,7 +85,7 @@ if (one && one.data && one.data.some(t => t.yaxis === 'y2')) return true;
 const gd = document.querySelector('#memory-model .js-plotly-plot');
 return gd && gd.offsetParent !== null && gd.data && gd.data.length > 2;
 """
-LINK = "/#view=model&model=llama3-70b&gpu=h100-sxm&schedule={schedule}&tp=8&pp=8&dp=1&mbs=1&gbs=64&vpp={vpp}"
+LINK = "/model#model=llama3-70b&gpu=h100-sxm&schedule={schedule}&tp=8&pp=8&dp=1&mbs=1&gbs=64&vpp={vpp}"
 BATCHES = (72, 64, 56, 64)  # global batches (= microbatches at dp 1, mbs 1), all multiples of pp 8
 
 

@@ -59,7 +59,7 @@ def serve() -> tuple[str, object]:
 
 
 def open_view(driver, base: str, schedule: str, p: int, m: int) -> None:
-    driver.get(f"{base}/?schedule={schedule}&devices={p}&microbatches={m}")
+    driver.get(f"{base}/#schedule={schedule}&devices={p}&microbatches={m}")
     deadline = time.time() + 120
     while time.time() < deadline:
         ready = driver.execute_script(

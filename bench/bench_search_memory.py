@@ -1,7 +1,7 @@
 """Peak memory and time of the search view's job for given inputs, each search in a fresh process.
 
     python bench/bench_search_memory.py                      # the worst search the page accepts, and a few others
-    python bench/bench_search_memory.py "#view=search&s.gpus=4096&s.gbs=4096"   # one link (bounded as the page does)
+    python bench/bench_search_memory.py "#gpus=4096&gbs=4096"   # one link (bounded as the page does)
 
 Each search runs as the page's background job runs it (``search_render.run`` with the job's
 deadline) in a child process; prints the child's peak RSS (``ru_maxrss``), its CPU and wall
@@ -25,12 +25,12 @@ sys.path.insert(0, str(ROOT))
 ALL = "1f1b,interleaved-1f1b,zb-h1,zb-v,zb-h2,v-half,v-min,v-zb,dualpipe-v,zb-auto"
 LINKS = [
     # the default search; the issue's (refused); the largest spaces the page accepts (search_state.MAX_GROUPS)
-    "#view=search&s.gpus=512&s.gbs=512",
-    f"#view=search&s.gpus=16384&s.gbs=1048576&s.seq=1048576&s.model=deepseek-v3&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
-    f"#view=search&s.gpus=2048&s.gbs=2048&s.model=deepseek-v3&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
-    f"#view=search&s.gpus=4096&s.gbs=4096&s.seq=4096&s.model=deepseek-v3&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
-    f"#view=search&s.gpus=16384&s.gbs=16384&s.seq=131072&s.model=llama3-405b&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
-    f"#view=search&s.gpus=8192&s.gbs=65536&s.model=llama3-405b&s.schedules={ALL}&s.tp_mode=1d,2d&s.top=100",
+    "#gpus=512&gbs=512",
+    f"#gpus=16384&gbs=1048576&seq=1048576&model=deepseek-v3&schedules={ALL}&tp_mode=1d,2d&top=100",
+    f"#gpus=2048&gbs=2048&model=deepseek-v3&schedules={ALL}&tp_mode=1d,2d&top=100",
+    f"#gpus=4096&gbs=4096&seq=4096&model=deepseek-v3&schedules={ALL}&tp_mode=1d,2d&top=100",
+    f"#gpus=16384&gbs=16384&seq=131072&model=llama3-405b&schedules={ALL}&tp_mode=1d,2d&top=100",
+    f"#gpus=8192&gbs=65536&model=llama3-405b&schedules={ALL}&tp_mode=1d,2d&top=100",
 ]
 
 

@@ -1,7 +1,7 @@
 """CPU of one view drawn from cold caches: a fresh process, the app's modules imported, nothing drawn yet.
 
-    python bench/cold_render.py abstract "?schedule=v-half&devices=32&microbatches=26"
-    python bench/cold_render.py model "#view=model&schedule=v-auto&pp=56&layers=112&gbs=4&mbs=1&dp=1"
+    python bench/cold_render.py abstract "#schedule=v-half&devices=32&microbatches=26"
+    python bench/cold_render.py model "#schedule=v-auto&pp=56&layers=112&gbs=4&mbs=1&dp=1"
 
 Prints one JSON line: the view's price in work units (``ppviz.web.common.limits``), whether the page
 serves it synchronously, and the CPU seconds (``time.process_time``) and wall seconds of the
@@ -72,7 +72,7 @@ def largest_sync(name: str, devices: list[int] | None = None) -> tuple[str, int]
         m = _last(partial(_units, name, p), 1, limits.MAX_MICROBATCHES)
         if m is None:
             continue
-        link, k = f"?schedule={name}&devices={p}&microbatches={m}", None
+        link, k = f"#schedule={name}&devices={p}&microbatches={m}", None
         if size is not None and m == limits.MAX_MICROBATCHES:
             k = _last(partial(_units, name, p, m, size.name), int(size.low), int(size.high))
             link += f"&{name}.{size.name}={k}"
@@ -84,9 +84,7 @@ def largest_sync(name: str, devices: list[int] | None = None) -> tuple[str, int]
 
 def model_link(name: str, pp: int, microbatches: int) -> str:
     """A model & cluster view of ``name``: Llama 3 8B with 2·pp layers on pp devices, tp = dp = mbs = 1."""
-    return (
-        f"#view=model&schedule={name}&model=llama3-8b&layers={2 * pp}&tp=1&pp={pp}&dp=1&mbs=1&gbs={microbatches}&sp=0"
-    )
+    return f"#schedule={name}&model=llama3-8b&layers={2 * pp}&tp=1&pp={pp}&dp=1&mbs=1&gbs={microbatches}&sp=0"
 
 
 def largest_sync_model(name: str, devices: list[int] | None = None) -> tuple[str, int] | None:

@@ -27,13 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1280, 800
 # (image, the view's address on the app, CSS selector whose text says the view has drawn, text it holds)
 SHOTS = (
-    ("docs/screenshot.png", "/?schedule=zb-v&devices=4&microbatches=8", "#card-makespan", ""),
-    ("docs/compare-mode.png", "/?mode=compare&compare=1f1b,zb-v&devices=8&microbatches=16", "#ranking", "zb-v"),
+    ("docs/screenshot.png", "/#schedule=zb-v&devices=4&microbatches=8", "#card-makespan", ""),
+    ("docs/compare-mode.png", "/#mode=compare&compare=1f1b,zb-v&devices=8&microbatches=16", "#ranking", "zb-v"),
     (
         "docs/model-view.png",
-        "/#view=model&model=llama3-70b&gpu=h100-sxm&schedule=zb-v&tp=8&pp=8&dp=1&gbs=32",
+        "/model#model=llama3-70b&gpu=h100-sxm&schedule=zb-v&tp=8&pp=8&dp=1&gbs=32",
         "#card-iteration-model",
-        "ms",
+        "s",
     ),
 )
 TIMEOUT_S = 120

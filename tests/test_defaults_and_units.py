@@ -32,13 +32,13 @@ GB_WITHOUT_I = re.compile(r"\bGB\b(?!/s)")  # memory is GiB everywhere; bandwidt
 @pytest.fixture
 def page() -> Page:
     model_render.clear_cache()
-    p = Page.open(page_app.server)
+    p = Page.open(page_app.server, cluster.MODEL_PATH)
     p.load()
     return p
 
 
 def open_hash(page: Page, hash_: str) -> dict:
-    return answer(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): hash_}))
+    return answer(page.fire(page.callback(VIEW), [("url-model", "hash")], {("url-model", "hash"): hash_}))
 
 
 def cli_json(capsys, command: str) -> dict:
@@ -183,15 +183,15 @@ def test_the_cli_text_shows_a_memory_table_of_the_fullest_device(capsys):
 
 LAYOUTS = [
     # the default view: Llama 3 70B on H100, 1F1B, tp 8, pp 8, gbs 64
-    "#view=model",
+    "#",
     # another model, GPU and schedule, recompute and ZeRO set, an efficiency and the reserve edited
-    "#view=model&model=llama3-8b&gpu=a100-80gb&schedule=zb-v&tp=2&pp=4&dp=2&gbs=32&recompute=full&zero=2"
+    "#model=llama3-8b&gpu=a100-80gb&schedule=zb-v&tp=2&pp=4&dp=2&gbs=32&recompute=full&zero=2"
     "&reserve_gib=5&matmul_efficiency=0.6",
     # an MoE model in FP8 on H200, interleaved, SP off, full recompute, the HBM bandwidth edited
-    "#view=model&model=mixtral-8x7b&gpu=h200&schedule=interleaved-1f1b&tp=2&pp=4&dp=4&ep=4&vpp=2&gbs=32"
+    "#model=mixtral-8x7b&gpu=h200&schedule=interleaved-1f1b&tp=2&pp=4&dp=4&ep=4&vpp=2&gbs=32"
     "&sp=0&precision=fp8&hbm_tbs=4.5&recompute=full",
     # a layout that does not fit: Llama 3 70B on pp 2
-    "#view=model&tp=8&pp=2&gbs=16",
+    "#tp=8&pp=2&gbs=16",
 ]
 
 
@@ -236,7 +236,7 @@ def _layout_dict(lay: Layout) -> dict:
 
 def test_page_text_shows_memory_in_gib_only(page):
     """The cards, the memory charts' titles, axes and legends and the footer say GiB, never GB."""
-    for link in (LAYOUTS[0], LAYOUTS[-1], "#view=model&mode=compare&compare=1f1b,zb-v"):
+    for link in (LAYOUTS[0], LAYOUTS[-1], "#mode=compare&compare=1f1b,zb-v"):
         out = open_hash(page, link)
         panel = page._text(page.value("model-view", "children"))  # the whole view, shown or not
         shown = [page.text("cards-model"), panel, page.text("ranking-model")]
@@ -250,27 +250,27 @@ def test_page_text_shows_memory_in_gib_only(page):
 
 
 def test_an_old_link_in_gb_opens_converted_to_gib_with_a_note(page):
-    open_hash(page, "#view=model&gpu=a100-80gb&hbm_gb=40")
+    open_hash(page, "#gpu=a100-80gb&hbm_gb=40")
     notes = page.text("notes-model")
     assert "HBM 40 GB (10⁹ bytes, an older link) read as 37.2529 GiB" in notes
-    state = cluster.parse("#view=model&gpu=a100-80gb&hbm_gb=40").state
+    state = cluster.parse("#gpu=a100-80gb&hbm_gb=40").state
     assert cluster.gpu_of(state).hbm_bytes == pytest.approx(40e9, rel=1e-11)
     assert "hbm_gb" not in cluster.encode(state) and cluster.encode(state)["hbm_gib"] == "37.2529029846"
 
 
 def test_the_reserve_fp8_and_efficiency_controls_reach_the_estimate(page):
-    open_hash(page, "#view=model&gpu=h100-sxm&reserve_gib=70")
+    open_hash(page, "#gpu=h100-sxm&reserve_gib=70")
     assert "does not fit by" in text_of(page.value(card_id("detail", "peak"), "children"))
-    open_hash(page, "#view=model&gpu=a100-80gb&precision=fp8")
+    open_hash(page, "#gpu=a100-80gb&precision=fp8")
     assert "FP8" in text_of(page.value(msg_id("precision"), "children"))
 
 
 def test_a_reserve_that_leaves_no_hbm_falls_back_with_a_note(page):
     """A link whose reserve is the whole HBM (or an HBM below the default reserve) opens with a reserve that
     leaves some, said in the notes, never an error page."""
-    out = open_hash(page, "#view=model&reserve_gib=100")
+    out = open_hash(page, "#reserve_gib=100")
     assert "reserve 100 GiB leaves nothing of the HBM (79.6475 GiB); using 3 GiB" in page.text("notes-model")
     assert out["reserve_gib-model"]["value"] == 3
-    open_hash(page, "#view=model&hbm_gib=2")
+    open_hash(page, "#hbm_gib=2")
     assert "reserve 3 GiB leaves nothing of the HBM (2 GiB); using 0 GiB" in page.text("notes-model")
     assert "does not fit" in text_of(page.value(card_id("detail", "peak"), "children"))

@@ -19,25 +19,24 @@ from ppviz.web.pages.model.ids import advice_id, card_id
 SERVER = page_app.server
 VIEW = "drawn-model.data"
 ADVICE = "advice-model.style"
-APPLY = "..url.hash@"  # the apply callback's only output is the hash (with allow_duplicate)
 PP2 = cluster.ModelState(pp=2)  # Llama-3 70B, tp 8, pp 2 on H100s: weights and optimizer alone fill the card
 
 
 @pytest.fixture
 def page() -> Page:
     model_render.clear_cache()
-    p = Page.open(SERVER)
+    p = Page.open(SERVER, cluster.MODEL_PATH)
     p.load()
     return p
 
 
 def hash_of(state: cluster.ModelState) -> str:
-    return url_hash.write_hash({"view": "model", **cluster.encode(state)})
+    return url_hash.write_hash(cluster.encode(state))
 
 
 def open_state(page: Page, state: cluster.ModelState) -> None:
     """Open the view at ``state`` by its link, then the advice callback its drawing triggers."""
-    answer(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): hash_of(state)}))
+    answer(page.fire(page.callback(VIEW), [("url-model", "hash")], {("url-model", "hash"): hash_of(state)}))
     answer(page.fire(page.callback(ADVICE), [("drawn-model", "data")]))
 
 
@@ -66,14 +65,14 @@ def test_an_advice_button_opens_its_layout_which_fits(page):
     first = page.text(advice_id("text", 0))
     clicked = apply_callback(page)
     response = page.fire(clicked, [(advice_id("apply", 0), "n_clicks")], {(advice_id("apply", 0), "n_clicks"): 1})
-    new_hash = page.value("url", "hash")
+    new_hash = page.value("url-model", "hash")
     assert answer(response) and new_hash != hash_of(PP2)
     state = cluster.parse(new_hash).state
     changed = {"pp": state.pp != PP2.pp, "cp": state.cp != PP2.cp, "recompute": state.recompute != PP2.recompute}
     assert any(changed.values())
     for name, now in (("pp", state.pp), ("cp", state.cp), ("recompute", state.recompute)):
         assert (f"{name} {getattr(PP2, name)} → {now}" in first) == changed[name]
-    answer(page.fire(page.callback(VIEW), [("url", "hash")]))  # the hash change redraws the view
+    answer(page.fire(page.callback(VIEW), [("url-model", "hash")]))  # the hash change redraws the view
     assert page.value("pp-model", "value") == state.pp and page.value("cp-model", "value") == state.cp
     assert "fits with" in page.text(card_id("detail", "peak"))
     answer(page.fire(page.callback(ADVICE), [("drawn-model", "data")]))
@@ -83,18 +82,18 @@ def test_an_advice_button_opens_its_layout_which_fits(page):
 def test_a_button_without_advice_behind_it_changes_nothing(page):
     open_state(page, replace(PP2, pp=8))  # fits: no advice, no targets
     assert page.value("advice-model", "style") == {"display": "none"}
-    before = page.value("url", "hash")
+    before = page.value("url-model", "hash")
     clicked = apply_callback(page)
     response = page.fire(clicked, [(advice_id("apply", 1), "n_clicks")], {(advice_id("apply", 1), "n_clicks"): 1})
     assert response.status_code == 204 or not response.get_json().get("response")
-    assert page.value("url", "hash") == before
+    assert page.value("url-model", "hash") == before
 
 
 def test_advice_is_cached_and_the_view_s_own_answer_does_not_wait_for_it(page):
     """The view's callback never searches; the advice callback searches once per layout (then its cache)."""
     hash_ = hash_of(PP2)
     started = time.perf_counter()
-    answer(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): hash_}))
+    answer(page.fire(page.callback(VIEW), [("url-model", "hash")], {("url-model", "hash"): hash_}))
     view_s = time.perf_counter() - started
     assert not model_render.ADVICE.held  # nothing advised by the view itself
     started = time.perf_counter()
@@ -117,7 +116,7 @@ def test_each_applied_layout_shows_the_time_and_peak_its_advice_gave(page):
     for i, a in enumerate(expected):
         open_state(page, state)
         page.fire(apply_callback(page), [(advice_id("apply", i), "n_clicks")], {(advice_id("apply", i), "n_clicks"): 1})
-        answer(page.fire(page.callback(VIEW), [("url", "hash")]))
+        answer(page.fire(page.callback(VIEW), [("url-model", "hash")]))
         assert page.text(card_id("value", "iteration")) == duration(a.iteration_s)
-        shown = model_render.estimate_of(cluster.parse(page.value("url", "hash")).state, a.layout.schedule)
+        shown = model_render.estimate_of(cluster.parse(page.value("url-model", "hash")).state, a.layout.schedule)
         assert shown.iteration_s == a.iteration_s and float(shown.peak_bytes.max()) == a.peak_bytes

@@ -75,7 +75,7 @@ def test_an_uploaded_order_travels_in_the_link():
 
 def test_a_damaged_link_falls_back_to_defaults_with_notes():
     """Bad values never break the page: each is replaced by its default and said so."""
-    parsed = parse("?devices=abc&microbatches=2.5&f=-1&schedule=nope&foo=3&stage_times=1:2:2:2,x&order=@@")
+    parsed = parse("#devices=abc&microbatches=2.5&f=-1&schedule=nope&foo=3&stage_times=1:2:2:2,x&order=@@")
     s = parsed.state
     assert (s.devices, s.microbatches, s.f, s.schedule) == (4, 8, 0.0, "1f1b")
     assert s.stage_times == {1: (2.0, 2.0, 2.0)}
@@ -83,7 +83,7 @@ def test_a_damaged_link_falls_back_to_defaults_with_notes():
 
 
 def test_values_past_a_slider_are_clamped_to_it():
-    parsed = parse("?devices=100")
+    parsed = parse("#devices=100")
     assert parsed.state.devices == 64
     assert "outside 1–64" in parsed.notes[0]
 
@@ -100,9 +100,9 @@ PARAM_IDS = [{"type": "param", "schedule": "interleaved-1f1b", "name": n} for n 
 
 
 def test_opening_a_link_sets_every_control_from_it():
-    search = "?schedule=interleaved-1f1b&devices=8&microbatches=16&f=2&interleaved-1f1b.chunks=4&stage_times=1:3:1:1"
-    out = sync.sync(None, search, CONTROL_VALUES, [(i, None) for i in PARAM_IDS], [], None)
-    assert out.search is None  # the URL stays as it is
+    link = "#schedule=interleaved-1f1b&devices=8&microbatches=16&f=2&interleaved-1f1b.chunks=4&stage_times=1:3:1:1"
+    out = sync.sync(None, link, CONTROL_VALUES, [(i, None) for i in PARAM_IDS], [], None)
+    assert out.hash is None  # the URL stays as it is
     assert out.controls["schedule"] == "interleaved-1f1b"
     assert (out.controls["devices"], out.controls["microbatches"], out.controls["f"]) == (8, 16, 2.0)
     assert out.params == [4, None]
@@ -115,7 +115,7 @@ def test_moving_a_slider_writes_the_url_and_leaves_the_controls():
     values = {**CONTROL_VALUES, "microbatches": 12}
     out = sync.sync("microbatches", encode(ViewState()), values, [], [], None)
     assert out.controls is None
-    assert parse(out.search).state == ViewState(microbatches=12)
+    assert parse(out.hash).state == ViewState(microbatches=12)
     assert out.state.microbatches == 12
 
 
@@ -124,7 +124,7 @@ def test_editing_the_stage_table_records_only_rows_that_differ():
     rows[3]["b"] = 2.5
     out = sync.sync("stage-table", encode(ViewState()), CONTROL_VALUES, [], rows, None)
     assert out.state.stage_times == {3: (1.0, 2.5, 1.0)}
-    assert "stage_times=3:1:2.5:1" in out.search
+    assert "stage_times=3:1:2.5:1" in out.hash
 
 
 def test_fewer_devices_drop_the_stage_rows_past_them_and_reset_clears_the_rest():
@@ -132,7 +132,7 @@ def test_fewer_devices_drop_the_stage_rows_past_them_and_reset_clears_the_rest()
     out = sync.sync("devices", before, {**CONTROL_VALUES, "devices": 4}, [], None, None)
     assert out.state.stage_times == {1: (2.0, 1.0, 1.0)}
     assert [r["f"] for r in out.rows] == [1.0, 2.0, 1.0, 1.0]
-    reset = sync.sync("stage-reset", out.search, {**CONTROL_VALUES, "devices": 4}, [], out.rows, None)
+    reset = sync.sync("stage-reset", out.hash, {**CONTROL_VALUES, "devices": 4}, [], out.rows, None)
     assert reset.state.stage_times == {}
 
 
@@ -163,7 +163,7 @@ def test_an_upload_switches_to_the_custom_schedule():
 
 def test_1f1b_cards_match_the_closed_form():
     """1F1B at p=4, m=8, f=b=w=1: makespan (m+p−1)(f+b+w) = 33 and bubble 1 − 8·3/33."""
-    view = render.render(state("?schedule=1f1b&devices=4&microbatches=8"))
+    view = render.render(state("#schedule=1f1b&devices=4&microbatches=8"))
     cards = {label: (value, detail) for label, value, detail in view.cards}
     assert cards["makespan"] == ("33", "closed form 33")
     assert cards["bubble fraction"][0] == f"{1 - 24 / 33:.1%}"
@@ -173,25 +173,25 @@ def test_1f1b_cards_match_the_closed_form():
 
 
 def test_both_charts_share_the_time_axis():
-    view = render.render(state("?schedule=zb-h1&devices=4&microbatches=8&p2p=0.3"))
+    view = render.render(state("#schedule=zb-h1&devices=4&microbatches=8&p2p=0.3"))
     assert view.gantt["layout"]["xaxis"]["range"] == view.memory["layout"]["xaxis"]["range"]
 
 
 def test_the_memory_limit_line_is_drawn():
-    view = render.render(state("?schedule=1f1b&devices=4&microbatches=8&limit=3"))
+    view = render.render(state("#schedule=1f1b&devices=4&microbatches=8&limit=3"))
     assert any(trace.get("name") == "limit 3" for trace in view.memory["data"])
 
 
 def test_big_schedules_are_drawn_as_an_overview():
     ops = 2 * 8 * 512
     assert ops > charts.BARS_MAX_OPS
-    view = render.render(state("?schedule=1f1b&devices=8&microbatches=512"))
+    view = render.render(state("#schedule=1f1b&devices=8&microbatches=512"))
     assert view.drawn_as == "overview"
     assert view.gantt["data"][0]["type"] == "heatmap"
 
 
 def test_compare_ranks_by_makespan_under_the_same_costs():
-    view = render.render(state("?mode=compare&compare=1f1b,zb-h1,gpipe&devices=4&microbatches=8"))
+    view = render.render(state("#mode=compare&compare=1f1b,zb-h1,gpipe&devices=4&microbatches=8"))
     assert view.memory is None
     assert [row["schedule"] for row in view.ranking][0] == "zb-h1"
     assert [row["rank"] for row in view.ranking] == [1, 2, 3]
@@ -202,10 +202,10 @@ def test_compare_ranks_by_makespan_under_the_same_costs():
 @pytest.mark.parametrize(
     ("query", "control"),
     [
-        ("?schedule=interleaved-1f1b&devices=4&microbatches=6", "microbatches"),
-        ("?schedule=interleaved-1f1b&devices=4&microbatches=8&interleaved-1f1b.group_size=2", None),
-        ("?schedule=1f1b&devices=4&microbatches=8&stage_times=2:-1:1:1", "stage_times"),
-        ("?schedule=1f1b-2bw&devices=8&microbatches=4", "microbatches"),
+        ("#schedule=interleaved-1f1b&devices=4&microbatches=6", "microbatches"),
+        ("#schedule=interleaved-1f1b&devices=4&microbatches=8&interleaved-1f1b.group_size=2", None),
+        ("#schedule=1f1b&devices=4&microbatches=8&stage_times=2:-1:1:1", "stage_times"),
+        ("#schedule=1f1b-2bw&devices=8&microbatches=4", "microbatches"),
     ],
 )
 def test_an_invalid_combination_shows_the_core_message_next_to_its_control(query, control):
@@ -221,7 +221,7 @@ def test_an_invalid_combination_shows_the_core_message_next_to_its_control(query
 
 def test_a_search_past_the_background_budget_is_refused_with_the_cli_command_at_devices():
     """v-auto at 64 × 512 (196,608 actions, each searched) is past what the page computes even in the background."""
-    view = render.render(state("?schedule=v-auto&devices=64&microbatches=512"))
+    view = render.render(state("#schedule=v-auto&devices=64&microbatches=512"))
     kind, text = view.messages["devices"]
     assert kind == "error" and "use the CLI: ppviz simulate v-auto -p 64 -m 512" in text
     assert f"{limits.price('v-auto', 64, 512, 64 * 512 * 6):,} work units" in text
@@ -231,7 +231,7 @@ def test_a_search_past_the_background_budget_is_refused_with_the_cli_command_at_
 def test_work_past_the_synchronous_budget_is_queued_not_done(monkeypatch):
     """v-auto at 64 × 1 (384 actions, but its devices² term: it took 1.2 s) is left to a background job."""
     monkeypatch.setattr(render, "run_of", lambda *a: pytest.fail("simulated synchronously"))
-    s = state("?schedule=v-auto&devices=64&microbatches=1")
+    s = state("#schedule=v-auto&devices=64&microbatches=1")
     assert budget.work(s) == 384 * limits.factor("v-auto") + limits.SEARCH_PER_DEVICE2["v-auto"] * 64**2
     assert budget.work(s) > limits.SYNC_WORK
     view = render.render(s)
@@ -240,7 +240,7 @@ def test_work_past_the_synchronous_budget_is_queued_not_done(monkeypatch):
 
 def test_searching_schedules_are_built_under_the_page_op_times():
     """v-half repairs its order with the view's f, b, w and latency, as the CLI and the API do."""
-    s = state("?schedule=v-half&devices=4&microbatches=8&f=1&b=2&w=0.5&p2p=0.2")
+    s = state("#schedule=v-half&devices=4&microbatches=8&f=1&b=2&w=0.5&p2p=0.2")
     (run,) = render.render(s).runs
     expected = ppviz.simulate("v-half", 4, 8, f=1, b=2, w=0.5, p2p=0.2)
     default = ppviz.build("v-half", 4, 8)  # searched under f = b = w = 1: a different order
@@ -270,7 +270,7 @@ def test_an_error_reaches_the_control_its_field_names():
 
 
 def test_every_export_is_built_from_the_view():
-    s = state("?schedule=zb-h1&devices=3&microbatches=6")
+    s = state("#schedule=zb-h1&devices=3&microbatches=6")
     ops = render.export(s, "ops-csv")
     assert ops["filename"] == "zb-h1_p3_m6_ops.csv"
     assert ops["content"].count("\n") >= 3 * 3 * 6
@@ -312,14 +312,14 @@ def test_a_bug_in_the_core_is_reported_on_the_page_not_as_a_500(monkeypatch):
         raise IndexError("index 9 is out of bounds")
 
     monkeypatch.setattr(ppviz, "evaluate", broken)
-    view = render.render(state("?schedule=1f1b"))
+    view = render.render(state("#schedule=1f1b"))
     kind, text = view.messages["schedule"]
     assert kind == "error" and "IndexError" in text and "please report" in text
 
 
 # --- zooming into an overview ------------------------------------------------------------------
 
-BIG = "?schedule=1f1b&devices=16&microbatches=512"  # 16,384 ops: past BARS_MAX_OPS, an overview
+BIG = "#schedule=1f1b&devices=16&microbatches=512"  # 16,384 ops: past BARS_MAX_OPS, an overview
 
 
 def test_relayout_events_name_the_time_window_or_a_reset():
@@ -361,7 +361,7 @@ def test_a_zoom_reuses_the_run_the_page_just_drew(monkeypatch):
 
 
 def test_the_run_cache_keeps_the_most_recent_runs_within_its_bytes(monkeypatch):
-    small = state("?schedule=1f1b&devices=4&microbatches=8")
+    small = state("#schedule=1f1b&devices=4&microbatches=8")
     first = render.cached_run(small, "1f1b")  # 64 actions
     size = render.run_bytes(first, render.run_key(small, "1f1b"))
     columns = sum(v.nbytes for v in vars(first.result).values() if hasattr(v, "nbytes"))
@@ -369,7 +369,7 @@ def test_the_run_cache_keeps_the_most_recent_runs_within_its_bytes(monkeypatch):
     assert render.cached_run(small, "1f1b") is first
     monkeypatch.setattr(render, "RUNS", caches.Cache(int(size * 1.5), getsizeof=render.held_bytes))
     first = render.cached_run(small, "1f1b")
-    render.cached_run(state("?schedule=1f1b&devices=4&microbatches=6"), "1f1b")  # together past 1.5 × size
+    render.cached_run(state("#schedule=1f1b&devices=4&microbatches=6"), "1f1b")  # together past 1.5 × size
     assert render.run_cache_bytes() <= int(size * 1.5)
     assert render.cached_run(small, "1f1b") is not first
 
@@ -385,17 +385,17 @@ def test_an_order_of_idle_ranks_is_refused_before_it_is_parsed():
 
 def test_moving_the_limit_line_or_switching_mode_simulates_nothing_again(monkeypatch):
     """The run cache is keyed by what a run depends on: the limit line and the mode are not."""
-    render.render(state("?schedule=v-auto&devices=4&microbatches=8&limit=3"))
-    render.render(state("?mode=compare&compare=1f1b,zb-h1"))
+    render.render(state("#schedule=v-auto&devices=4&microbatches=8&limit=3"))
+    render.render(state("#mode=compare&compare=1f1b,zb-h1"))
     simulated = []
     real = render.run_of
     monkeypatch.setattr(render, "run_of", lambda s, name: simulated.append(name) or real(s, name))
-    assert render.render(state("?schedule=v-auto&devices=4&microbatches=8&limit=5")).drawn_as == "bars"
-    render.render(state("?schedule=zb-h1"))
-    render.render(state("?mode=compare&compare=1f1b,v-auto&devices=4&microbatches=8"))
+    assert render.render(state("#schedule=v-auto&devices=4&microbatches=8&limit=5")).drawn_as == "bars"
+    render.render(state("#schedule=zb-h1"))
+    render.render(state("#mode=compare&compare=1f1b,v-auto&devices=4&microbatches=8"))
     assert simulated == []
-    render.render(state("?schedule=v-auto&devices=4&microbatches=8&f=2"))
-    render.render(state("?schedule=v-auto&devices=4&microbatches=8&v-auto.max_memory=3"))
+    render.render(state("#schedule=v-auto&devices=4&microbatches=8&f=2"))
+    render.render(state("#schedule=v-auto&devices=4&microbatches=8&v-auto.max_memory=3"))
     assert simulated == ["v-auto", "v-auto"]
 
 
@@ -405,7 +405,7 @@ def test_sweep_points_past_the_page_s_work_limit_are_gaps_naming_the_cli(monkeyp
     but not ZB-H1's 16 (192 more) nor anything larger."""
     render.clear_run_cache()
     monkeypatch.setattr(limits, "SWEEP_WORK", 300)
-    rows = render.sweep_rows(state("?mode=compare&compare=1f1b,zb-h1&devices=4&microbatches=8&show=sweep"))
+    rows = render.sweep_rows(state("#mode=compare&compare=1f1b,zb-h1&devices=4&microbatches=8&show=sweep"))
     one = {r["value"]: r for r in rows if r["schedule"] == "1f1b"}
     assert [m for m, r in one.items() if r["reason"] is None] == [1, 2, 4, 8, 16]
     assert one[32]["reason"].startswith("past the page's work limit: use the CLI: ppviz simulate 1f1b -p 4 -m 32")

@@ -18,7 +18,7 @@ from web_dispatch import Page
 import app as page_app
 from ppviz.web.pages.abstract import callbacks, render
 
-JUNK = junk("1f1b", "v-auto", "compare", "single", "custom", "?devices=1e308", "nan", "inf")
+JUNK = junk("1f1b", "v-auto", "compare", "single", "custom", "#devices=1e308", "nan", "inf")
 # The callbacks of this page (ppviz/web/pages/abstract/callbacks.py); other views are fuzzed by their own tests.
 OWN = {
     k

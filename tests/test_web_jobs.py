@@ -200,7 +200,7 @@ def test_the_page_shows_its_place_in_the_queue(tmp_path, monkeypatch):
     from web_dispatch import Page
 
     monkeypatch.setenv("PPVIZ_JOBS_RUNNING", "1")
-    heavy = {"search": "?mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256", "at": 1}
+    heavy = {"hash": "#mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256", "at": 1}
     other = Page.open(app.server)
     other.client.environ_base["REMOTE_ADDR"] = "10.0.0.9"
     other.set("job-request", "data", heavy)

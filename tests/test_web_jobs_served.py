@@ -22,7 +22,7 @@ from web_dispatch import Page
 ROOT = Path(__file__).resolve().parents[1]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 # Four searching schedules compared at 64 × 256: about 4 s of CPU, past the run limit below.
-HEAVY = "?mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256"
+HEAVY = "#mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256"
 RUN_S, QUEUE_S = 2, 3
 GRACE_S = 3  # the reaper's grace (2 s) and its round (1 s)
 
@@ -78,7 +78,7 @@ def page() -> Page:
 
 
 def job_body(page: Page, at: int) -> dict:
-    page.set("job-request", "data", {"search": HEAVY, "at": at})
+    page.set("job-request", "data", {"hash": HEAVY, "at": at})
     return page.body(page.callback("job-error.children"), [("job-request", "data")])
 
 

@@ -24,20 +24,21 @@ from ppviz.web.pages.model.ids import bar_id, card_id, cid, msg_id
 from ppviz.web.pages.model.layout import CONTROLS, MESSAGE_NAMES
 
 SERVER = page_app.server
+URL = "url-model"  # the page's location
 VIEW = "drawn-model.data"  # the view's callback (its last output names what it drew)
-DEFAULT = "#view=model"
+DEFAULT = "#model=llama3-70b"  # the default view
 
 
 @pytest.fixture
 def page() -> Page:
+    """The model page as the router drew it, before its callbacks' first calls (``open_hash`` makes them)."""
     model_render.clear_cache()
-    p = Page.open(SERVER)
-    p.load()
-    return p
+    return Page.open(SERVER, cluster.MODEL_PATH)
 
 
 def open_hash(page: Page, hash_: str) -> dict:
-    return answer(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): hash_}))
+    """A link opened in the page: its hash changes, and the view draws what it says."""
+    return answer(page.fire(page.callback(VIEW), [(URL, "hash")], {(URL, "hash"): hash_}))
 
 
 def change(page: Page, name: str, value) -> dict:
@@ -81,9 +82,15 @@ def estimate(**layout):
 
 
 def test_the_view_draws_nothing_until_it_is_on_screen(page):
-    """On page load (no hash) the model view costs nothing: its callback answers "no change"."""
-    assert unchanged(page.fire(page.callback(VIEW)))
-    assert page.value("drawn-model", "data") is None
+    """The model page is a page of its own: on the abstract page its callbacks have no components, so
+    they cost nothing there; opened at /model with no hash, it draws the default view."""
+    abstract = Page.open(SERVER)
+    assert not abstract.has(abstract.callback(VIEW)) and "drawn-model" not in abstract.ids
+    page.load()
+    assert page.value("drawn-model", "data") == "#" + "&".join(
+        f"{k}={v}" for k, v in cluster.encode(cluster.ModelState()).items()
+    )
+    assert unchanged(page.fire(page.callback(VIEW)))  # the same state again: nothing sent
 
 
 def test_every_control_row_has_its_message_box_set_by_the_view(page):
@@ -194,8 +201,8 @@ def test_every_control_writes_the_link_and_redraws(page, name):
     """Each control with an ordinary new value, then emptied: 200 both times, and the hash carries it."""
     open_hash(page, DEFAULT + ("&mode=compare" if name in IN_COMPARE else ""))  # compare's own controls
     out = change(page, name, CHANGES[name])
-    state = shown = cluster.parse(out["url"]["hash"]).state
-    assert url_hash.view_of(out["url"]["hash"]) == "model"
+    state = shown = cluster.parse(out[URL]["hash"]).state
+    assert out[URL]["hash"].startswith("#model=")  # the page's whole hash is its own
     if name in cluster.NUMBER_FIELDS:
         assert shown.field_value(name) == CHANGES[name]
     elif name == "sp":
@@ -215,12 +222,12 @@ def test_every_control_writes_the_link_and_redraws(page, name):
 def test_a_preset_resets_its_fields_and_an_edited_field_is_an_override(page):
     open_hash(page, DEFAULT)
     out = change(page, "layers", 40)
-    assert "layers=40" in out["url"]["hash"]
+    assert "layers=40" in out[URL]["hash"]
     est = ppviz.estimate(model("llama3-70b", layers=40), "h100-sxm", estimate(schedule="1f1b").layout)
     assert duration(est.iteration_s) in cards(page)
     out = change(page, "model", "llama3-8b")
     assert out["layers-model"]["value"] == 32 and out["hidden-model"]["value"] == 4096  # the preset's own
-    assert "layers=" not in out["url"]["hash"] and "model=llama3-8b" in out["url"]["hash"]
+    assert "layers=" not in out[URL]["hash"] and "model=llama3-8b" in out[URL]["hash"]
     out = change(page, "gpu", "h200")
     assert out["hbm_gib-model"]["value"] == pytest.approx(143_771 / 1024, rel=1e-11)  # nvidia-smi's 143,771 MiB
     assert "137.40 GiB usable" in cards(page) and "of 140.40 GiB HBM" in cards(page)
@@ -282,12 +289,12 @@ def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
     assert names[:2] == ["min", "min–max of 16 devices"]
     assert f"device {high} (highest peak)" in names and f"device {low} (lowest peak)" in names
     assert f"automatic: device {high} (highest peak) and device {low} (lowest)" in message(page, "lines")
-    options = answer(page.fire(page.callback("lines-model.options"), [("url", "hash")]))["lines-model"]
+    options = out["lines-model"]  # with the view: the picker's options and its value in one answer
     assert options["options"] == [{"label": f"device {d}", "value": d} for d in range(16)]
     assert options["disabled"] is False
 
     out = change(page, "lines", [11, 4])
-    assert cluster.parse(out["url"]["hash"]).state.lines == (4, 11) and out["url"]["hash"].endswith("&lines=4,11")
+    assert cluster.parse(out[URL]["hash"]).state.lines == (4, 11) and out[URL]["hash"].endswith("&lines=4,11")
     lines = [t for t in memory_part(out["gantt-model"]["figure"]) if str(t.get("name")).startswith("device")]
     assert [t["name"].split(" (")[0] for t in lines] == ["device 4", "device 11"]
     static = est.static_bytes["weight"] + est.static_bytes["grad"] + est.static_bytes["optimizer"]
@@ -299,8 +306,7 @@ def test_past_8_devices_memory_is_a_band_with_the_picked_devices_as_lines(page):
 
     open_hash(page, DEFAULT + "&pp=8&lines=3")
     assert page.value("lines-model", "value") == [3]
-    options = answer(page.fire(page.callback("lines-model.options"), [("url", "hash")]))["lines-model"]
-    assert options["disabled"] is True and "every device is drawn as a line" in message(page, "lines")
+    assert page.value("lines-model", "disabled") is True and "every device is drawn as a line" in message(page, "lines")
 
 
 def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
@@ -333,7 +339,7 @@ def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
 
 
 def test_a_link_sets_every_control(page):
-    link = "#view=model&model=llama3-8b&gpu=a100-80gb&schedule=zb-h1&tp=2&pp=4&dp=2&mbs=2&gbs=64&sp=0"
+    link = "#model=llama3-8b&gpu=a100-80gb&schedule=zb-h1&tp=2&pp=4&dp=2&mbs=2&gbs=64&sp=0"
     link += "&recompute=full&zero=2&seq=4096"
     out = open_hash(page, link)
     assert out["model-model"]["value"] == "llama3-8b" and out["gpu-model"]["value"] == "a100-80gb"
@@ -361,20 +367,29 @@ def test_tp_comm_overlap_control_and_link_key(page):
     on, off = estimate(tp_comm_overlap=True), estimate()
     assert on.iteration_s < off.iteration_s and duration(on.iteration_s) in cards(page)
     out = change(page, "tpo", [])
-    assert "tpo" not in out["url"]["hash"] and duration(off.iteration_s) in cards(page)
+    assert "tpo" not in out[URL]["hash"] and duration(off.iteration_s) in cards(page)
     # without sequence parallel (or at tp 1) it does not apply, as the control's label says
     assert not cluster.layout_of(replace(state, sp=False), "1f1b").tp_comm_overlap
     assert not cluster.layout_of(replace(state, tp=1), "1f1b").tp_comm_overlap
 
 
-def test_a_hash_change_of_another_view_redraws_nothing(page):
+def test_a_hash_change_to_the_view_on_screen_redraws_nothing(page):
+    """A hash that reads as the state drawn (keys in another order, a key of no use) sends nothing."""
     open_hash(page, DEFAULT)
-    assert unchanged(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): DEFAULT + "&s.gpus=512"}))
-    assert unchanged(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): "#view=search"}))
+    assert unchanged(page.fire(page.callback(VIEW), [(URL, "hash")], {(URL, "hash"): "#gpu=h100-sxm&tp=8"}))
+    assert unchanged(page.fire(page.callback(VIEW), [(URL, "hash")], {(URL, "hash"): DEFAULT + "&s.gpus=512"}))
+
+
+def test_the_page_left_leaves_the_next_page_s_hash_alone(page):
+    """A header link to the abstract page: path and hash change at once while this page is still drawn;
+    its callbacks see the other page's hash and send nothing (no estimate, no hash written)."""
+    open_hash(page, DEFAULT)
+    values = {(URL, "pathname"): "/", (URL, "hash"): "#schedule=zb-v&devices=8"}
+    assert unchanged(page.fire(page.callback(VIEW), [(URL, "hash")], values))
 
 
 def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
-    link = "#view=model&model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto"
+    link = "#model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto"
     assert model_budget.in_background(cluster.parse(link).state)
     out = open_hash(page, link)
     assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
@@ -399,7 +414,7 @@ def test_compare_deltas_are_against_the_chosen_baseline_in_percent_and_gib(page)
 
     assert expected(zbv, one) in text_of(page.value("ranking-model", "children"))  # the first is the baseline
     out = change(page, "baseline", "zb-v")
-    assert "baseline=zb-v" in out["url"]["hash"]
+    assert "baseline=zb-v" in out[URL]["hash"]
     table = text_of(page.value("ranking-model", "children"))
     assert expected(one, zbv) in table and expected(zbv, one) not in table
 
@@ -407,7 +422,7 @@ def test_compare_deltas_are_against_the_chosen_baseline_in_percent_and_gib(page)
 def test_dropping_the_baseline_from_the_comparison_shows_the_first_as_baseline(page):
     open_hash(page, DEFAULT + "&mode=compare&compare=1f1b,zb-v,zb-h1&baseline=zb-v")
     out = change(page, "compare", ["zb-h1", "1f1b"])
-    assert out[cid("baseline")]["value"] == "zb-h1" and "baseline" not in out["url"]["hash"]
+    assert out[cid("baseline")]["value"] == "zb-h1" and "baseline" not in out[URL]["hash"]
 
 
 def test_the_baseline_picker_offers_the_compared_schedules(page):
@@ -423,9 +438,9 @@ def test_the_sweep_is_in_real_units_with_gaps_that_say_why(page):
     into 8 × 4 stages, so v = 4 is a gap with that reason; 1F1B takes no chunks and stays flat."""
     open_hash(page, DEFAULT + "&mode=compare&compare=interleaved-1f1b,1f1b")
     out = change(page, "compare_show", "sweep")
-    assert "show=sweep" in out["url"]["hash"]
+    assert "show=sweep" in out[URL]["hash"]
     out = change(page, "sweep_axis", "v")
-    assert "sweep=v" in out["url"]["hash"] and out["drawn-model"]["data"]
+    assert "sweep=v" in out[URL]["hash"] and out["drawn-model"]["data"]
     fig = page.value("gantt-model", "figure")
     lines = {(t["name"], t["yaxis"]): t for t in fig["data"] if t.get("mode") == "lines+markers"}
     inter = lines[("interleaved-1f1b", "y")]
@@ -443,7 +458,7 @@ def test_the_sweep_is_in_real_units_with_gaps_that_say_why(page):
 def test_the_model_view_prices_a_schedule_as_the_abstract_view_does_devices_squared_term_included(page):
     """The issue's link took 0.91 s of CPU served synchronously (v-auto's devices² term was left out):
     one price for every view, so it is a background job now."""
-    link = "#view=model&schedule=v-auto&pp=56&layers=112&gbs=4&mbs=1&dp=1"
+    link = "#schedule=v-auto&pp=56&layers=112&gbs=4&mbs=1&dp=1"
     state = cluster.parse(link).state
     abstract = ViewState(schedule="v-auto", devices=56, microbatches=4)
     n = budget.actions(abstract, "v-auto")
@@ -490,9 +505,9 @@ def test_iterations_put_each_optimizer_step_between_them_in_ms(page):
     assert gantt["layout"]["xaxis"]["range"] == pytest.approx([0, est.makespan_s * 1e3])
     assert_breakdown(page, est)
     out = change(page, "iterations", 2)
-    assert "iterations=2" in out["url"]["hash"]
+    assert "iterations=2" in out[URL]["hash"]
     out = change(page, "iterations", 1)
-    assert "iterations" not in out["url"]["hash"]  # one iteration: the link of before
+    assert "iterations" not in out[URL]["hash"]  # one iteration: the link of before
     assert not [t for t in out["gantt-model"]["figure"]["data"] if t.get("legendgroup") == "optimizer"]
 
 
@@ -520,7 +535,7 @@ def test_a_move_sends_only_what_changed(page):
     # the memory chart is in the Gantt's figure; the memory breakdown per device is the second chart (charts
     # are always sent)
     assert sent == {"gantt-model": {"figure"}, "memory-model": {"figure"}} | texts | {
-        "url": {"hash"},
+        URL: {"hash"},
         "drawn-model": {"data"},
         "sent-model": {"data"},
     }
@@ -549,7 +564,7 @@ def test_compare_draws_a_breakdown_row_per_schedule_against_the_longest(page):
 
 def test_after_a_background_job_the_next_view_sends_what_the_job_drew_over(page):
     """The job draws the cards and breakdown after the callback answered: the next view sends them anew."""
-    open_hash(page, "#view=model&model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto")
+    open_hash(page, "#model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto")
     page.run_background(page.callback("job-error-model.children"), [("job-model", "data")])
     out = change(page, "schedule", "1f1b")
     assert {"cards-model", "breakdown-model"} <= set(out)
@@ -558,22 +573,21 @@ def test_after_a_background_job_the_next_view_sends_what_the_job_drew_over(page)
 
 
 def test_the_lines_picker_is_sent_only_when_its_devices_or_state_change(page):
-    dep = page.callback("lines-model.options")
-    open_hash(page, DEFAULT)
-    page.fire(dep, [("url", "hash")])
-    change(page, "gbs", 72)  # a new hash, the same pipeline
-    assert unchanged(page.fire(dep, [("url", "hash")]))
-    change(page, "pp", 16)
-    out = answer(page.fire(dep, [("url", "hash")]))["lines-model"]
+    """Its options and whether it is disabled ride on the view's answer, sent only when they change."""
+    out = open_hash(page, DEFAULT)
+    assert len(out["lines-model"]["options"]) == 8 and out["lines-model"]["disabled"] is True
+    out = change(page, "gbs", 72)  # a new hash, the same pipeline
+    assert "lines-model" not in out
+    out = change(page, "pp", 16)["lines-model"]
     assert len(out["options"]) == 16 and out["disabled"] is False
 
 
 @pytest.mark.parametrize(
     ("link", "control"),
     [
-        ("#view=model&model=llama3-70b&tp=3", "tp"),  # tp must divide the attention heads
-        ("#view=model&model=llama3-70b&ep=2", "ep"),  # a dense model has no experts
-        ("#view=model&model=llama3-70b&mbs=2&gbs=63", "gbs"),
+        ("#model=llama3-70b&tp=3", "tp"),  # tp must divide the attention heads
+        ("#model=llama3-70b&ep=2", "ep"),  # a dense model has no experts
+        ("#model=llama3-70b&mbs=2&gbs=63", "gbs"),
     ],
 )
 def test_a_core_error_lands_under_the_model_control_its_field_names(link, control):

@@ -12,29 +12,31 @@ from hypothesis import strategies as st
 from web_dispatch import Page
 
 import app as page_app
+from ppviz.web.common import cluster
 from ppviz.web.pages.model import callbacks as model_callbacks
 from ppviz.web.pages.model import handoff_callbacks
 from ppviz.web.pages.model import render as model_render
 from ppviz.web.pages.search import callbacks as search_callbacks
 
-JUNK = junk("llama3-8b", "h200", "zb-v", "compare", "#view=model&tp=3", "#view=search&s.gpus=0", "on")
+JUNK = junk("llama3-8b", "h200", "zb-v", "compare", "#tp=3", "#gpus=0", "on")
 MODULES = {model_callbacks.__name__, search_callbacks.__name__, handoff_callbacks.__name__}
 OWN = {k for k, v in page_app.app.callback_map.items() if getattr(v.get("callback"), "__module__", "") in MODULES}
 
 
 @pytest.fixture(scope="module")
-def page() -> Page:
+def pages() -> list[Page]:
+    """The model page and the search page, each opened at its own path."""
     model_render.clear_cache()
-    p = Page.open(page_app.server)
-    p.load()
-    return p
+    opened = [Page.open(page_app.server, path) for path in (cluster.MODEL_PATH, "/search")]
+    for page in opened:
+        page.load()
+    return opened
 
 
-def test_the_views_have_callbacks_to_fuzz(page):
-    assert (
-        len([d for d in page.server_callbacks() if d["output"] in OWN]) == 15
-    )  # the lines picker's options, list_baselines, the advice card's two, and the hand-off's upload, plan,
-    # commands and exports
+def test_the_views_have_callbacks_to_fuzz(pages):
+    own = [d for d in pages[0].server_callbacks() if d["output"] in OWN]
+    assert len(own) == 14  # list_baselines, the advice card's two, the hand-off's upload, plan, commands and exports
+    assert all(any(page.has(dep) for page in pages) for dep in own)  # each on its page
 
 
 @pytest.mark.slow  # fuzz at its full example count
@@ -44,6 +46,7 @@ def test_the_views_have_callbacks_to_fuzz(page):
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
-def test_random_values_for_every_input_never_give_a_500(page, data):
-    dep = data.draw(st.sampled_from([d for d in page.server_callbacks() if d["output"] in OWN]))
+def test_random_values_for_every_input_never_give_a_500(pages, data):
+    dep = data.draw(st.sampled_from([d for d in pages[0].server_callbacks() if d["output"] in OWN]))
+    page = next(p for p in pages if p.has(dep))
     check_answer(page, dep, randomised(page, dep, data, JUNK))

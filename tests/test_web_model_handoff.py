@@ -24,7 +24,7 @@ from ppviz.web.pages.model.ids import cid, msg_id
 
 SERVER = page_app.server
 VIEW = "drawn-model.data"
-HASH = "#view=model&model=llama3-8b&gpu=h100-sxm&tp=2&pp=4&dp=1&gbs=16&sp=1&recompute=selective&zero=1"
+HASH = "#model=llama3-8b&gpu=h100-sxm&tp=2&pp=4&dp=1&gbs=16&sp=1&recompute=selective&zero=1"
 COMPARE = HASH.replace("&schedule=", "") + "&mode=compare&compare=1f1b,zb-v"
 HF = Path(__file__).parent / "data" / "hf"
 GIB = 2**30
@@ -33,14 +33,14 @@ GIB = 2**30
 @pytest.fixture
 def page() -> Page:
     model_render.clear_cache()
-    p = Page.open(SERVER)
+    p = Page.open(SERVER, cluster.MODEL_PATH)
     p.load()
     return p
 
 
 def open_hash(page: Page, hash_: str) -> dict:
-    page.set("url", "hash", hash_)
-    return answer(page.fire(page.callback(VIEW), [("url", "hash")], {("url", "hash"): hash_}))
+    page.set("url-model", "hash", hash_)
+    return answer(page.fire(page.callback(VIEW), [("url-model", "hash")], {("url-model", "hash"): hash_}))
 
 
 def download(page: Page, what: str) -> dict:
@@ -77,7 +77,7 @@ def test_csv_and_json_hold_what_is_shown_in_labelled_units(page, capsys):
 
 def test_the_command_box_holds_each_shown_schedule_command(page):
     open_hash(page, COMPARE)
-    out = answer(page.fire(page.callback("command-model.children"), [("url", "hash")]))
+    out = answer(page.fire(page.callback("command-model.children"), [("url-model", "hash")]))
     state = cluster.parse(COMPARE).state
     lines = out["command-model"]["children"].splitlines()
     assert lines == [cluster.cli_command(state, "1f1b"), cluster.cli_command(state, "zb-v")]
@@ -131,7 +131,7 @@ def upload(page: Page, text: str, name: str = "config.json") -> dict:
 def test_an_uploaded_config_is_the_model_in_the_link(page, name):
     open_hash(page, HASH)
     out = upload(page, (HF / name).read_text(), name)
-    hash_ = out["url"]["hash"]
+    hash_ = out["url-model"]["hash"]
     state = cluster.parse(hash_).state
     expected = hf_config.model_from_config(HF / name, seq=8192)
     model = cluster.model_of(state)
@@ -148,7 +148,7 @@ def test_a_bad_config_names_the_field_beside_the_upload(page):
     config = json.loads((HF / "llama3_8b_config.json").read_text())
     del config["num_hidden_layers"]
     out = upload(page, json.dumps(config))
-    assert "url" not in out
+    assert "url-model" not in out
     assert "num_hidden_layers" in text_of(out["upload-msg-model"]["children"])
     out = upload(page, "{not json")
     assert "not JSON" in text_of(out["upload-msg-model"]["children"])

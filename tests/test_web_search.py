@@ -22,21 +22,28 @@ from ppviz.web.pages.search.ids import cid
 from ppviz.web.pages.search.layout import CONTROLS
 
 SERVER = page_app.server
+URL, MODEL_URL = "url-search", "url-model"  # the pages' locations
 SYNC = "ran-search.data"
 JOB = "error-search.children"
 SMALL = {"model": "llama3-8b", "gpus": 16, "gbs": 32, "seq": 4096, "schedules": ["1f1b", "zb-v"], "headroom": 10}
-SMALL_LINK = (
-    "#view=search&s.model=llama3-8b&s.gpu=h100-sxm&s.gpus=16&s.gbs=32&s.seq=4096&s.schedules=1f1b,zb-v"
-    "&s.headroom=10&s.top=20"
-)
+SMALL_LINK = "#model=llama3-8b&gpu=h100-sxm&gpus=16&gbs=32&seq=4096&schedules=1f1b,zb-v&headroom=10&top=20"
 
 
 @pytest.fixture
 def page() -> Page:
     model_render.clear_cache()
-    p = Page.open(SERVER)
+    p = Page.open(SERVER, "/search")
     p.load()
     return p
+
+
+def follow(page: Page, out: dict) -> tuple[dict, str]:
+    """A row's link followed as the browser does: the router draws the model page at its path, whose
+    view draws the hash's state on its first call. Returns that call's answer and the hash."""
+    path, _, hash_ = out[URL]["href"].partition("#")
+    assert path == cluster.MODEL_PATH
+    page.go(path, "#" + hash_)
+    return answer(page.fire(page.callback("drawn-model.data"))), "#" + hash_
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +82,8 @@ def test_nothing_runs_on_page_load(page):
 
 def test_the_search_button_runs_the_search_in_the_background_and_ranks_like_ppviz_search(page, expected):
     out = press_search(page, SMALL)
-    hash_ = out["url"]["hash"]
-    assert search_state.in_view(hash_) and "s.gpus=16" in hash_ and "s.schedules=1f1b,zb-v" in hash_
+    hash_ = out[URL]["hash"]
+    assert hash_.startswith("#model=") and "gpus=16" in hash_ and "schedules=1f1b,zb-v" in hash_
     assert out["request-search"]["data"]["search"] == search_state.key_of(search_state.parse(hash_).state)
     run_job(page)
     rows = page.value("grid-search", "rowData")
@@ -96,14 +103,14 @@ def test_the_search_button_runs_the_search_in_the_background_and_ranks_like_ppvi
 
 
 def test_a_link_with_search_inputs_sets_them_and_reruns_once(page):
-    out = answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK}))
+    out = answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK}))
     assert out[cid("model")]["value"] == "llama3-8b" and out[cid("gpus")]["value"] == 16
     assert out[cid("schedules")]["value"] == ["1f1b", "zb-v"] and out[cid("headroom")]["value"] == 10
-    assert out["request-search"]["data"]["search"].startswith("s.model=llama3-8b")
-    again = page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK + "&model=x"})
-    assert unchanged(again)  # another view's keys changed: the same search is not run again
-    other_view = SMALL_LINK.replace("view=search", "view=model")
-    assert unchanged(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): other_view}))
+    assert out["request-search"]["data"]["search"].startswith("model=llama3-8b")
+    reordered = "#" + "&".join(reversed(SMALL_LINK.lstrip("#").split("&")))
+    again = page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): reordered})
+    assert unchanged(again)  # the same search, written otherwise: not run again
+    assert unchanged(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): ""}))  # no inputs: none
 
 
 @pytest.mark.parametrize("name", CONTROLS)
@@ -113,7 +120,7 @@ def test_every_input_is_bounded_before_the_search(page, name):
     out = press_search(page, {**SMALL, name: junk[name]})
     notes = text_of(out["notes-search"]["children"])
     assert notes, f"{name}={junk[name]!r} passed without a note"
-    state = search_state.parse(out["url"]["hash"]).state
+    state = search_state.parse(out[URL]["hash"]).state
     assert state == search_state.bounded({**SMALL, name: junk[name]})[0]
     if name == "gpus":
         assert out[cid("gpus")]["value"] == 16_384 and "outside 1–16384" in notes
@@ -135,13 +142,12 @@ def test_a_search_where_nothing_fits_says_how_close_it_came(page):
 
 
 def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
-    answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK}))
+    answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK}))
     row = search_render.rows(expected)[1]
     out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
         ("grid-search", "selectedRows"): [row]}))  # fmt: skip
-    hash_ = out["url"]["hash"]
-    assert "view=model" in hash_ and "s.gpus=16" in hash_  # the search stays in the link
-    view = answer(page.fire(page.callback("drawn-model.data"), [("url", "hash")], {("url", "hash"): hash_}))
+    view, hash_ = follow(page, out)  # the search's own hash stays behind, for the header's link back
+    assert "gpus=" not in hash_
     assert view["schedule-model"]["value"] == row["schedule"] and view["tp-model"]["value"] == row["tp"]
     lay = Layout(**{k: row[k] for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "recompute", "zero")},
                  sequence_parallel=row["sequence_parallel"], tp_comm_overlap=row["tp_comm_overlap"],
@@ -151,6 +157,18 @@ def test_a_row_opens_in_the_model_view_with_its_own_estimate(page, expected):
     assert duration(est.iteration_s) in page.text("cards-model")
     layout = view["gantt-model"]["figure"]["layout"]  # the Gantt with its memory chart under it
     assert layout["xaxis2"]["title"]["text"] == "time (ms)" and layout["yaxis2"]["title"]["text"] == "memory (GiB)"
+
+
+def test_the_page_left_leaves_the_next_page_s_hash_alone(page, expected):
+    """A row opened: path and hash change at once while the search page is still drawn; its callback
+    sees the model page's hash (which reads as search inputs too) and neither runs a search nor writes."""
+    answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK}))
+    row = search_render.rows(expected)[0]
+    out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
+        ("grid-search", "selectedRows"): [row]}))  # fmt: skip
+    path, _, hash_ = out[URL]["href"].partition("#")
+    values = {(URL, "pathname"): path, (URL, "hash"): "#" + hash_}
+    assert unchanged(page.fire(page.callback(SYNC), [(URL, "hash")], values))
 
 
 @pytest.mark.parametrize("junk", [None, [], [1], ["x"], [{"tp": "a"}], {"rank": 1}, [{}]])
@@ -177,26 +195,25 @@ def expected_2d():
 
 def test_2d_tensor_parallelism_is_searched_when_ticked(page, expected_2d):
     out = press_search(page, {**SMALL, "tp_mode": ["2d"]})
-    assert "s.tp_mode=2d" in out["url"]["hash"]
+    assert "tp_mode=2d" in out[URL]["hash"]
     run_job(page)
     rows = page.value("grid-search", "rowData")
     assert [r["command"] for r in rows] == [r["command"] for r in expected_2d.layouts]
     assert all(r["tp_mode"] == "2d" and r["tp_text"] == f"2D {r['tp2d'][0]}×{r['tp2d'][1]}" for r in rows)
-    link = answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK + "&s.tp_mode=1d,2d"}))
+    link = answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK + "&tp_mode=1d,2d"}))
     assert link[cid("tp_mode")]["value"] == ["1d", "2d"]
 
 
 @pytest.mark.parametrize("which", ["2d", "nvlink"])
 def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, expected_2d, which):
-    answer(page.fire(page.callback(SYNC), [("url", "hash")], {("url", "hash"): SMALL_LINK + "&s.tp_mode=2d"}))
+    answer(page.fire(page.callback(SYNC), [(URL, "hash")], {(URL, "hash"): SMALL_LINK + "&tp_mode=2d"}))
     rows = search_render.rows(expected_2d)
     row = next(r for r in rows if (r["nvlink_dp_pp"] is not None) == (which == "nvlink"))
     out = answer(page.fire(open_row_callback(page), [("grid-search", "selectedRows")], {
         ("grid-search", "selectedRows"): [row]}))  # fmt: skip
-    hash_ = out["url"]["hash"]
+    view, hash_ = follow(page, out)
     assert f"tp2d={row['tp2d'][0]},{row['tp2d'][1]}" in hash_ and "tp_mode=2d" in hash_
     assert ("nvlink=" in hash_) == (which == "nvlink")
-    view = answer(page.fire(page.callback("drawn-model.data"), [("url", "hash")], {("url", "hash"): hash_}))
     want = next(r for r in expected_2d.layouts if r["command"] == row["command"])
     lay = Layout(**{k: row[k] for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "gbs", "recompute", "zero")},
                  schedule=row["schedule"], tp_mode="2d", tp2d=tuple(row["tp2d"]), summa_blocks=row["summa_blocks"],
@@ -212,11 +229,11 @@ def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, 
     assert "--tp-mode 2d --tp2d" in cluster.cli_command(state, row["schedule"])
     # another control keeps the grid; a new tp that the grid does not fit goes back to 1D and says so
     zero = answer(page.fire(page.callback("drawn-model.data"), [("zero-model", "value")], {
-        ("url", "hash"): hash_, ("zero-model", "value"): 2}))  # fmt: skip
-    assert "tp2d=" in zero["url"]["hash"]
+        (MODEL_URL, "hash"): hash_, ("zero-model", "value"): 2}))  # fmt: skip
+    assert "tp2d=" in zero[MODEL_URL]["hash"]
     tp = answer(page.fire(page.callback("drawn-model.data"), [("tp-model", "value")], {
-        ("url", "hash"): hash_, ("tp-model", "value"): row["tp"] * 2 if row["tp"] < 8 else 1}))  # fmt: skip
-    assert "tp2d=" not in tp["url"]["hash"] and "showing 1D" in text_of(tp["notes-model"]["children"])
+        (MODEL_URL, "hash"): hash_, ("tp-model", "value"): row["tp"] * 2 if row["tp"] < 8 else 1}))  # fmt: skip
+    assert "tp2d=" not in tp[MODEL_URL]["hash"] and "showing 1D" in text_of(tp["notes-model"]["children"])
 
 
 @pytest.mark.parametrize(
@@ -225,7 +242,7 @@ def test_a_2d_or_placed_row_opens_in_the_model_view_with_its_own_estimate(page, 
      ("&nvlink=a", "Megatron")],
 )  # fmt: skip
 def test_a_junk_grid_or_placement_in_a_link_falls_back_with_a_note(extra, note):
-    state, notes = cluster.parse("#view=model&model=llama3-8b&tp=2&pp=2&dp=4&sp=0" + extra)
+    state, notes = cluster.parse("#model=llama3-8b&tp=2&pp=2&dp=4&sp=0" + extra)
     assert state.tp_mode == "1d" and state.nvlink_dp_pp is None
     assert any(note in n for n in notes)
 
@@ -244,7 +261,7 @@ def test_every_server_callback_of_the_model_and_search_views_is_tested():
         if getattr(v.get("callback"), "__module__", "") in modules
     }
     tested = {"update_model_view", "estimate_in_background", "update_search", "search_in_background", "open_row"}
-    tested |= {"line_options", "list_baselines"}  # tests/test_web_model.py: the lines picker; the baseline picker
+    tested |= {"list_baselines"}  # tests/test_web_model.py: the baseline picker
     tested |= {"upload_config", "show_plan", "show_command", "download_export"}  # tests/test_web_*_handoff.py
     tested |= {"show_advice", "apply_advice"}  # tests/test_web_advice.py: the advice card and its buttons
     assert names == tested

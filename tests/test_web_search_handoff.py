@@ -21,10 +21,7 @@ from ppviz.web.pages.search import state as search_state
 from ppviz.web.pages.search.ids import cid
 
 SERVER = page_app.server
-LINK = (
-    "#view=search&s.model=llama3-8b&s.gpu=h100-sxm&s.gpus=16&s.gbs=32&s.seq=4096&s.schedules=1f1b,zb-v"
-    "&s.headroom=10&s.top=5"
-)
+LINK = "#model=llama3-8b&gpu=h100-sxm&gpus=16&gbs=32&seq=4096&schedules=1f1b,zb-v&headroom=10&top=5"
 GIB = 2**30
 
 
@@ -35,9 +32,9 @@ def result():
 
 @pytest.fixture
 def page(result) -> Page:
-    p = Page.open(SERVER)
+    p = Page.open(SERVER, "/search")
     p.load()
-    p.set("url", "hash", LINK)
+    p.set("url-search", "hash", LINK)
     p.set("grid-search", "rowData", search_render.rows(result))  # what the search job puts on screen
     return p
 
@@ -63,7 +60,7 @@ def test_csv_and_json_are_the_ranking_on_screen(page, result):
 
 
 def test_the_command_box_holds_the_search_command(page, capsys):
-    out = answer(page.fire(page.callback("command-search.children"), [("url", "hash")]))
+    out = answer(page.fire(page.callback("command-search.children"), [("url-search", "hash")]))
     command = out["command-search"]["children"]
     assert command == search_state.cli_command(search_state.parse(LINK).state)
     argv = shlex.split(command)
@@ -95,4 +92,4 @@ def test_a_box_without_a_valid_number_is_said_beside_it_and_nothing_runs(page):
     out = answer(page.fire(page.callback("ran-search.data"), [("run-search", "n_clicks")], values))
     assert "GPUs: enter a whole number in 1–16,384" in text_of(out["msg-gpus-search"]["children"])
     assert "from the last search" in text_of(out["notes-search"]["children"])
-    assert "request-search" not in out and "url" not in out
+    assert "request-search" not in out and "url-search" not in out

@@ -61,11 +61,26 @@ def test_page_is_served_with_its_title(served):
 
 
 def test_layout_holds_the_controls_and_charts(served):
-    """/_dash-layout is the page's component tree, with the sliders and both charts."""
+    """/_dash-layout is the frame (its location, the links to the pages, the page container); the pages
+    router answers / with the abstract page: its location, the sliders and both charts."""
     status, body = fetch(served + "/_dash-layout")
     assert status == 200
     text = body.decode()
-    for component_id in ('"devices"', '"microbatches"', '"gantt"', '"memory"', '"stage-table"', '"url"'):
+    for component_id in ('"here"', '"nav-model"', '"nav-search"', '"_pages_content"'):
+        assert component_id in text
+    deps = json.loads(fetch(served + "/_dash-dependencies")[1])
+    (router,) = [d for d in deps if "_pages_content.children" in d["output"]]
+    inputs = [{"id": "_pages_location", "property": "pathname", "value": "/"}]
+    inputs.append({"id": "_pages_location", "property": "search", "value": ""})
+    outputs = [{"id": "_pages_content", "property": "children"}, {"id": "_pages_store", "property": "data"}]
+    body = {"output": router["output"], "outputs": outputs, "inputs": inputs, "state": []}
+    body["changedPropIds"] = ["_pages_location.pathname"]
+    request = urllib.request.Request(
+        served + "/_dash-update-component", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as r:
+        text = r.read().decode()
+    for component_id in ('"url"', '"devices"', '"microbatches"', '"gantt"', '"memory"', '"stage-table"'):
         assert component_id in text
 
 
@@ -74,7 +89,7 @@ def test_dependencies_list_the_page_callback(served):
     status, body = fetch(served + "/_dash-dependencies")
     assert status == 200
     outputs = [dep["output"] for dep in json.loads(body)]
-    assert any("url.search" in out and "gantt.figure" in out for out in outputs)
+    assert any("url.hash" in out and "gantt.figure" in out for out in outputs)
 
 
 def test_a_shared_link_with_an_order_fits_the_request_line(served):
@@ -99,7 +114,7 @@ def test_an_abandoned_heavy_request_stops_within_a_bounded_time(served):
     page.set(
         "job-request",
         "data",
-        {"search": "?mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256", "at": 1},
+        {"hash": "#mode=compare&compare=v-auto,v-half,v-zb,zb-auto&devices=64&microbatches=256", "at": 1},
     )
     body = json.dumps(page.body(page.callback("job-error.children"), [("job-request", "data")])).encode()
     request = urllib.request.Request(

@@ -4,7 +4,11 @@ page callback names its outputs (a dict), so no answer is built or read by posit
 from __future__ import annotations
 
 import ast
+import sys
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 import app
 import ppviz.web
@@ -69,10 +73,80 @@ def test_every_page_callback_names_its_outputs():
 def test_every_field_maps_to_a_control_that_shows_messages():
     """Each page's field → control map points at controls that have a message box on that page."""
     from ppviz.web.pages.abstract import ids as abstract_ids
+    from ppviz.web.pages.abstract.layout import layout as abstract_layout
     from ppviz.web.pages.model import ids as model_ids
     from ppviz.web.pages.model.layout import MESSAGE_NAMES
 
-    layout = str(app.app.layout())
+    layout = str(abstract_layout())
     for control in set(abstract_ids.FIELD_CONTROLS.values()):
         assert repr(abstract_ids.msg_id(control)) in layout, control
     assert set(model_ids.FIELD_CONTROLS.values()) <= set(MESSAGE_NAMES)
+
+
+def web_entries(run, code) -> list[str]:
+    """The modules of ``ppviz/web`` entered while the function of ``code`` runs (itself first), in order:
+    a call from one module (or from outside ``ppviz/web``: Dash, the core) into another is an entry;
+    calls within a module are not. A module in the list twice was entered again after it was left."""
+    order, running = [], None
+
+    def module(path: str) -> str | None:
+        return str(Path(path).relative_to(WEB)) if Path(path).is_relative_to(WEB) else None
+
+    def profile(frame, event, _arg):
+        nonlocal running
+        if event == "call" and running is None and frame.f_code is code:
+            running = frame
+            order.append(module(code.co_filename))
+        elif event == "return" and frame is running:
+            running = None
+        elif event == "call" and running is not None:
+            callee = module(frame.f_code.co_filename)
+            caller = module(frame.f_back.f_code.co_filename) if frame.f_back else None
+            if callee is not None and callee != caller:
+                order.append(callee)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return order
+
+
+def model_move() -> list[str]:
+    """The web modules one model-page move enters: the global batch changed, as the browser sends it
+    through Dash's dispatch (caches warm: a move the page has seen before, drawn synchronously)."""
+    from web_dispatch import Page, answer
+
+    from ppviz.web.common import cluster
+    from ppviz.web.pages.model import callbacks
+
+    page = Page.open(app.server, cluster.MODEL_PATH)
+    page.load()
+    dep = page.callback("drawn-model.data")
+    answer(page.fire(dep, [("gbs-model", "value")], {("gbs-model", "value"): 72}))
+    return web_entries(
+        lambda: answer(page.fire(dep, [("gbs-model", "value")], {("gbs-model", "value"): 64})),
+        callbacks.update_model_view.__code__,
+    )
+
+
+def test_a_model_page_move_enters_no_more_web_modules_than_today():
+    """Measured with ``sys.setprofile`` during the move's callback: 13 modules and 109 entries before the
+    pages router (digests in their own module, every number bounded by its own call); now at most these."""
+    order = model_move()
+    assert order[0] == "pages/model/callbacks.py" and order.count("pages/model/callbacks.py") == 1
+    assert len(set(order)) <= 11 and len(order) <= 40, Counter(order)
+
+
+NOT_YET = (
+    "render and budget still call back into common/cluster (ModelState's properties, model_of, layout_of) "
+    "and into common/charts, limits, caches and bars: see docs/development.md"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=NOT_YET)
+def test_a_model_page_move_passes_through_at_most_5_web_modules_each_once():
+    """Issue #19: control → state → validation → core → render → outputs, at most 5 modules of ppviz/web, each once."""
+    counts = Counter(model_move())
+    assert len(counts) <= 5 and set(counts.values()) == {1}, counts

@@ -1,9 +1,10 @@
 """Drive the page's callbacks through Dash's real dispatch, as the browser does.
 
-The callback map comes from ``/_dash-dependencies`` and the starting values from ``/_dash-layout``;
-each request is posted to ``/_dash-update-component`` and its answer applied to the page's props,
-so a sequence of requests follows the page as a browser would see it (Dash's own validation of
-return values included, which calling a callback function directly skips).
+The callback map comes from ``/_dash-dependencies`` and the starting values from ``/_dash-layout``
+(the frame), then the pages router's answer for the path opened (the page's own components); each
+request is posted to ``/_dash-update-component`` and its answer applied to the page's props, so a
+sequence of requests follows the page as a browser would see it (Dash's own validation of return
+values included, which calling a callback function directly skips).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 WILDCARDS = ('["ALL"]', '["MATCH"]', '["ALLSMALLER"]')
+CONTENT = "_pages_content"  # Dash's page container and the location its router reads
+LOCATION = "_pages_location"
 
 
 def id_key(cid) -> str:
@@ -45,17 +48,45 @@ class Page:
     deps: list[dict] = field(default_factory=list)
     props: dict[str, dict] = field(default_factory=dict)  # id key -> prop -> value
     ids: dict[str, object] = field(default_factory=dict)  # id key -> id
+    types: dict[str, str] = field(default_factory=dict)  # id key -> component type ("Location", …)
     end_id: str = ""  # the page load's signed token, echoed on every request (binds background jobs)
 
     @classmethod
-    def open(cls, server) -> Page:
+    def open(cls, server, path: str = "/", hash_: str = "") -> Page:
+        """The page at ``path`` (``/``, ``/model``, ``/search``) with ``hash_``, as the browser has it
+        once the router has drawn it (before its own callbacks' first calls: see ``load``)."""
         page = cls(server.test_client())
-        index = page.client.get("/").get_data(as_text=True)
+        index = page.client.get(path).get_data(as_text=True)
         config = re.search(r'<script id="_dash-config" type="application/json">(.*?)</script>', index, re.S)
         page.end_id = json.loads(config.group(1))["end_id"]
         page.deps = page.client.get("/_dash-dependencies").get_json()
         page._walk(page.client.get("/_dash-layout").get_json())
+        page.go(path, hash_)
         return page
+
+    def go(self, path: str, hash_: str = "") -> None:
+        """Follow a link to another page: the router draws it, and the components of the page left go."""
+        old = self.value(CONTENT, "children")
+        for key in self._ids_in(old):
+            for held in (self.ids, self.props, self.types):
+                held.pop(key, None)
+        values = {(LOCATION, "pathname"): path, (LOCATION, "search"): ""}
+        answer = self.fire(self.callback(CONTENT + ".children"), [(LOCATION, "pathname")], values)
+        assert answer.status_code == 200, answer.get_data(as_text=True)[:2000]
+        self._walk(self.value(CONTENT, "children"))
+        for key, kind in self.types.items():  # every location reads the browser's address as it mounts
+            if kind == "Location" and key != LOCATION:
+                self.set(key, "pathname", path)
+                self.set(key, "hash", hash_)
+
+    def _ids_in(self, node) -> list[str]:
+        if isinstance(node, list):
+            return [k for child in node for k in self._ids_in(child)]
+        if not isinstance(node, dict) or "props" not in node:
+            return []
+        props = node["props"]
+        found = [id_key(props["id"])] if "id" in props else []
+        return found + [k for v in props.values() if isinstance(v, (dict, list)) for k in self._ids_in(v)]
 
     def _walk(self, node) -> None:
         if isinstance(node, list):
@@ -68,6 +99,7 @@ class Page:
         if "id" in props:
             key = id_key(props["id"])
             self.ids[key] = props["id"]
+            self.types[key] = node.get("type", "")
             self.props[key] = {k: v for k, v in props.items() if k != "id"}
         for value in props.values():
             if isinstance(value, (dict, list)):
@@ -185,11 +217,18 @@ class Page:
                 self.props.setdefault(key, {})[prop] = value
 
     def load(self) -> None:
-        """What the renderer does on page load: every callback without prevent_initial_call, once."""
+        """What the renderer does once a page is drawn: every callback of its components (its outputs
+        and inputs on the page) without prevent_initial_call, once."""
         for dep in self.server_callbacks():
-            if not dep.get("prevent_initial_call"):
+            if not dep.get("prevent_initial_call") and self.has(dep):
                 response = self.fire(dep)
                 assert response.status_code in (200, 204), response.get_data(as_text=True)[:2000]
+
+    def has(self, dep: dict) -> bool:
+        """Whether the callback's components (its outputs and inputs named by id, not by pattern) are on the page."""
+        named = [cid for cid, _ in _split_output(dep["output"]) if isinstance(cid, str)]
+        named += [i["id"] for i in dep["inputs"] if not i["id"].startswith("{")]
+        return all(cid in self.ids for cid in named)
 
 
 def text_of(node) -> str:

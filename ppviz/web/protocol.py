@@ -62,6 +62,23 @@ def problem(body: object, callback_map: dict) -> str | None:
     return None
 
 
+ROUTER_OUTPUT = "_pages_content.children"  # Dash's pages router (dash._pages): draws the page of a path
+
+
+def router_problem(body: dict, prefix: str) -> str | None:
+    """What Dash's pages router cannot read in a request of ``problem``'s shape: it takes its location's
+    path and query string as text, the path under the app's ``prefix``, and raised on anything else."""
+    if ROUTER_OUTPUT not in body["output"]:
+        return None
+    for item in body["inputs"]:
+        value = item.get("value")
+        if value is not None and not isinstance(value, str):
+            return f"the router's {item.get('property')} must be text"
+        if item.get("property") == "pathname" and value is not None and not value.startswith(prefix.rstrip("/") or "/"):
+            return f"the path must start with {prefix}"
+    return None
+
+
 def _outputs_problem(output: str, outputs: object) -> str | None:
     """Dash answers 500 unless the outputs name exactly the callback's (wildcards matching)."""
     declared = _declared(output)
@@ -216,7 +233,7 @@ def guard(app) -> None:
         elif lone_surrogate(raw, body):
             why = "a string in the body holds a lone UTF-16 surrogate (\\udXXX): it is not Unicode text"
         else:
-            why = problem(body, app.callback_map)
+            why = problem(body, app.callback_map) or router_problem(body, app.config.requests_pathname_prefix)
         if why is not None:
             return refuse(400, why)
         if "cacheKey" not in request.args:

@@ -1,25 +1,61 @@
-"""The page frame: the header with the view tabs, the three pages, and the switch between them.
+"""The page frame: the header with a link to each page, and Dash's page container.
 
-The pages never import each other; this module is the one place that knows all three.
+Each view is a Dash page (``register_pages``): only the page on screen is in the DOM, so a move on
+one page never fires another page's callbacks. Each page holds its own ``dcc.Location`` (a callback
+with an output in this frame would be run while another page is drawn, its inputs missing); they
+all use ``refresh="callback-nav"``, so a write by one reaches the others, the router's and this
+frame's (``here``), which keeps each page's last hash on its link. The pages never import each
+other; this module is the one place that knows all three.
 """
 
 from __future__ import annotations
 
+import json
+
+import dash
 from dash import Input, Output, State, clientside_callback, dcc, html
 
+from .pages.abstract import ids as abstract_ids
 from .pages.abstract import layout as abstract_layout
+from .pages.model import ids as model_ids
 from .pages.model import layout as model_layout
+from .pages.search import ids as search_ids
 from .pages.search import layout as search_layout
+
+# (path, link text, layout): the order of the links in the header
+PAGES = (
+    (abstract_ids.PATH, "abstract schedules", abstract_layout.layout),
+    (model_ids.PATH, "model & cluster", model_layout.model_view),
+    (search_ids.PATH, "search layouts", search_layout.search_view),
+)
+
+
+def register_pages() -> None:
+    """Register each view as a Dash page (call once the app exists: ``Dash(use_pages=True, pages_folder="")``)."""
+    for order, (path, name, build) in enumerate(PAGES):
+        dash.register_page(_module(path), path=path, name=name, order=order, layout=_ignoring_query(build))
+
+
+def _module(path: str) -> str:
+    return "ppviz.web.pages." + (path.strip("/") or "abstract")
+
+
+def _ignoring_query(build):
+    """The router passes a query string's pairs to a page's layout; every page keeps its state in the hash."""
+
+    def layout(**_query):
+        return build()
+
+    return layout
 
 
 def layout() -> html.Div:
     return html.Div(
         [
-            dcc.Location(id="url", refresh=False),
+            dcc.Location(id="here", refresh="callback-nav"),
+            dcc.Store(id="page-hashes", storage_type="session"),  # each page's last hash, for the links
             header(),
-            abstract_layout.layout(),
-            model_layout.model_view(),
-            search_layout.search_view(),
+            dash.page_container,
         ],
         className="page",
     )
@@ -38,7 +74,7 @@ def header() -> html.Header:
                 ],
                 className="brand",
             ),
-            view_tabs(),  # in the header row: a row of its own cost the charts 36 px of an 800 px screen
+            nav(),  # in the header row: a row of its own cost the charts 36 px of an 800 px screen
             html.Div(
                 [
                     html.Span("copy link", className="copy-label"),
@@ -51,48 +87,44 @@ def header() -> html.Header:
     )
 
 
-def view_tabs() -> dcc.Tabs:
-    return dcc.Tabs(
-        id="view-tabs",
-        value="abstract",
-        children=[
-            dcc.Tab(label="abstract schedules", value="abstract"),
-            dcc.Tab(label="model & cluster", value="model"),
-            dcc.Tab(label="search layouts", value="search"),
-        ],
-    )
+def nav_id(path: str) -> str:
+    return "nav-" + (path.strip("/") or "abstract")
+
+
+def nav() -> html.Nav:
+    """A link to each page; its href carries the page's last hash (set in the browser, see below)."""
+    links = [
+        dcc.Link(name, href=dash.get_relative_path(path), id=nav_id(path), className="tab") for path, name, _ in PAGES
+    ]
+    return html.Nav(links, id="view-tabs")
 
 
 clientside_callback(
-    """function(hash, tab, a, m, s) {
-        const nu = window.dash_clientside.no_update;
-        const views = ["abstract", "model", "search"];
-        const trig = (window.dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
-        const params = new URLSearchParams((hash || "").replace(/^#/, ""));
-        let view = views.includes(params.get("view")) ? params.get("view") : "abstract";
-        let newHash = nu;
-        if (trig.includes("view-tabs.value") && views.includes(tab) && tab !== view) {
-            view = tab;
-            params.set("view", view);
-            const only = Array.from(params.keys()).length === 1;
-            newHash = view === "abstract" && only ? "" : "#" + params.toString();
+    """function(pathname, hash, saved) {
+        // Each page's last hash, so that a link back to a page opens it as it was left.
+        const paths = PATHS;
+        const prefix = ((window.dash_clientside && document.getElementById("_dash-config"))
+            ? JSON.parse(document.getElementById("_dash-config").textContent).requests_pathname_prefix : "/") || "/";
+        const here = "/" + (pathname || prefix).slice(prefix.length).replace(/\\/+$/, "");
+        const hashes = Object.assign({}, saved || {});
+        if (paths.includes(here)) {
+            hashes[here] = hash || "";
         }
-        // Only the styles that change: an unchanged view is not rendered again.
-        const show = (v, now) => {
-            const hidden = !!(now && now.display === "none");
-            return hidden === (v !== view) ? nu : (v === view ? {} : {display: "none"});
-        };
-        return [newHash, tab === view ? nu : view, show("abstract", a), show("model", m), show("search", s)];
-    }""",
-    Output("url", "hash", allow_duplicate=True),
-    Output("view-tabs", "value"),
-    Output("abstract-view", "style"),
-    Output("model-view", "style"),
-    Output("search-view", "style"),
-    Input("url", "hash"),
-    Input("view-tabs", "value"),
-    State("abstract-view", "style"),
-    State("model-view", "style"),
-    State("search-view", "style"),
-    prevent_initial_call="initial_duplicate",
+        const href = paths.map(p => prefix + p.slice(1) + (hashes[p] || ""));
+        const cls = paths.map(p => p === here ? "tab tab--selected" : "tab");
+        return [hashes, ...href, ...cls];
+    }""".replace("PATHS", json.dumps([path for path, _, _ in PAGES])),
+    Output("page-hashes", "data"),
+    *[Output(nav_id(path), "href") for path, _, _ in PAGES],
+    *[Output(nav_id(path), "className") for path, _, _ in PAGES],
+    Input("here", "pathname"),
+    Input("here", "hash"),
+    State("page-hashes", "data"),
+)
+
+clientside_callback(
+    "function(n) { return window.location.href; }",
+    Output("copy-link", "content"),
+    Input("copy-link", "n_clicks"),
+    prevent_initial_call=True,
 )

@@ -17,7 +17,7 @@ READ_CLIPBOARD = "const done = arguments[0]; navigator.clipboard.readText().then
 
 
 def open_model(page, query: str) -> None:
-    page.driver.get(page.server_url + "/#view=model" + query)
+    page.driver.get(page.server_url + "/model#" + query.lstrip("&"))
     wait_for(lambda: page.find_element("#model-view").is_displayed(), "the model view is shown")
 
 

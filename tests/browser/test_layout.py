@@ -45,7 +45,7 @@ def test_the_abstract_view_at_8_and_32_devices(page, shots, width, height):
         ("interleaved-1f1b", 8, "&interleaved-1f1b.chunks=4"),
         ("zb-v", 32, "&lines=3,20"),
     ):
-        page.driver.get(page.server_url + f"/?schedule={schedule}&devices={devices}&microbatches=16{extra}")
+        page.driver.get(page.server_url + f"/#schedule={schedule}&devices={devices}&microbatches=16{extra}")
         wait_drawn(page, "gantt", "memory", f"{schedule} · {devices} devices")
         screenshot(page.driver, shots, f"abstract_{schedule}_p{devices}_{width}x{height}")
         assert_no_overlaps(page.driver)
@@ -65,7 +65,7 @@ def test_the_model_view_at_8_and_16_devices(page, shots, width, height):
     set_viewport(page.driver, width, height)
     # Llama-3 8B's 32 layers split into pp 8 × vpp 4 stages; 70B's 80 do not
     for model, pp, schedule in ((70, 8, "zb-v"), (8, 8, "interleaved-1f1b&vpp=4"), (70, 16, "1f1b")):
-        link = f"/#view=model&model=llama3-{model}b&gpu=h100-sxm&tp=4&pp={pp}&gbs=64&schedule={schedule}"
+        link = f"/model#model=llama3-{model}b&gpu=h100-sxm&tp=4&pp={pp}&gbs=64&schedule={schedule}"
         page.driver.get(page.server_url + link)
         page.driver.refresh()  # a new page, not a hash change of the one open
         wait_drawn(page, "gantt-model", "gantt-model", f"{pp} devices")  # one figure: the memory under the Gantt
@@ -79,7 +79,7 @@ def test_the_model_view_at_8_and_16_devices(page, shots, width, height):
 @pytest.mark.parametrize("width,height", SCREENS)
 def test_the_search_view_with_its_results(page, shots, width, height):
     set_viewport(page.driver, width, height)
-    link = "/#view=search&s.model=llama3-8b&s.gpu=h100-sxm&s.gpus=16&s.gbs=32&s.seq=4096&s.schedules=1f1b,zb-v"
+    link = "/search#model=llama3-8b&gpu=h100-sxm&gpus=16&gbs=32&seq=4096&schedules=1f1b,zb-v"
     page.driver.get(page.server_url + link)
     page.driver.refresh()  # a shared link reruns the search
     rows = "return document.querySelectorAll('#grid-search .ag-row').length;"
@@ -114,7 +114,7 @@ def ranking_text(duo, selector: str) -> tuple[list[str], str]:
         "const heads = [...box.querySelectorAll('th, .ag-header-cell-text')].map(h => h.textContent.trim());"
         "const body = [...box.querySelectorAll('td, .ag-cell')].map(c => c.textContent.trim()).join(' | ');"
         # a grid's own parts overhang by design; its text must not
-        "const grid = e => e.closest('.ag-root-wrapper, .ag-measurement-container');"
+        "const grid = e => e.closest('.ag-root-wrapper, .ag-measurement-container, .ag-aria-description-container');"
         "const clipped = [box, ...box.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 1"
         "  && (grid(e) ? e.matches('.ag-header-cell-text, .ag-cell-value, .ag-body-horizontal-scroll-viewport')"
         "      : ['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX)))"
@@ -141,7 +141,7 @@ def test_the_abstract_compare_and_its_sweep(page, shots, width, height):
     set_viewport(page.driver, width, height)
     for pair, extra in ((("1f1b", "zb-v"), ""), (("dualpipe", "interleaved-1f1b"), "&interleaved-1f1b.chunks=4")):
         for show in ("charts", "sweep"):
-            link = f"/?devices=8&microbatches=16&mode=compare&compare={','.join(pair)}{extra}"
+            link = f"/#devices=8&microbatches=16&mode=compare&compare={','.join(pair)}{extra}"
             page.driver.get(page.server_url + link + ("&show=sweep" if show == "sweep" else ""))
             wait_compared(page, "gantt", pair, show)
             screenshot(page.driver, shots, f"compare_{'_'.join(pair)}_{show}_{width}x{height}")
@@ -163,7 +163,7 @@ def test_the_model_compare_and_its_sweep(page, shots, width, height):
     set_viewport(page.driver, width, height)
     four = ("1f1b", "zb-v", "interleaved-1f1b", "dualpipe")
     for names, show in ((four[:2], "charts"), (four[:2], "sweep"), (four, "charts")):
-        link = f"/#view=model&mode=compare&compare={','.join(names)}&vpp=2" + f"&show={show}" * (show == "sweep")
+        link = f"/model#mode=compare&compare={','.join(names)}&vpp=2" + f"&show={show}" * (show == "sweep")
         page.driver.get(page.server_url + link)
         page.driver.refresh()  # a new page, not a hash change of the one open
         wait_compared(page, "gantt-model", names, show)

@@ -49,15 +49,16 @@ def card(duo, key: str) -> str:
 
 def test_presets_give_a_gantt_in_ms_memory_in_gib_and_cards(page):
     page.find_element("#view-tabs .tab:nth-child(2)").click()  # "model & cluster"
-    wait_for(lambda: page.find_element("#model-view").is_displayed(), "the model view is shown")
-    assert not page.find_element("#abstract-view").is_displayed()
+    wait_for(lambda: page.find_elements("#model-view"), "the model page is shown")
+    assert not page.find_elements("#abstract-view")  # only the page on screen is in the DOM
+    assert "tab--selected" in page.find_element("#nav-model").get_attribute("class")
     page.wait_for_contains_text("#card-iteration-model", "ms", timeout=20)
 
     pick(page, "#model-model", "llama3-8b")
     wait_for(lambda: page.find_element("#layers-model").get_attribute("value") == "32", "llama3-8b's 32 layers")
     pick(page, "#gpu-model", "h200")
     wait_for(lambda: "gpu=h200" in page.driver.current_url, "the link carries the GPU")
-    assert "model=llama3-8b" in page.driver.current_url and "view=model" in page.driver.current_url
+    assert "model=llama3-8b" in page.driver.current_url and "/model#" in page.driver.current_url
 
     est = ppviz.estimate("llama3-8b", "h200", Layout(tp=8, pp=8, gbs=64, sequence_parallel=True,
                                                      recompute="selective", zero=1))  # fmt: skip
@@ -104,7 +105,7 @@ def test_presets_give_a_gantt_in_ms_memory_in_gib_and_cards(page):
 def test_compare_shows_memory_in_gib_per_schedule_deltas_and_a_sweep_in_real_units(page):
     """A compare link: each schedule's Gantt with its memory in GiB and the HBM line on one ms axis, a zoom
     on one Gantt moving every plot, the deltas against the first schedule, then the sweep in ms and GiB."""
-    page.driver.get(page.server_url + "/#view=model&mode=compare&compare=1f1b,zb-v")
+    page.driver.get(page.server_url + "/model#mode=compare&compare=1f1b,zb-v")
     titles = "return (gd && gd.layout.annotations || []).map(a => a.text).join(' ');"
     wait_for(lambda: "<b>1f1b</b> <b>zb-v</b>" in chart(page, "gantt-model", titles), "both schedules are drawn")
     axes = "return [gd.layout.yaxis2.title.text, gd.layout.yaxis4.title.text, gd.layout.xaxis4.title.text];"
@@ -132,7 +133,7 @@ def test_compare_shows_memory_in_gib_per_schedule_deltas_and_a_sweep_in_real_uni
 def test_iterations_draw_each_optimizer_step_between_them(page):
     """A link with 3 iterations of 1F1B: the card gives their average, the Gantt a grey step per
     device between each two (in the legend); back to 1 iteration, the steps and the link key go."""
-    link = "/#view=model&model=llama3-8b&tp=2&pp=4&dp=32&gbs=64&schedule=1f1b&iterations=3"
+    link = "/model#model=llama3-8b&tp=2&pp=4&dp=32&gbs=64&schedule=1f1b&iterations=3"
     page.driver.get(page.server_url + link)
     lay = Layout(tp=2, pp=4, dp=32, gbs=64, sequence_parallel=True, recompute="selective", zero=1, schedule="1f1b")
     est = ppviz.estimate("llama3-8b", "h100-sxm", dataclasses.replace(lay, schedule_params={"iterations": 3}))
@@ -156,7 +157,7 @@ def test_iterations_draw_each_optimizer_step_between_them(page):
 
 def test_a_layout_that_does_not_fit_offers_layouts_that_fit_one_click_away(page):
     """pp 2 of Llama-3 70B: the advice card says why and lists the nearest layouts that fit; a click opens one."""
-    page.driver.get(page.server_url + "/#view=model&model=llama3-70b&pp=2")
+    page.driver.get(page.server_url + "/model#model=llama3-70b&pp=2")
     wait_for(lambda: page.find_element("#advice-model").is_displayed(), "the advice card", timeout=30)
     assert "ZeRO-1 over dp 1 shards nothing" in page.find_element("#advice-why-model").text
     assert "(does not fit)" in card(page, "mfu")

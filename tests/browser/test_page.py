@@ -62,7 +62,7 @@ def test_slider_picker_and_an_invalid_combination(page):
 def test_a_shared_link_restores_the_view(page):
     """Every control shows the link's values, the charts draw them, a reload keeps them, and the
     copy-link button copies them."""
-    query = "?schedule=interleaved-1f1b&devices=6&microbatches=12&f=1.5&interleaved-1f1b.chunks=3&stage_times=2:2:1:1"
+    query = "#schedule=interleaved-1f1b&devices=6&microbatches=12&f=1.5&interleaved-1f1b.chunks=3&stage_times=2:2:1:1"
     page.driver.get(page.server_url + "/" + query)
     for reload in (False, True):
         if reload:
@@ -180,7 +180,7 @@ def test_controls_enter_picks_history_batch_and_iterations(page):
     page.wait_for_contains_text("#gantt", "Nothing to draw")
     wait_for(page, lambda: not page.find_element("#memory-box").is_displayed(), "one empty state, no memory frame")
 
-    page.driver.get(page.server_url + "/?schedule=1f1b&devices=4&microbatches=8")
+    page.driver.get(page.server_url + "/#schedule=1f1b&devices=4&microbatches=8")
     wait_title(page, "1f1b · 4 devices · 8 microbatches")
     # the cursor over forward 2 on device 0 (from 2 to 3), near its middle, then near its lower left corner
     for x, y in ((2.5, 0.0), (2.05, 0.35)):
@@ -191,7 +191,7 @@ def test_controls_enter_picks_history_batch_and_iterations(page):
         assert "duration 1 units" in page.find_element("#gantt .hoverlayer").text
         assert "device 0" in page.find_element("#gantt .hoverlayer").text
 
-    page.driver.get(page.server_url + "/?schedule=gpipe&devices=4&microbatches=4&gpipe.iterations=3")
+    page.driver.get(page.server_url + "/#schedule=gpipe&devices=4&microbatches=4&gpipe.iterations=3")
     wait_title(page, "gpipe · 4 devices · 12 microbatches")
     names = plotted(page, "gantt", "return gd.data.map(t => t.name);")
     assert "iteration end (3 iterations)" in names
@@ -215,7 +215,7 @@ def wait_for(duo, check, what: str, timeout: float = 15):
 
 def test_zooming_into_an_overview_draws_the_bars_in_view(page):
     """A schedule too big for bars is an overview; zooming in redraws the window as bars, a reset goes back."""
-    page.driver.get(page.server_url + "/?schedule=1f1b&devices=16&microbatches=512")
+    page.driver.get(page.server_url + "/#schedule=1f1b&devices=16&microbatches=512")
     wait_title(page, "overview · zoom in for bars")
     # The page draws twice as it loads (the link sets the controls, which redraw); a zoom that
     # lands in between is drawn over, as a user would see, so zoom until the detail stays.
@@ -243,7 +243,7 @@ def test_zooming_into_an_overview_draws_the_bars_in_view(page):
 
 def test_a_heavy_search_runs_in_the_background_with_progress(page):
     """v-auto at 64 × 128 is past the synchronous budget: a background job shows its progress, then the chart."""
-    page.driver.get(page.server_url + "/?schedule=v-auto&devices=64&microbatches=128")
+    page.driver.get(page.server_url + "/#schedule=v-auto&devices=64&microbatches=128")
     page.wait_for_contains_text("#gantt", "in the background", timeout=15)
     page.wait_for_contains_text("#job-status", "v-auto", timeout=15)
     assert page.find_element("#job-box").is_displayed()
@@ -260,7 +260,7 @@ def test_cards_both_charts_and_their_time_axes_fit_a_1280_by_800_screen(page):
         "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
     )
     for devices, microbatches in ((8, 16), (32, 64)):
-        page.driver.get(page.server_url + f"/?schedule=zb-v&devices={devices}&microbatches={microbatches}")
+        page.driver.get(page.server_url + f"/#schedule=zb-v&devices={devices}&microbatches={microbatches}")
         wait_title(page, f"zb-v · {devices} devices")
         wait_for(page, lambda: plotted(page, "memory", "return gd.data.length;"), "the memory chart is drawn")
         time.sleep(0.5)
@@ -285,7 +285,7 @@ def test_compare_shows_gantt_memory_and_axis_on_screen_with_deltas_and_a_sweep(p
     page.driver.execute_cdp_cmd(
         "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
     )
-    page.driver.get(page.server_url + "/?schedule=zb-v&devices=8&microbatches=16&compare=1f1b,zb-v")
+    page.driver.get(page.server_url + "/#schedule=zb-v&devices=8&microbatches=16&compare=1f1b,zb-v")
     wait_title(page, "zb-v · 8 devices · 16 microbatches")
     page.find_element("#mode input[value=compare]").click()
     titles = "return (gd && gd.layout.annotations || []).map(a => a.text).join(' ');"

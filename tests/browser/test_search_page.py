@@ -63,21 +63,21 @@ def test_a_search_shows_a_moving_progress_bar_and_cancel_stops_it(page):
     before = jobs()
     # Llama-3 70B on 1,024 H100s over every schedule: tens of seconds here, so there is time to watch it.
     every = ",".join(ppviz.REGISTRY)
-    link = f"/#view=search&s.model=llama3-70b&s.gpu=h100-sxm&s.gpus=1024&s.gbs=1024&s.seq=8192&s.schedules={every}"
+    link = f"/search#model=llama3-70b&gpu=h100-sxm&gpus=1024&gbs=1024&seq=8192&schedules={every}"
     page.driver.get(page.server_url + link)
     page.driver.refresh()  # a shared link: it reruns the search
     watch_then_cancel(page, before)
     page.find_element("#run-search").click()  # the same inputs again, from the button
     watch_then_cancel(page, before)
-    assert "view=search" in page.driver.current_url and "s.gpus=1024" in page.driver.current_url
+    assert "/search#" in page.driver.current_url and "gpus=1024" in page.driver.current_url
 
 
 def test_a_small_search_ranks_layouts_and_a_row_opens_in_the_model_view(page):
     expected = ppviz.search(
         model("llama3-8b", seq=4096), "h100-sxm", 16, 32, top=20, schedules=["1f1b", "zb-v"], headroom=0.1
     )
-    link = "/#view=search&s.model=llama3-8b&s.gpu=h100-sxm&s.gpus=16&s.gbs=32&s.seq=4096&s.schedules=1f1b,zb-v"
-    page.driver.get(page.server_url + link + "&s.headroom=10&s.top=20")  # a shared link reruns the search
+    link = "/search#model=llama3-8b&gpu=h100-sxm&gpus=16&gbs=32&seq=4096&schedules=1f1b,zb-v"
+    page.driver.get(page.server_url + link + "&headroom=10&top=20")  # a shared link reruns the search
     page.driver.refresh()  # opened as a new page, not as a hash change of the one already open
     count = (
         "return new Set([...document.querySelectorAll('#grid-search .ag-row')]"
@@ -99,22 +99,24 @@ def test_a_small_search_ranks_layouts_and_a_row_opens_in_the_model_view(page):
 
     rank = int(page.driver.execute_script(cell, '#grid-search .ag-row[row-index="0"] [col-id=rank]'))
     page.find_element('#grid-search .ag-row[row-index="0"] [col-id=schedule]').click()
-    wait_for(lambda: page.find_element("#model-view").is_displayed(), "the model view opens")
+    wait_for(lambda: page.find_elements("#model-view"), "the model page opens")
+    assert not page.find_elements("#search-view")  # the page left is gone from the DOM
     best = expected.layouts[rank - 1]
     page.wait_for_contains_text("#card-iteration-model", duration(best["iteration_s"]), timeout=20)
     title = page.driver.execute_script(
         "const gd = document.querySelector('#gantt-model .js-plotly-plot'); return gd.layout.xaxis2.title.text;"
     )
     assert title == "time (ms)"  # the time axis under the memory chart, in the Gantt's figure
-    assert "view=model" in page.driver.current_url and "s.gpus=16" in page.driver.current_url
+    assert "/model#" in page.driver.current_url and "gpus=" not in page.driver.current_url
+    assert "gpus=16" in page.find_element("#nav-search").get_attribute("href")  # the link back keeps the search
     assert page.get_logs() == []
 
 
 def test_the_ranked_table_reads_at_1280_by_800_without_scrolling_sideways(page):
     """Schedule, layout, iteration, tokens/s, MFU, peak (GiB) and fits, all inside the grid's width."""
     page.driver.set_window_size(1280, 800)
-    link = "/#view=search&s.model=llama3-8b&s.gpu=h100-sxm&s.gpus=16&s.gbs=32&s.seq=4096&s.schedules=1f1b,zb-v"
-    page.driver.get(page.server_url + link + "&s.top=20")
+    link = "/search#model=llama3-8b&gpu=h100-sxm&gpus=16&gbs=32&seq=4096&schedules=1f1b,zb-v"
+    page.driver.get(page.server_url + link + "&top=20")
     page.driver.refresh()
     rows = "return document.querySelectorAll('#grid-search .ag-center-cols-container .ag-row').length;"
     wait_for(lambda: page.driver.execute_script(rows) >= 10, "the ranked rows", timeout=60)

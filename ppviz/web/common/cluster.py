@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+import dash
+
 from ppviz import REGISTRY
 from ppviz.estimate import defaults, specs
 from ppviz.estimate.command_line import command as estimate_command
@@ -217,32 +219,16 @@ def cli_command(state: ModelState, schedule: str) -> str:
 # --- the link ---------------------------------------------------------------------------------
 
 
-MODEL_KEYS = {
-    "mode",
-    "schedule",
-    "compare",
-    "model",
-    "gpu",
-    "sp",
-    "tpo",
-    "recompute",
-    "zero",
-    "precision",
-    "split",
-    "lines",
-    *NUMBER_FIELDS,
-}
-MODEL_KEYS |= {"baseline", "show", "sweep", LEGACY_GB}
 COMPARE_SHOWS = ("charts", "sweep")
 SWEEP_AXES = ("m", "v", "p")
 PLACEMENT_KEYS = ("tp_mode", "tp2d", "summa_blocks", "nvlink")  # set by a search row, kept while they fit
-MODEL_KEYS |= set(PLACEMENT_KEYS)
+
+MODEL_PATH = "/model"  # the model & cluster page (ppviz.web.shell registers it there)
 
 
-def linked(hash_: object, state: ModelState) -> str:
-    """``hash_`` opened at ``state`` in the model view: its keys and ``view=model`` set, other views' keys kept
-    (the model page writes it on every move, the search page when a row is opened)."""
-    return url_hash.merge(hash_, {"view": "model", **encode(state)}, MODEL_KEYS | {"view"})
+def link(state: ModelState) -> str:
+    """The model page's address at ``state`` (the search page opens a row there)."""
+    return dash.get_relative_path(MODEL_PATH) + url_hash.write_hash(encode(state))
 
 
 def encode(state: ModelState) -> dict[str, str]:
@@ -409,13 +395,8 @@ def bounded(raw: dict, numbers: dict) -> Parsed:
         _take_choice(raw, name, allowed, values, notes, note)
     state = replace(base, **values)
     model_over, gpu_over = {}, {}
-    for name, value in numbers.items():
-        f = NUMBER_FIELDS.get(name) if isinstance(name, str) else None
-        if f is None or value is None or value == "":
-            continue
-        v = validation.in_range(name, validation.number(value), f.low, f.high, f.integer, notes)
-        if v is None:
-            continue
+    given = {n: v for n, v in numbers.items() if isinstance(n, str) and n in NUMBER_FIELDS and v not in (None, "")}
+    for name, v in validation.read_numbers(given, NUMBER_FIELDS, notes).items():
         if name in LAYOUT_FIELDS:
             state = replace(state, **{name: v})
         elif name in MODEL_FIELDS and v != preset_value(state.model, name):

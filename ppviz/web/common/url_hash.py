@@ -1,19 +1,17 @@
-"""The URL hash as key/value pairs: each page keeps its state there, under its own keys.
+"""The URL hash as key/value pairs: each page keeps its whole state there.
 
-The pages router re-renders a page on a change of path or query string, never of the hash, so a
-page writes its state to the hash without being drawn again.
+Dash's pages router draws a page again on a change of path or query string, never of the hash, so
+a page writes its state to the hash without being drawn again. Each page owns the whole hash of
+its path (``/#…``, ``/model#…``, ``/search#…``); no page reads another's.
 """
 
 from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
+import dash
+
 from .limits import MAX_SEARCH_CHARS
-
-VIEWS = ("abstract", "model", "search")
-
-
-# --- the link --------------------------------------------------------------------------------
 
 
 def read_hash(hash_: object) -> dict[str, str]:
@@ -27,16 +25,12 @@ def write_hash(pairs: dict[str, str]) -> str:
     return "#" + urlencode(pairs, safe=",:") if pairs else ""
 
 
-def view_of(hash_: object) -> str:
-    view = read_hash(hash_).get("view")
-    return view if view in VIEWS else "abstract"
+def elsewhere(pathname: object, path: str) -> bool:
+    """Whether the browser is at another page than ``path`` (the app's path of a page, e.g. ``/model``).
 
-
-def merge(hash_: object, own: dict[str, str], mine: set[str] | None = None, prefix: str = "") -> str:
-    """A hash with this view's keys replaced by ``own``, every other view's keys kept as they were."""
-    others = {k: v for k, v in read_hash(hash_).items() if not _owned(k, mine, prefix)}
-    return write_hash({**others, **own})
-
-
-def _owned(key: str, mine: set[str] | None, prefix: str) -> bool:
-    return key.startswith(prefix) if prefix else key in (mine or set())
+    A link between pages changes the path and the hash at once, while the page left is still drawn:
+    its callbacks then see the next page's hash, and must leave it alone. An unknown path is not elsewhere.
+    """
+    if not isinstance(pathname, str):
+        return False
+    return pathname.rstrip("/") != dash.get_relative_path(path).rstrip("/")

@@ -41,6 +41,19 @@ def in_range(name: str, value: object, low: float, high: float, integer: bool, n
     return int(v) if integer else v
 
 
+def read_numbers(values: dict[str, object], fields: dict, notes: list[str]) -> dict[str, float | int]:
+    """Each of ``values`` (a link's text or a control's number) read and bounded by ``in_range``
+    against its field in ``fields`` (anything with ``low``, ``high`` and ``integer``), in order; an
+    unreadable one is left out. One call for a whole form."""
+    out = {}
+    for name, value in values.items():
+        f = fields[name]
+        v = in_range(name, number(value), f.low, f.high, f.integer, notes)
+        if v is not None:
+            out[name] = v
+    return out
+
+
 def show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

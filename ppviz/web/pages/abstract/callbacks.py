@@ -21,8 +21,9 @@ from dash import (
     no_update,
 )
 
-from ...common import charts, jobs, widgets
+from ...common import charts, jobs, url_hash, widgets
 from . import budget, controls, render, sync
+from .ids import PATH
 from .layout import COMPARE_BAR_STYLE, EXPORTS
 
 PARAMS = {"type": "param", "schedule": ALL, "name": ALL}
@@ -52,26 +53,28 @@ LAYOUT_PARTS = ("ranking_box", "info")  # what only a change of schedule or mode
 
 @callback(
     output={
-        "search": Output("url", "search"),
+        "hash": Output("url", "hash"),
         "controls": {name: Output(name, "value") for name in sync.CONTROLS},
         "params": Output(PARAMS, "value"),
         "rows": Output("stage-table", "rowData"),
         "options": Output("schedule", "options"),
+        "line_options": Output("lines", "options"),
         "notes": Output("link-notes", "children"),
         **VIEW,
         "job": Output("job-request", "data"),
     },
     inputs={
-        "search": Input("url", "search"),
+        "hash_": Input("url", "hash"),
         "controls": {name: Input(name, "value") for name in sync.CONTROLS},
         "params": Input(PARAMS, "value"),
         "edit": Input("stage-table", "cellValueChanged"),
         "rows": State("stage-table", "rowData"),
         "reset": Input("stage-reset", "n_clicks"),
         "upload": Input("upload-store", "data"),
+        "pathname": State("url", "pathname"),
     },
 )
-def update_page(search, controls, params, edit, rows, reset, upload):
+def update_page(hash_, controls, params, edit, rows, reset, upload, pathname):
     """One callback for both directions and the charts, so a slider release costs one round trip.
 
     URL → controls when the URL changed (page load, a shared link, back/forward); controls → URL
@@ -82,31 +85,44 @@ def update_page(search, controls, params, edit, rows, reset, upload):
     ids = _ids(ctx.args_grouping["params"])
     params = params if isinstance(params, list) and len(params) == len(ids) else [None] * len(ids)
     trigger = _trigger()
-    out = sync.sync(trigger, search, controls, list(zip(ids, params)), rows, upload)
+    if trigger == "url" and url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
+        return _nothing(len(ids), len(ctx.outputs_grouping["messages"]))
+    out = sync.sync(trigger, hash_, controls, list(zip(ids, params)), rows, upload)
     synced = {
-        "search": out.search if out.search is not None else no_update,
+        "hash": out.hash if out.hash is not None else no_update,
         "controls": {name: (out.controls or {}).get(name, no_update) for name in sync.CONTROLS},
         "params": out.params if out.params is not None else [no_update] * len(ids),
         "rows": out.rows if out.rows is not None else no_update,
         "options": out.options if out.options is not None else no_update,
+        # with the picker's value, in one answer: a value the options lack would be dropped by the picker
+        "line_options": widgets.device_options(out.state.devices)
+        if out.previous is None or out.previous.devices != out.state.devices
+        else no_update,
         "notes": widgets.notes(out.notes) if out.notes is not None else no_update,
         "job": no_update,
     }
     names = [i.get("name") for i in _ids(ctx.outputs_grouping["messages"])]
     single = out.state.mode == "single"
     if trigger == "limit" and single:
-        patch = _limit_patch(sync.read(search).state, out.state)
+        patch = _limit_patch(sync.read(hash_).state, out.state)
         if patch is not None:  # the limit line is all that changed: a Patch of it, nothing drawn again
             return {**synced, **_unchanged(len(names)), "memory": patch}
     view, drawn_as = drawn(out.state, names)
     if drawn_as == "queued":
-        return {**synced, **view, "job": {"search": out.search or search, "at": time.time()}}  # `at`: a new job
+        return {**synced, **view, "job": {"hash": out.hash or hash_, "at": time.time()}}  # `at`: a new job
     if trigger == "limit" and single:  # the limit line is all that changed: send the memory chart alone
         return {**synced, **_unchanged(len(names)), "memory": view["memory"]}
     kept = () if trigger in LAYOUT_TRIGGERS else LAYOUT_PARTS + (("ranking",) if single else ())
     if trigger == "lines":  # the memory chart and the picker's note: neither the Gantt chart nor the cards
         kept += ("gantt", "cards")
     return {**synced, **view, **{part: no_update for part in kept}}
+
+
+def _nothing(params: int, messages: int) -> dict:
+    """Every output left as it is."""
+    synced = {name: no_update for name in ("hash", "rows", "options", "line_options", "notes", "job")}
+    synced |= {"controls": {name: no_update for name in sync.CONTROLS}, "params": [no_update] * params}
+    return {**synced, **_unchanged(messages)}
 
 
 def drawn(state, message_names: list[str], background: bool = False) -> tuple[dict, str]:
@@ -181,8 +197,8 @@ def draw_in_background(set_progress, request):
 
     A newer view (any new drawing changes ``render-stamp``), the stop button or a closed tab ends it.
     """
-    search = request.get("search") if isinstance(request, dict) else None
-    state = sync.read(search).state
+    hash_ = request.get("hash") if isinstance(request, dict) else None
+    state = sync.read(hash_).state
     names = " and ".join(state.shown)
     try:
         jobs.watch(on_wait=lambda text: set_progress((0, f"{names}: {text}")))
@@ -254,7 +270,7 @@ def show_controls(mode, schedule, compare):
 @callback(
     output={"download": Output("download", "data"), "error": Output("export-error", "children")},
     inputs=[Input(i, "n_clicks") for i in EXPORT_IDS],
-    state=[State("url", "search")],
+    state=[State("url", "hash")],
     background=True,
     manager=jobs.manager(),
     interval=jobs.POLL_MS,
@@ -267,17 +283,17 @@ def download_export(*args):
     Named after the schedule and size (``zb-v_p8_m32_ops.csv``); past ``budget.EXPORT_MAX_OPS`` ops
     the message gives the CLI command instead.
     """
-    search = args[-1]
+    hash_ = args[-1]
     kind = str(ctx.triggered_id).removeprefix("export-")
     try:
         jobs.watch()
-        return {"download": render.export(sync.read(search).state, kind), "error": ""}
+        return {"download": render.export(sync.read(hash_).state, kind), "error": ""}
     except jobs.STOPPED as e:
         text = f"the export {jobs.why(e)}; or use the CLI"
     except ValueError as e:
         text = f"cannot export: {e}"
     except Exception as e:  # a bug: a message by the buttons, never a 500
-        render.log.exception("export %s of %s failed", kind, search)
+        render.log.exception("export %s of %s failed", kind, hash_)
         text = f"cannot export ({type(e).__name__}); please report it"
     return {"download": no_update, "error": widgets.message(("error", text))}
 
@@ -314,10 +330,10 @@ def read_upload(checked):
         "cards": Output("cards", "children", allow_duplicate=True),
     },
     inputs=[Input("zoom-request", "data")],
-    state=[State("url", "search"), State("render-stamp", "children"), State("zoom-stamp", "children")],
+    state=[State("url", "hash"), State("render-stamp", "children"), State("zoom-stamp", "children")],
     prevent_initial_call=True,
 )
-def zoom_detail(relayout, search, stamp, last):
+def zoom_detail(relayout, hash_, stamp, last):
     """Zooming into an overview redraws the window in detail: bars once few enough ops are in view.
 
     Fed by ``zoomRequest`` (assets/sync_axes.js), which passes on only time-axis zooms and resets.
@@ -328,20 +344,20 @@ def zoom_detail(relayout, search, stamp, last):
     nothing = {"gantt": no_update, "stamp": no_update, "job": no_update, "cards": no_update}
     if window is None or not str(stamp or "").startswith("overview"):
         return nothing
-    key = f"{stamp}|{search}|{window}"
+    key = f"{stamp}|{hash_}|{window}"
     if (window == "full" and not last) or str(last or "").rsplit("|", 1)[0] == key:
         return nothing  # already drawn so
-    state = sync.read(search).state
+    state = sync.read(hash_).state
     if state.mode != "single":
         return nothing
     try:
         figure, drawn_as = render.zoomed(state, window)
     except LookupError:  # past the budget and drawn by a background job: zoom in one too
-        return {**nothing, "job": {"search": search, "window": window, "key": key}}
+        return {**nothing, "job": {"hash": hash_, "window": window, "key": key}}
     except ValueError:  # refused: the overview stays
         return nothing
     except Exception:  # the view drew a moment ago; if it cannot now, the overview stays as it is
-        render.log.exception("zooming into %s failed", search)
+        render.log.exception("zooming into %s failed", hash_)
         return nothing
     stamp = "" if window == "full" else f"{key}|{drawn_as}"
     return {"gantt": figure, "stamp": stamp, "job": no_update, "cards": _zoomed_cards(state, window, drawn_as)}
@@ -372,7 +388,7 @@ def zoom_in_background(request):
     window = request.get("window")
     window = tuple(window) if isinstance(window, list) and len(window) == 2 else window
     checked = render.zoom_window({"xaxis.range": list(window)} if isinstance(window, tuple) else {"xaxis.autorange": 1})
-    state = sync.read(request.get("search")).state
+    state = sync.read(request.get("hash")).state
     nothing = {"gantt": no_update, "stamp": no_update, "cards": no_update}
     if checked is None or state.mode != "single":
         return nothing
@@ -385,18 +401,12 @@ def zoom_in_background(request):
     return {"gantt": figure, "stamp": "" if checked == "full" else f"{request.get('key')}|{drawn_as}", "cards": cards}
 
 
-@callback(Output("lines", "options"), Input("url", "search"))
-def line_options(search):
-    """The memory-lines picker offers the devices of the view in the link."""
-    return widgets.device_options(sync.read(search).state.devices)
-
-
 clientside_callback(
     ClientsideFunction(namespace="ppviz", function_name="imageOptions"),
     Output("gantt", "config"),
     Output("memory", "config"),
     Input("image-format", "value"),
-    Input("url", "search"),
+    Input("url", "hash"),
 )
 
 clientside_callback(
@@ -406,13 +416,6 @@ clientside_callback(
     Input("upload", "contents"),
     State("upload", "filename"),
     State("upload-limit", "data"),
-    prevent_initial_call=True,
-)
-
-clientside_callback(
-    "function(n) { return window.location.href; }",
-    Output("copy-link", "content"),
-    Input("copy-link", "n_clicks"),
     prevent_initial_call=True,
 )
 

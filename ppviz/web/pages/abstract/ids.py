@@ -1,4 +1,6 @@
-"""Component ids of the abstract page that are built from names (pattern ids for per-schedule controls)."""
+"""The abstract page's path, and its component ids that are built from names (pattern ids for per-schedule controls)."""
+
+PATH = "/"  # the page's address (its state is the hash: ``/#schedule=zb-v&devices=8…``)
 
 
 def msg_id(name: str) -> dict:

@@ -46,6 +46,7 @@ def layout() -> html.Div:
     state = ViewState()
     return html.Div(
         [
+            dcc.Location(id="url", refresh="callback-nav"),  # see ppviz.web.shell
             dcc.Download(id="download"),
             dcc.Store(id="upload-store"),
             dcc.Store(id="upload-checked"),

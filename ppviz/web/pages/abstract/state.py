@@ -1,4 +1,4 @@
-"""The whole view as plain data, and its query-string form.
+"""The whole view as plain data, and its link form (the hash of the page at ``/``).
 
 A shared link restores the view exactly because the page is a function of this state: the URL is
 parsed into a ``ViewState``, the controls show it and the charts are drawn from it. Parsing is
@@ -122,7 +122,7 @@ class Parsed(NamedTuple):
 
 
 def encode(state: ViewState) -> str:
-    """The query string (with its leading ``?``) that restores ``state``."""
+    """The hash (with its leading ``#``) that restores ``state``: ``#schedule=zb-v&devices=8…``."""
     pairs: list[tuple[str, str]] = []
     if state.mode == "compare":
         pairs += [("mode", "compare"), ("compare", ",".join(state.compare))]
@@ -152,14 +152,14 @@ def encode(state: ViewState) -> str:
         pairs.append(("order", pack_order(state.order)))
     if state.lines:
         pairs.append(("lines", ",".join(map(str, state.lines))))
-    return "?" + urlencode(pairs, safe=",:")
+    return "#" + urlencode(pairs, safe=",:")
 
 
-def parse(search: str | None) -> Parsed:
-    """Read a query string; anything unreadable falls back to its default and is noted."""
+def parse(link: str | None) -> Parsed:
+    """Read a hash (the pairs after ``#``); anything unreadable falls back to its default and is noted."""
     base = ViewState()
     notes: list[str] = []
-    query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
+    query = dict(parse_qsl((link or "").lstrip("#"), keep_blank_values=True))
     values: dict = {}
     known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order", "lines", *BATCH_FIELDS}
     known |= {"baseline", "show", "sweep"}

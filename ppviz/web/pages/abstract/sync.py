@@ -1,7 +1,7 @@
 """Keep the controls and the URL in step, in both directions (plain functions, no Dash).
 
-The URL is the single source of truth: a control change writes a new query string, and the
-charts are drawn from the query string alone. Opening a link sets every control from it.
+The URL is the single source of truth: a control change writes a new hash, and the charts are
+drawn from the hash alone. Opening a link sets every control from it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ class Synced:
     """What the sync callback sends back; None means "leave as it is"."""
 
     state: ViewState
-    search: str | None = None
+    previous: ViewState | None = None  # the state in the URL before (for a control change)
+    hash: str | None = None
     controls: dict | None = None
     params: list | None = None
     rows: list[dict] | None = None
@@ -64,10 +65,10 @@ def param_values(state: ViewState, ids: list[dict]) -> list:
     return out
 
 
-def read(search: object) -> Parsed:
-    """A query string as a bounded view state, with notes on what was changed (any input type)."""
-    text = search if isinstance(search, str) else ""
-    notes = [] if isinstance(search, (str, type(None))) else ["the link is not text; showing the default view"]
+def read(hash_: object) -> Parsed:
+    """The URL's hash as a bounded view state, with notes on what was changed (any input type)."""
+    text = hash_ if isinstance(hash_, str) else ""
+    notes = [] if isinstance(hash_, (str, type(None))) else ["the link is not text; showing the default view"]
     if len(text) > limits.MAX_SEARCH_CHARS:
         notes.append(f"the link is longer than {limits.MAX_SEARCH_CHARS:,} characters; showing the default view")
         text = ""
@@ -129,7 +130,7 @@ def state_from_controls(
 
 def sync(
     trigger: str | None,
-    search: str | None,
+    hash_: str | None,
     values: dict,
     params: list[tuple[dict, object]],
     rows: list[dict] | None,
@@ -140,7 +141,7 @@ def sync(
     Either way the state passes ``bounded``: a value past its range is clamped, said so in
     the notes, and the control is set to what is used.
     """
-    parsed = read(search)
+    parsed = read(hash_)
     upload = upload if isinstance(upload, str) else None
     if trigger in (None, "url"):
         state = parsed.state
@@ -156,7 +157,7 @@ def sync(
         values = {**values, "mode": "single", "schedule": CUSTOM}
     raw = state_from_controls(values, params, rows, parsed.state, trigger, upload)
     state, notes = bounded(raw)
-    out = Synced(state, search=encode(state), notes=notes)
+    out = Synced(state, parsed.state, hash=encode(state), notes=notes)
     if notes:  # show what is used instead of what was sent
         out.controls = {name: value for name, value in control_values(state).items() if name != "compare"}
         out.params = param_values(state, [pid for pid, _ in params])
@@ -173,8 +174,8 @@ def sync(
         out.controls = {**(out.controls or {}), "baseline": state.reference}
     if trigger in TABLE_TRIGGERS:
         out.rows = table_rows(state)
-    if out.search.lstrip("?") == (search if isinstance(search, str) else "").lstrip("?"):
-        out.search = None
+    if out.hash.lstrip("#") == (hash_ if isinstance(hash_, str) else "").lstrip("#"):
+        out.hash = None
     return out
 
 

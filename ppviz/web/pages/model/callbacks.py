@@ -3,79 +3,202 @@
 One callback keeps the controls and the URL's hash in step (in both directions) and draws the
 view from the resulting state, like the abstract view's; a view past the synchronous budget is
 drawn by a background job (``jobs.manager()``) with progress and a stop button. Both send only
-the outputs that changed (see ``outputs``).
+the outputs that changed.
+
+Dash applies a callback's answer as store updates that every component of the page re-checks, and
+each new element in an answer (a card rebuilt as a Div) costs one more such pass: a move of the
+global batch spent more time there than drawing a chart. So the page keeps the cards' and the
+breakdown's elements and an answer sets their text and style only, and an output whose value the
+page shows already is ``no_update`` (``sent-model`` keeps a digest of each one shown).
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 
-from dash import Input, Output, State, callback, ctx, no_update
+from dash import Input, Output, State, callback, ctx, html, no_update
 
-from ...common import charts, cluster, jobs, widgets
-from ...common.cluster import ModelState
-from . import handoff_callbacks, outputs, render  # noqa: F401  (handoff_callbacks: registers its callbacks)
-from .ids import advice_id, cid, msg_id
-from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, control_values
-from .outputs import unsent, view_parts
-from .state import in_view, key_of, read
+from ...common import charts, cluster, jobs, url_hash, widgets
+from ...common.cluster import MAX_COMPARE
+from . import handoff_callbacks, render  # noqa: F401  (handoff_callbacks: registers its callbacks)
+from .ids import PATH, URL, advice_id, bar_id, card_id, cid, msg_id
+from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, RANKING_COLUMNS, control_values
+from .render import CARD_LABELS, ModelView
+from .state import key_of, moved, opened, read
+
+MODEL, GPU = cid("model"), cid("gpu")  # the preset pickers (a move names its trigger by id)
+
+HIDDEN = {"display": "none"}
+CARD_KEYS = tuple(CARD_LABELS)
+ROWS = tuple(range(MAX_COMPARE))
+# (component id, property, part of ``view_parts``) of every output a view sets, named by its part:
+# one output per card and per breakdown row (string ids; pattern ids cost the renderer a
+# search of the page for each, twice a move).
+OUTPUT_PARTS = (
+    ("gantt-model", "figure", "gantt"),
+    ("memory-model", "figure", "memory"),
+    ("cards-model", "style", "cards"),
+    *[(card_id("value", k), "children", f"value {k}") for k in CARD_KEYS],
+    *[(card_id("detail", k), "children", f"detail {k}") for k in CARD_KEYS],
+    *[(card_id("detail", k), "className", f"class {k}") for k in CARD_KEYS],
+    ("ranking-model", "children", "ranking"),
+    ("breakdown-model", "style", "breakdown"),
+    *[(bar_id("row", i), "style", f"row {i}") for i in ROWS],
+    *[(bar_id("label", i), "children", f"label {i}") for i in ROWS],
+    *[(bar_id("bar", i), "style", f"bar {i}") for i in ROWS],
+    *[(bar_id("bar", i), "title", f"title {i}") for i in ROWS],
+    *[(bar_id("text", i), "children", f"text {i}") for i in ROWS],
+    ("breakdown-legend-model", "children", "legend"),
+)
+
+
+def view_outputs(allow_duplicate: bool = False) -> dict[str, Output]:
+    """Every output a view sets, keyed by its part's name."""
+    return {part: Output(cid, prop, allow_duplicate=allow_duplicate) for cid, prop, part in OUTPUT_PARTS}
+
+
+def digest(value: object) -> str:
+    """A short fingerprint of the plain value (strings, numbers, tuples, dicts) an output is built from."""
+    return hashlib.blake2b(repr(value).encode(), digest_size=8).hexdigest()
+
+
+def unsent(parts: dict[str, tuple[object, object]], sent: dict | None) -> tuple[dict, dict]:
+    """Each part's output built from its value, or ``no_update`` when the page shows it already
+    (``sent`` holds the digests of what it shows); and the digests of what it will show."""
+    sent = sent if isinstance(sent, dict) else {}
+    out, shown = {}, {}
+    for name, (value, build) in parts.items():
+        shown[name] = digest(value)
+        out[name] = no_update if sent.get(name) == shown[name] else build(value)
+    return out, shown
+
+
+def _same(value):
+    return value
+
+
+def _style(hide: bool) -> dict:
+    return HIDDEN if hide else {}
+
+
+def view_parts(view: ModelView) -> dict[str, tuple[object, object]]:
+    """Every small output of a view as (the plain value it shows, how to build the output from it)."""
+    cards = {key: (value, detail) for key, _, value, detail in view.cards}
+    parts: dict[str, tuple[object, object]] = {"cards": (not cards, _style), "ranking": (view.ranking, _ranking)}
+    for key in CARD_KEYS:
+        value, detail = cards.get(key, ("", ""))
+        over = detail.startswith("device") and "does not fit" in detail
+        parts |= {f"value {key}": (value, _same), f"detail {key}": (detail, _same)}
+        parts[f"class {key}"] = ("msg-error" if over else None, _same)
+    rows = view.breakdown.rows if view.breakdown is not None else []
+    parts["breakdown"] = (not rows, _style)
+    for i in ROWS:
+        row = rows[i] if i < len(rows) else None
+        parts[f"row {i}"] = (row is None, _style)
+        if row is not None:  # a hidden row keeps its last content
+            parts |= {f"label {i}": (row.label, _same), f"bar {i}": (row.style, _same)}
+            parts |= {f"title {i}": (row.title, _same), f"text {i}": (row.text, _same)}
+    parts["legend"] = (view.breakdown.legend if view.breakdown is not None else [], _legend)
+    return parts
+
+
+def view_values(view: ModelView, out: dict) -> dict:
+    """The outputs of ``view_outputs`` from ``out`` (built parts, see ``unsent``); the charts always."""
+    charts = {"gantt": view.gantt, "memory": view.memory if view.memory is not None else no_update}
+    return {part: charts[part] if part in charts else out.get(part, no_update) for _, _, part in OUTPUT_PARTS}
+
+
+def unchanged() -> dict:
+    """Every output of ``view_outputs`` left as it is."""
+    return {part: no_update for _, _, part in OUTPUT_PARTS}
+
+
+def _legend(items: list[tuple[str, str]]) -> list:
+    """A square of each part's color, then its name."""
+    return [
+        html.Span(
+            [html.Span(className="breakdown-swatch", style={"background": color}), name], className="breakdown-key"
+        )
+        for name, color in items
+    ]
+
+
+def _ranking(rows: list[dict]):
+    if not rows:
+        return None
+    pad = {"padding": "3px 12px 3px 0", "textAlign": "left"}
+    head = html.Tr([html.Th(c, style=pad) for c in RANKING_COLUMNS])
+    body = [html.Tr([html.Td(_cell(c, r[c]), style=pad) for c in RANKING_COLUMNS]) for r in rows]
+    return html.Table([html.Thead(head), html.Tbody(body)], className="ranking", id="ranking-table-model")
+
+
+def _cell(column: str, value: object) -> str:
+    if column == "MFU":
+        return f"{value:.1%}"
+    if column == "tokens/s":
+        return f"{value:,}"
+    if column.endswith("(ms)"):
+        return f"{value:,.1f}"
+    if column.endswith("(GiB)"):
+        return f"{value:,.2f}"
+    return str(value)
 
 
 @callback(
     output={
-        "hash": Output("url", "hash", allow_duplicate=True),
+        "hash": Output(URL, "hash"),
         "controls": {name: Output(cid(name), "value") for name in CONTROLS},
         "notes": Output("notes-model", "children"),
-        "view": outputs.view_outputs(),
+        "view": view_outputs(),
         "memory_box": Output("memory-box-model", "style"),
         "messages": {name: Output(msg_id(name), "children") for name in MESSAGE_NAMES},
         "schedule_row": Output("row-schedule-model", "style"),
         "compare_row": Output("row-compare-model", "style"),
+        "line_options": Output(cid("lines"), "options"),
+        "line_disabled": Output(cid("lines"), "disabled"),
         "drawn": Output("drawn-model", "data"),
         "job": Output("job-model", "data"),
         "sent": Output("sent-model", "data"),
     },
     inputs={
-        "hash_": Input("url", "hash"),
+        "hash_": Input(URL, "hash"),
         "values": {name: Input(cid(name), "value") for name in CONTROLS},
+        "pathname": State(URL, "pathname"),
         "drawn": State("drawn-model", "data"),
         "sent": State("sent-model", "data"),
     },
-    prevent_initial_call="initial_duplicate",
 )
-def update_model_view(hash_, values, drawn, sent):
+def update_model_view(hash_, values, pathname, drawn, sent):
     """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
-    controls → hash otherwise. Draws only while the model view is on screen, and only what changed."""
+    controls → hash otherwise. Draws only what changed."""
     trigger = ctx.triggered_id
     bad: dict = {}
-    if trigger in (None, "url"):
-        if not in_view(hash_):
+    if trigger in (None, URL):
+        if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
             return _unchanged()
-        state, notes = read(hash_)
-        key = key_of(state)
+        state, notes, key, _ = opened(hash_)
         if key == drawn:
             return _unchanged()
         controls = control_values(state)
         new_hash = no_update
     else:
-        previous = read(hash_).state
-        state, notes = _from_controls(values, previous, trigger)
-        new_hash = cluster.linked(hash_, state)
-        key = key_of(state)
-        preset = trigger in (cid("model"), cid("gpu"))
+        state, notes, key, reference = moved(hash_, values, trigger)
+        new_hash = key if key != hash_ else no_update
+        preset = trigger in (MODEL, GPU)
         controls = control_values(state) if notes or preset else None
         if controls is not None and not preset:
             controls = {k: v for k, v in controls.items() if k != "compare"}
-        if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
-            controls = {**(controls or {}), "baseline": state.reference}
-        reset = MODEL_FIELDS if trigger == cid("model") else GPU_FIELDS if trigger == cid("gpu") else {}
+        if values.get("baseline") != reference:  # the baseline left the comparison: the first is used
+            controls = {**(controls or {}), "baseline": reference}
+        reset = MODEL_FIELDS if trigger == MODEL else GPU_FIELDS if trigger == GPU else {}
         bad = widgets.bad_numbers(values, {n: f for n, f in cluster.NUMBER_FIELDS.items() if n not in reset})
         if bad:  # boxes holding no valid number keep what they show; the results are the last valid values
             controls = {k: v for k, v in (controls or {}).items() if k not in bad}
             labels = ", ".join(cluster.NUMBER_FIELDS[n].label for n in bad)
             notes = [*notes, f"these results are stale, for the last valid values: enter a valid {labels}"]
     view = render.render(state)
-    job = {"hash": key_of(state), "at": time.time()}
+    job = {"hash": key, "at": time.time()}
     compare = state.mode == "compare"
     drawn_parts = view_parts(view)
     small = {
@@ -84,6 +207,10 @@ def update_model_view(hash_, values, drawn, sent):
         "memory-box": (view.memory is None, _hidden),
         "row-schedule": (compare, _hidden),
         "row-compare": (not compare, _hidden),
+        # the memory-lines picker offers the pipeline's devices, with its value in one answer (a value the
+        # options lacked would be dropped); up to 8 devices, or comparing, it has nothing to choose
+        "lines-options": (state.pp, widgets.device_options),
+        "lines-disabled": (state.pp <= charts.MEMORY_LINES or compare, _same),
     }
     small |= {f"msg {n}": (bad.get(n) or view.messages.get(n), widgets.message) for n in MESSAGE_NAMES}
     out, shown = unsent(small, sent)
@@ -93,11 +220,13 @@ def update_model_view(hash_, values, drawn, sent):
         "hash": new_hash,
         "controls": {n: (controls or {}).get(n, no_update) for n in CONTROLS},
         "notes": out["notes"],
-        "view": outputs.values(view, out),
+        "view": view_values(view, out),
         "memory_box": out["memory-box"],
         "messages": {n: out[f"msg {n}"] for n in MESSAGE_NAMES},
         "schedule_row": out["row-schedule"],
         "compare_row": out["row-compare"],
+        "line_options": out["lines-options"],
+        "line_disabled": out["lines-disabled"],
         "drawn": key,
         "job": job if view.drawn_as == "queued" else no_update,
         "sent": shown if shown != sent else no_update,
@@ -105,15 +234,16 @@ def update_model_view(hash_, values, drawn, sent):
 
 
 def _unchanged() -> dict:
-    """Nothing to send: the hash is another view's, or this state is drawn already."""
+    """Nothing to send: this state is drawn already, or the browser is leaving for another page."""
     return {
         "hash": no_update,
         "controls": {n: no_update for n in CONTROLS},
         "notes": no_update,
-        "view": outputs.unchanged(),
+        "view": unchanged(),
         "memory_box": no_update,
         "messages": {n: no_update for n in MESSAGE_NAMES},
-        **dict.fromkeys(("schedule_row", "compare_row", "drawn", "job", "sent"), no_update),
+        **dict.fromkeys(("schedule_row", "compare_row", "line_options", "line_disabled"), no_update),
+        **dict.fromkeys(("drawn", "job", "sent"), no_update),
     }
 
 
@@ -122,7 +252,7 @@ def _hidden(hide: bool) -> dict:
 
 
 @callback(
-    output={"view": outputs.view_outputs(allow_duplicate=True), "error": Output("job-error-model", "children")},
+    output={"view": view_outputs(allow_duplicate=True), "error": Output("job-error-model", "children")},
     inputs=[Input("job-model", "data")],
     background=True,
     manager=jobs.manager(),
@@ -148,23 +278,6 @@ def estimate_in_background(set_progress, request):
         return {"view": drawn_outputs(view), "error": widgets.message(("error", text))}
     error = next((m for m in view.messages.values() if m[0] == "error"), None)
     return {"view": drawn_outputs(view), "error": widgets.message(error)}
-
-
-@callback(
-    output={"options": Output(cid("lines"), "options"), "disabled": Output(cid("lines"), "disabled")},
-    inputs=[Input("url", "hash")],
-    state=[State(cid("lines"), "options"), State(cid("lines"), "disabled")],
-)
-def line_options(hash_, shown, was_disabled):
-    """The memory-lines picker offers the pipeline's devices; up to 8 (or comparing) it has nothing to choose.
-    Sent only when that changes (every move writes the hash)."""
-    state = read(hash_).state
-    options = widgets.device_options(state.pp)
-    disabled = state.pp <= charts.MEMORY_LINES or state.mode == "compare"
-    return {
-        "options": no_update if options == shown else options,
-        "disabled": no_update if disabled == was_disabled else disabled,
-    }
 
 
 @callback(
@@ -194,27 +307,26 @@ def show_advice(drawn):
     card = render.advice_card(read(drawn).state) if isinstance(drawn, str) else None
     n = render.ADVICE_ROWS
     if card is None:
-        hidden = {"display": "none"}
-        return {"card": hidden, "why": None, "none": None, "rows": [hidden] * n, "texts": [None] * n, "targets": []}
+        return {"card": HIDDEN, "why": None, "none": None, "rows": [HIDDEN] * n, "texts": [None] * n, "targets": []}
     rows = list(card.rows)
     none = None if rows else "no layout near this one fits: use more GPUs or a GPU with more memory"
     return {
         "card": {},
         "why": card.why,
         "none": none,
-        "rows": [{} if i < len(rows) else {"display": "none"} for i in range(n)],
+        "rows": [{} if i < len(rows) else HIDDEN for i in range(n)],
         "texts": [rows[i][0] if i < len(rows) else None for i in range(n)],
         "targets": [key_of(target) for _, target in rows],
     }
 
 
 @callback(
-    Output("url", "hash", allow_duplicate=True),
+    Output(URL, "hash", allow_duplicate=True),
     inputs={"clicks": [Input(advice_id("apply", i), "n_clicks") for i in range(render.ADVICE_ROWS)]},
-    state={"targets": State("advice-targets-model", "data"), "hash_": State("url", "hash")},
+    state={"targets": State("advice-targets-model", "data")},
     prevent_initial_call=True,
 )
-def apply_advice(clicks, targets, hash_):
+def apply_advice(clicks, targets):
     """An advice row's button opens its layout: the hash, and so the controls and the view."""
     trigger = ctx.triggered_id
     row = next((i for i in range(render.ADVICE_ROWS) if trigger == advice_id("apply", i)), None)
@@ -223,37 +335,9 @@ def apply_advice(clicks, targets, hash_):
     target = targets[row]
     if not isinstance(target, str):
         return no_update
-    return cluster.linked(hash_, read(target).state)  # read bounds it as any link
+    return key_of(read(target).state)  # read bounds it as any link
 
 
 def drawn_outputs(view: render.ModelView) -> dict:
     """Every output of a view (a job's answer: what the page shows before it is not known)."""
-    return outputs.values(view, unsent(view_parts(view), None)[0])
-
-
-def _from_controls(values: dict, previous: ModelState, trigger) -> tuple[ModelState, list[str]]:
-    """The state the controls show; a preset's change resets that preset's fields to its values."""
-    raw = {k: values.get(k) for k in ("mode", "schedule", "model", "gpu", "recompute", "zero", "precision")}
-    raw |= {k: values.get(k) for k in ("baseline", "compare_show", "sweep_axis")}
-    compare = values.get("compare")
-    raw["compare"] = compare if isinstance(compare, (list, tuple)) else ()
-    for key in ("sp", "tpo"):
-        raw[key] = values.get(key) if isinstance(values.get(key), list) else getattr(previous, key)
-    raw["split"] = values.get("split") if values.get("split") is not None else ",".join(map(str, previous.split or ()))
-    raw["lines"] = values.get("lines") or ()
-    if previous.tp_mode == "2d":  # set by a search row (no control): kept while it still fits the layout
-        raw |= {"tp_mode": "2d", "tp2d": previous.tp2d, "summa_blocks": previous.summa_blocks}
-    if previous.nvlink_dp_pp:
-        raw["nvlink"] = previous.nvlink_dp_pp
-    skip = set(MODEL_FIELDS) if trigger == cid("model") else set(GPU_FIELDS) if trigger == cid("gpu") else set()
-    numbers = {}
-    for name in cluster.NUMBER_FIELDS:
-        if name in skip:
-            continue
-        value = values.get(name)
-        numbers[name] = previous.field_value(name) if value is None else value
-    if not isinstance(raw["model"], str) or not raw["model"]:
-        raw["model"] = previous.model
-    if not isinstance(raw["gpu"], str) or not raw["gpu"]:
-        raw["gpu"] = previous.gpu
-    return cluster.bounded({k: v for k, v in raw.items() if v is not None}, numbers)
+    return view_values(view, unsent(view_parts(view), None)[0])

@@ -8,16 +8,17 @@ from dash import Input, Output, State, callback, ctx, html, no_update
 from ppviz.errors import InputError
 from ppviz.estimate import planning
 
-from ...common import cluster, widgets
+from ...common import url_hash, widgets
 from . import exports, render, upload
 from .handoff import EXPORT_BUTTONS
-from .state import in_view, read
+from .ids import PATH, URL
+from .state import key_of, read
 
 
 @callback(
-    output={"hash": Output("url", "hash", allow_duplicate=True), "message": Output("upload-msg-model", "children")},
+    output={"hash": Output(URL, "hash", allow_duplicate=True), "message": Output("upload-msg-model", "children")},
     inputs={"contents": Input("hf-upload-model", "contents")},
-    state={"filename": State("hf-upload-model", "filename"), "hash_": State("url", "hash")},
+    state={"filename": State("hf-upload-model", "filename"), "hash_": State(URL, "hash")},
     prevent_initial_call=True,
 )
 def upload_config(contents, filename, hash_):
@@ -33,7 +34,7 @@ def upload_config(contents, filename, hash_):
     except (TypeError, ValueError) as e:  # a field of a type no config has (a string for a width, …)
         text = f"{name} is not a config.json ppviz reads: {e}"
         return {"hash": no_update, "message": widgets.message(("error", text))}
-    return {"hash": cluster.linked(hash_, state), "message": widgets.notes(notes)}
+    return {"hash": key_of(state), "message": widgets.notes(notes)}
 
 
 @callback(
@@ -45,13 +46,14 @@ def upload_config(contents, filename, hash_):
     inputs={
         "tokens": Input("plan-tokens-model", "value"),
         "price": Input("plan-price-model", "value"),
-        "hash_": Input("url", "hash"),
+        "hash_": Input(URL, "hash"),
     },  # fmt: skip
+    state={"pathname": State(URL, "pathname")},
 )
-def show_plan(tokens, price, hash_):
+def show_plan(tokens, price, hash_, pathname):
     """Days, GPU-hours and cost of the token budget at the throughput of the schedule on screen, as
     ``ppviz estimate --tokens --gpu-hour-price`` gives them."""
-    if not in_view(hash_):
+    if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
         return {"card": no_update, "tokens": no_update, "price": no_update}
     if tokens is None:
         text = "enter a token budget, a number > 0 (e.g. 1e12), for the days, GPU-hours and cost it takes"
@@ -88,12 +90,13 @@ def plan_children(plan: planning.TrainingPlan, est, schedule: str) -> list:
 
 @callback(
     Output("command-model", "children"),
-    Input("url", "hash"),
+    Input(URL, "hash"),
     State("command-model", "children"),
+    State(URL, "pathname"),
 )
-def show_command(hash_, shown):
+def show_command(hash_, shown, pathname):
     """The ``ppviz estimate`` command of each schedule on screen, for the copy button."""
-    if not in_view(hash_):
+    if url_hash.elsewhere(pathname, PATH):
         return no_update
     text = exports.commands(read(hash_).state)
     return no_update if text == shown else text
@@ -102,7 +105,7 @@ def show_command(hash_, shown):
 @callback(
     output={"data": Output("download-model", "data"), "message": Output("export-msg-model", "children")},
     inputs={"clicks": [Input(f"export-{what}-model", "n_clicks") for what in EXPORT_BUTTONS]},
-    state={"hash_": State("url", "hash")},
+    state={"hash_": State(URL, "hash")},
     prevent_initial_call=True,
 )
 def download_export(clicks, hash_):

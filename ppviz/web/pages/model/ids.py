@@ -1,4 +1,9 @@
-"""Component ids of the model page: each ends in ``-model`` so that no two pages share one."""
+"""The model page's path, and its component ids: each ends in ``-model`` so that no two pages share one."""
+
+from ...common.cluster import MODEL_PATH
+
+PATH = MODEL_PATH  # the page's address (in common: the search page opens its rows there)
+URL = "url-model"  # the page's location: its hash is the page's state
 
 
 def cid(name: str) -> str:

@@ -1,8 +1,4 @@
-"""The model & cluster page's controls and charts.
-
-Every view stays mounted (hidden ones have ``display: none``) so that each keeps its callbacks and
-its state while another is shown; the URL's hash says which one is on screen.
-"""
+"""The model & cluster page's controls and charts (the Dash page at ``/model``; its state is the URL's hash)."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ from ...common.charts import GRAPH_CONFIG
 from ...common.cluster import GPU_FIELDS, LAYOUT_FIELDS, MAX_COMPARE, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
 from ...common.widgets import device_options
 from .handoff import export_section, plan_section, upload_row
-from .ids import advice_id, bar_id, card_id, cid, msg_id
+from .ids import URL, advice_id, bar_id, card_id, cid, msg_id
 from .render import ADVICE_ROWS, CARD_LABELS
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "precision")
@@ -64,6 +60,7 @@ def model_view() -> html.Div:
     values = control_values(state)
     return html.Div(
         [
+            dcc.Location(id=URL, refresh="callback-nav"),  # see ppviz.web.shell
             dcc.Store(id="drawn-model"),
             dcc.Store(id="sent-model"),  # digests of the small outputs on screen (see model_callbacks)
             dcc.Store(id="job-model"),
@@ -72,7 +69,6 @@ def model_view() -> html.Div:
         ],
         id="model-view",
         className="main",
-        style={"display": "none"},
     )
 
 

@@ -12,7 +12,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, html,
 from ...common import charts, cluster, jobs, url_hash, widgets
 from . import exports, render
 from . import state as search_state
-from .ids import cid
+from .ids import PATH, URL, cid
 from .layout import CONTROLS, EXPORT_BUTTONS, control_values
 
 DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns what it has) before the job limit
@@ -20,7 +20,7 @@ DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns 
 
 @callback(
     output={
-        "hash": Output("url", "hash", allow_duplicate=True),
+        "hash": Output(URL, "hash"),
         "controls": {name: Output(cid(name), "value") for name in CONTROLS},
         "notes": Output("notes-search", "children"),
         "request": Output("request-search", "data"),
@@ -28,16 +28,16 @@ DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns 
         "messages": {name: Output(f"msg-{name}-search", "children") for name in search_state.FIELDS},
     },
     inputs={
-        "hash_": Input("url", "hash"),
+        "hash_": Input(URL, "hash"),
         "clicks": Input("run-search", "n_clicks"),
         "values": {name: State(cid(name), "value") for name in CONTROLS},
+        "pathname": State(URL, "pathname"),
         "ran": State("ran-search", "data"),
     },
-    prevent_initial_call="initial_duplicate",
 )
-def update_search(hash_, clicks, values, ran):
+def update_search(hash_, clicks, values, pathname, ran):
     """The search button writes the inputs into the hash and starts the search; a link that carries
-    search inputs (opened while the search view is on screen) sets the inputs and reruns it."""
+    search inputs sets the inputs and reruns it."""
     nothing = {
         "hash": no_update,
         "controls": {name: no_update for name in CONTROLS},
@@ -52,11 +52,10 @@ def update_search(hash_, clicks, values, ran):
             shown = {**cleared, **{n: widgets.message(m) for n, m in bad.items()}}
             return {**nothing, "notes": widgets.notes([stale]), "messages": shown}
         state, notes = search_state.bounded(values)
-        own = {"view": "search", **search_state.encode(state)}
-        new_hash = url_hash.merge(hash_, own, prefix=search_state.PREFIX)
+        new_hash = url_hash.write_hash(search_state.encode(state))
         controls = control_values(state) if notes else {}
     else:
-        if not search_state.in_view(hash_):
+        if url_hash.elsewhere(pathname, PATH):  # a link to another page (a row opened): the hash is that page's
             return nothing
         state, notes, given = search_state.parse(hash_)
         if not given or search_state.key_of(state) == ran:
@@ -126,13 +125,13 @@ def search_in_background(set_progress, request):
 
 
 @callback(
-    Output("url", "hash", allow_duplicate=True),
+    Output(URL, "href"),
     Input("grid-search", "selectedRows"),
-    State("url", "hash"),
+    State(URL, "hash"),
     prevent_initial_call=True,
 )
 def open_row(selected, hash_):
-    """A clicked row opens that layout in the model & cluster view (Gantt in ms, memory in GiB)."""
+    """A clicked row opens that layout in the model & cluster page (Gantt in ms, memory in GiB)."""
     row = selected[0] if isinstance(selected, list) and selected and isinstance(selected[0], dict) else None
     if row is None:
         return no_update
@@ -143,7 +142,7 @@ def open_row(selected, hash_):
         return no_update
     pairs = cluster.encode(target)
     checked = cluster.parse(url_hash.write_hash(pairs)).state  # the same bounds as any link
-    return cluster.linked(hash_, checked)
+    return cluster.link(checked)
 
 
 clientside_callback(
@@ -159,12 +158,13 @@ clientside_callback(
 
 @callback(
     Output("command-search", "children"),
-    Input("url", "hash"),
+    Input(URL, "hash"),
     State("command-search", "children"),
+    State(URL, "pathname"),
 )
-def show_command(hash_, shown):
+def show_command(hash_, shown, pathname):
     """The ``ppviz search`` command of the inputs in the link, for the copy button."""
-    if not search_state.in_view(hash_):
+    if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
         return no_update
     text = search_state.cli_command(search_state.parse(hash_).state)
     return no_update if text == shown else text
@@ -173,7 +173,7 @@ def show_command(hash_, shown):
 @callback(
     output={"data": Output("download-search", "data"), "message": Output("export-msg-search", "children")},
     inputs={"clicks": [Input(f"export-{what}-search", "n_clicks") for what in EXPORT_BUTTONS]},
-    state={"rows": State("grid-search", "rowData"), "hash_": State("url", "hash")},
+    state={"rows": State("grid-search", "rowData"), "hash_": State(URL, "hash")},
     prevent_initial_call=True,
 )
 def download_export(clicks, rows, hash_):

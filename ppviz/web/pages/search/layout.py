@@ -11,7 +11,7 @@ from ppviz.search.engine import BUDGET_OPS
 
 from ...common import charts, widgets
 from ...common.charts import GRAPH_CONFIG
-from .ids import cid
+from .ids import URL, cid
 from .state import FIELDS, SearchState
 
 CONTROLS = ("model", "gpu", *FIELDS, "schedules", "tp_mode")
@@ -47,6 +47,7 @@ def search_view() -> html.Div:
     values = control_values(SearchState())
     return html.Div(
         [
+            dcc.Location(id=URL, refresh="callback-nav"),  # see ppviz.web.shell
             dcc.Store(id="request-search"),
             dcc.Store(id="ran-search"),
             html.Aside(_panel(values), className="panel"),
@@ -54,7 +55,6 @@ def search_view() -> html.Div:
         ],
         id="search-view",
         className="main",
-        style={"display": "none"},
     )
 
 

@@ -1,4 +1,4 @@
-"""The search view's inputs as plain data, their link form (``s.*`` keys of the URL's hash) and bounds.
+"""The search view's inputs as plain data, their link form (the pairs of ``/search#…``) and bounds.
 
 A link that carries them reruns the search. Every value is bounded before any work (clamped with a
 note, or its default when unreadable), as the other views bound theirs.
@@ -14,9 +14,8 @@ from ppviz.estimate import specs
 
 from ...common import commands, validation
 from ...common.cluster import Field, ModelState, read_presets
-from ...common.url_hash import read_hash, view_of
+from ...common.url_hash import read_hash
 
-PREFIX = "s."
 DEFAULT_SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-v")
 TP_MODES = ("1d", "2d")
 FIELDS: dict[str, Field] = {
@@ -62,7 +61,7 @@ def encode(state: SearchState) -> dict[str, str]:
     pairs = {"model": state.model, "gpu": state.gpu, "schedules": ",".join(state.schedules)}
     pairs["tp_mode"] = ",".join(state.tp_modes)
     pairs |= {name: validation.num(getattr(state, name)) for name in FIELDS}
-    return {PREFIX + k: v for k, v in pairs.items()}
+    return pairs
 
 
 def key_of(state: SearchState) -> str:
@@ -71,7 +70,7 @@ def key_of(state: SearchState) -> str:
 
 
 def parse(hash_: object) -> Parsed:
-    query = {k.removeprefix(PREFIX): v for k, v in read_hash(hash_).items() if k.startswith(PREFIX)}
+    query = read_hash(hash_)
     raw = dict(query)
     for key in ("schedules", "tp_mode"):
         if key in raw:
@@ -139,10 +138,6 @@ def cli_command(state: SearchState) -> str:
         tp_mode=",".join(state.tp_modes),
         top=state.top,
     )
-
-
-def in_view(hash_: object) -> bool:
-    return view_of(hash_) == "search"
 
 
 def model_link(state: SearchState, row: dict) -> ModelState:
