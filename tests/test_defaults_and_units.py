@@ -32,9 +32,7 @@ GB_WITHOUT_I = re.compile(r"\bGB\b(?!/s)")  # memory is GiB everywhere; bandwidt
 @pytest.fixture
 def page() -> Page:
     model_render.clear_cache()
-    p = Page.open(page_app.server, cluster.MODEL_PATH)
-    p.load()
-    return p
+    return Page.open(page_app.server, cluster.MODEL_PATH)  # a link opened afresh: open_hash draws it
 
 
 def open_hash(page: Page, hash_: str) -> dict:
@@ -212,13 +210,13 @@ def test_the_page_and_its_command_give_the_same_numbers_to_the_digit(page, capsy
     assert ("does not fit by" in detail) == (not d["fits"])
     assert d["fits"] is (link != LAYOUTS[-1])
     # the memory chart under the Gantt: each device's peak, the HBM line and the reserve band, in GiB
-    memory = [t for t in out["gantt-model"]["figure"]["data"] if t.get("yaxis") == "y2"]
+    memory = [t for t in page.value("gantt-model", "figure")["data"] if t.get("yaxis") == "y2"]
     (peak,) = [t for t in memory if t["name"] == "peak"]
     assert figures.decode_typed_array(peak["y"]).tolist() == [p / GIB for p in d["peak_bytes"]]
     (reserve,) = [t for t in memory if t["name"].startswith("reserve")]
     assert reserve["y"] == [d["capacity_bytes"] / GIB] * 2 and reserve["fill"] == "tonexty"
     # the breakdown: a stacked bar per device, the fullest device's parts as the JSON gives them
-    bars = {t["name"]: t for t in out["memory-model"]["figure"]["data"] if t["type"] == "bar"}
+    bars = {t["name"]: t for t in page.value("memory-model", "figure")["data"] if t["type"] == "bar"}
     assert list(bars) == list(d["memory_breakdown_bytes"])
     device = int(np.argmax(d["peak_bytes"]))
     for name, n_bytes in d["memory_breakdown_bytes"].items():

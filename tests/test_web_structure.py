@@ -133,10 +133,11 @@ def model_move() -> list[str]:
 
 def test_a_model_page_move_enters_no_more_web_modules_than_today():
     """Measured with ``sys.setprofile`` during the move's callback: 13 modules and 109 entries before the
-    pages router (digests in their own module, every number bounded by its own call); now at most these."""
+    pages router (digests in their own module, every number bounded by its own call); 11 and 40 after it,
+    12 and 41 with the check that says why beside a box holding no valid number (``widgets.bad_numbers``)."""
     order = model_move()
     assert order[0] == "pages/model/callbacks.py" and order.count("pages/model/callbacks.py") == 1
-    assert len(set(order)) <= 11 and len(order) <= 40, Counter(order)
+    assert len(set(order)) <= 12 and len(order) <= 41, Counter(order)
 
 
 NOT_YET = (
