@@ -9,6 +9,7 @@ from layout_checks import chart, wait_for
 
 import ppviz
 from ppviz.estimate import Layout
+from ppviz.units import duration
 
 pytestmark = pytest.mark.browser
 TITLE = "return (gd && gd.layout && gd.layout.title && gd.layout.title.text) || '';"
@@ -17,7 +18,7 @@ TITLE = "return (gd && gd.layout && gd.layout.title && gd.layout.title.text) || 
 def iteration_ms(gbs: int) -> str:
     """The iteration card's text for the model page's default view at this global batch."""
     lay = Layout(tp=8, pp=8, gbs=gbs, sequence_parallel=True, recompute="selective", zero=1)
-    return f"{ppviz.estimate('llama3-70b', 'h100-sxm', lay).iteration_s * 1e3:,.0f} ms"
+    return duration(ppviz.estimate("llama3-70b", "h100-sxm", lay).iteration_s)
 
 
 def test_links_made_before_the_pages_open_the_same_view(page):

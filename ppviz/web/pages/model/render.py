@@ -69,6 +69,9 @@ ADVICE = caches.Cache(CACHE_SIZE)  # advice is a few dozen small searches: kept 
 ADVICE_ROWS = 3
 ADVICE_PX = 120  # the advice card's height at 1280 px: the Gantt gives it up, to keep the time axis in view
 GANTT_MIN_PX = 160
+# the model page's controls (model, GPU with its reserve and efficiencies, layout, upload) stand taller than the
+# abstract page's: its Gantt is this much shorter, to keep the time axis on a 1280×800 screen
+GANTT_MAX_PX = charts.GANTT_MAX_PX - 20
 
 
 @dataclass(frozen=True)
@@ -200,8 +203,8 @@ def gantt_figure(est, room: int = 0) -> tuple[dict, str]:
     of = f"{k} iterations of {est.microbatches} microbatches" if k > 1 else f"{est.microbatches} microbatches"
     title = f"{_title(est)} · {run.schedule.devices} devices · {of}"
     # capped as in the abstract view, so that the cards, both charts and the time axis fit a 1280×800 screen
-    height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), charts.GANTT_MAX_PX)
-    height = max(min(height, charts.GANTT_MAX_PX - room), GANTT_MIN_PX)
+    height = min(figures.gantt_height(run.schedule.devices, pairs=bool(run.result.paired.any())), GANTT_MAX_PX)
+    height = max(min(height, GANTT_MAX_PX - room), GANTT_MIN_PX)
     if len(run.result) <= charts.BARS_MAX_OPS:
         return figures.gantt(run, title=title, time_scale=MS, time_unit="ms", height=height), "bars"
     return figures.overview(run, time_scale=MS, time_unit="ms", height=height), "overview"
