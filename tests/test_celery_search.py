@@ -141,7 +141,7 @@ def cluster(tmp_path):
 
 def test_a_search_runs_on_a_celery_worker_through_redis(cluster):
     base, log = cluster
-    page = Page.open(_Http(base))
+    page = Page.open(_Http(base), "/search")
     page.load()
     values = {("model-search", "value"): "llama3-8b", ("gpus-search", "value"): 16, ("gbs-search", "value"): 32}
     values |= {("seq-search", "value"): 4096, ("schedules-search", "value"): ["1f1b", "zb-v"]}

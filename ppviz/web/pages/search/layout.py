@@ -106,7 +106,13 @@ def _panel(values: dict) -> list:
                 _row(
                     "schedules",
                     "schedules to consider",
-                    dcc.Dropdown(id=cid("schedules"), options=list(REGISTRY), value=values["schedules"], multi=True),
+                    dcc.Dropdown(
+                        id=cid("schedules"),
+                        options=list(REGISTRY),
+                        value=values["schedules"],
+                        multi=True,
+                        placeholder="every schedule (as ppviz search); pick some to narrow",
+                    ),
                     f"searching schedules (v-*, zb-auto) get a budget of {BUDGET_OPS:,} ops of the orders they "
                     "build: work, not time, so the ranking is the same on any machine",
                 ),

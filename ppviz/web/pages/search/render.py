@@ -27,7 +27,7 @@ def options(state: SearchState) -> dict:
     ``search_state.MAX_MICROBATCHES`` microbatches (``limits.MAX_DEVICES`` pipeline devices, its largest
     micro-batch size): each simulation's size, the runs it keeps, and the space are bounded."""
     return {
-        "schedules": list(state.schedules),
+        "schedules": list(state.schedules) or None,  # none named: every schedule
         "tp_mode": list(state.tp_modes),
         "headroom": state.headroom / 100,
         "max_microbatches": search_state.MAX_MICROBATCHES,

@@ -16,7 +16,8 @@ from ...common import commands, validation
 from ...common.cluster import Field, ModelState, read_presets
 from ...common.url_hash import read_hash
 
-DEFAULT_SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-v")
+# none named: every schedule of the registry, as `ppviz search` (``ppviz.estimate.defaults.SEARCHED``)
+DEFAULT_SCHEDULES: tuple[str, ...] = ()
 TP_MODES = ("1d", "2d")
 FIELDS: dict[str, Field] = {
     "gpus": Field("GPUs", 1, 16_384),
@@ -58,7 +59,9 @@ class Parsed(NamedTuple):
 
 
 def encode(state: SearchState) -> dict[str, str]:
-    pairs = {"model": state.model, "gpu": state.gpu, "schedules": ",".join(state.schedules)}
+    pairs = {"model": state.model, "gpu": state.gpu}
+    if state.schedules:
+        pairs["schedules"] = ",".join(state.schedules)
     pairs["tp_mode"] = ",".join(state.tp_modes)
     pairs |= {name: validation.num(getattr(state, name)) for name in FIELDS}
     return pairs
@@ -87,12 +90,10 @@ def bounded(raw: dict) -> tuple[SearchState, list[str]]:
     if "schedules" in raw and raw["schedules"] is not None:
         sent = raw["schedules"] if isinstance(raw["schedules"], (list, tuple)) else [raw["schedules"]]
         known = list(dict.fromkeys(n for n in sent if isinstance(n, str) and n in REGISTRY))
-        if len(known) != len(sent):
-            notes.append("unknown schedules left out of the search")
-        if known:
-            values["schedules"] = tuple(known)
-        else:
-            notes.append(f"no schedule to consider; using {', '.join(base.schedules)}")
+        named = [n for n in sent if n != ""]
+        if len(known) != len(named):
+            notes.append("unknown schedules left out of the search" + ("" if known else "; searching every schedule"))
+        values["schedules"] = tuple(known)  # none: every schedule
     if raw.get("tp_mode") is not None:
         sent = raw["tp_mode"] if isinstance(raw["tp_mode"], (list, tuple)) else [raw["tp_mode"]]
         modes = tuple(m for m in TP_MODES if m in sent)
@@ -133,7 +134,7 @@ def cli_command(state: SearchState) -> str:
         gpus=state.gpus,
         gbs=state.gbs,
         seq=state.seq,
-        schedules=",".join(state.schedules),
+        schedules=",".join(state.schedules) or None,
         headroom=state.headroom / 100,
         tp_mode=",".join(state.tp_modes),
         top=state.top,
