@@ -253,7 +253,7 @@ def parse_torch_rows(text: str) -> list[list[Step | None]]:
         raise InputError("the order is empty: expected one CSV row per rank", field="order")
     for r, line in enumerate(lines):
         cells: list[Step | None] = []
-        for c, cell in enumerate(_split_cells(line)):
+        for c, cell in enumerate(split_cells(line)):
             if not cell.strip():
                 cells.append(None)
                 continue
@@ -267,7 +267,7 @@ def parse_torch_rows(text: str) -> list[list[Step | None]]:
     return rows
 
 
-def _split_cells(line: str) -> list[str]:
+def split_cells(line: str) -> list[str]:
     """Split on commas outside parentheses (pairs contain a ';', not a comma, but be safe)."""
     out, depth, cur = [], 0, []
     for ch in line:

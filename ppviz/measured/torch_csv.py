@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import InputError
-from ..ir import Action, Kind, Overlap, Step, torch_lines
+from ..ir import Action, Kind, Overlap, Step, split_cells, torch_lines
 from .run import Comm, MeasuredRun, Op, peer_of
 
 NAMINGS = ("auto", "torch", "torch-old")
@@ -65,7 +65,7 @@ def read_order(text: str, *, source: str = "the order", naming: str = "auto") ->
     lines = torch_lines(text)
     if not lines:
         raise InputError(f"{source} is empty: expected one CSV row per rank", field="order")
-    cells = [[c.strip() for c in _split_cells(line)] for line in lines]
+    cells = [[c.strip() for c in split_cells(line)] for line in lines]
     kinds = {m.group(2) for row in cells for c in row for m in _compute_tokens(c)}
     batched = any(_BATCHED.fullmatch(c) for row in cells for c in row)
     used = choose_naming(kinds, batched, naming, source)
@@ -170,17 +170,3 @@ def _p2p(rank: int, stage: str, what: str, direction: str, mb: str) -> Comm:
 
 def _with_peer(c: Comm, stage_rank: dict[int, int]) -> Comm:
     return replace(c, peer=peer_of(c, stage_rank))
-
-
-def _split_cells(line: str) -> list[str]:
-    """Commas outside parentheses separate cells (a pair holds a ';', but be safe)."""
-    out, depth, cur = [], 0, []
-    for ch in line:
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return out

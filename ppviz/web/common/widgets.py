@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dash import html
+from dash import dcc, html
 
 
 def message(message: tuple[str, str] | None):
@@ -69,3 +69,30 @@ def bad_numbers(values: dict, fields: dict, then: str = "the results use the las
             text = f"{f.label}: enter {whole} in {f.low:,g}–{f.high:,g}; {then}"
             out[name] = ("error", text)
     return out
+
+
+COMMAND_STYLE = {"whiteSpace": "pre-wrap", "overflowWrap": "anywhere", "fontSize": "12px"}
+
+
+def export_buttons(buttons: dict[str, str], suffix: str) -> list[html.Button]:
+    """One download button per export (``export-<what>-<suffix>``), labelled."""
+    return [
+        html.Button(label, id=f"export-{what}-{suffix}", n_clicks=0, className="button small")
+        for what, label in buttons.items()
+    ]
+
+
+def command_box(suffix: str) -> html.Div:
+    """The page's ``ppviz`` command (``command-<suffix>``) with a button that copies it, spaces and all."""
+    return html.Div(
+        [
+            html.Pre(id=f"command-{suffix}", className="command", style=COMMAND_STYLE),
+            dcc.Clipboard(
+                id=f"copy-command-{suffix}",
+                target_id=f"command-{suffix}",
+                title="copy the command",
+                className="clipboard",
+            ),
+        ],
+        className="command-box",
+    )

@@ -9,7 +9,6 @@ from dash import dcc, html
 from ...common import widgets
 
 # a long command wraps in its box; the copy (the element's text) keeps it on one line with its spaces
-WRAP = {"whiteSpace": "pre-wrap", "overflowWrap": "anywhere", "fontSize": "12px"}
 EXPORT_BUTTONS = {"csv": "CSV", "json": "JSON", "megatron": "Megatron-LM args", "torchtitan": "torchtitan TOML"}
 PLAN_FIELDS = {  # id name -> (label, placeholder, help)
     "tokens": ("token budget", "e.g. 1e12", "tokens to train on, e.g. 15e12 for 15 trillion"),
@@ -63,19 +62,8 @@ def plan_section() -> html.Section:
 
 def export_section() -> html.Section:
     """Downloads of what is shown and the command that computes it, with a copy button."""
-    buttons = [
-        html.Button(label, id=f"export-{what}-model", n_clicks=0, className="button small")
-        for what, label in EXPORT_BUTTONS.items()
-    ]
-    command = html.Div(
-        [
-            html.Pre(id="command-model", className="command", style=WRAP),
-            dcc.Clipboard(
-                id="copy-command-model", target_id="command-model", title="copy the command", className="clipboard"
-            ),  # fmt: skip
-        ],
-        className="command-box",
-    )
+    buttons = widgets.export_buttons(EXPORT_BUTTONS, "model")
+    command = widgets.command_box("model")
     return html.Section(
         [
             html.H3("export & hand-off"),

@@ -59,7 +59,6 @@ def search_view() -> html.Div:
 
 
 # a long command wraps in its box; the copy (the element's text) keeps it on one line with its spaces
-WRAP = {"whiteSpace": "pre-wrap", "overflowWrap": "anywhere", "fontSize": "12px"}
 EXPORT_BUTTONS = {"csv": "CSV", "json": "JSON", "megatron": "Megatron-LM args (#1)"}
 EXPORT_BUTTONS["torchtitan"] = "torchtitan TOML (#1)"
 
@@ -179,19 +178,8 @@ def _results() -> list:
 
 def _exports() -> html.Div:
     """Downloads of the table on screen and its best layout's launch settings; the search's command."""
-    buttons = [
-        html.Button(label, id=f"export-{what}-search", n_clicks=0, className="button small")
-        for what, label in EXPORT_BUTTONS.items()
-    ]
-    command = html.Div(
-        [
-            html.Pre(id="command-search", className="command", style=WRAP),
-            dcc.Clipboard(
-                id="copy-command-search", target_id="command-search", title="copy the command", className="clipboard"
-            ),  # fmt: skip
-        ],
-        className="command-box",
-    )
+    buttons = widgets.export_buttons(EXPORT_BUTTONS, "search")
+    command = widgets.command_box("search")
     return html.Div(
         [
             html.Div(["export the table: ", *buttons], className="exports"),
