@@ -314,7 +314,7 @@ def test_compare_mode_ranks_the_schedules_in_the_same_units(page):
     table = text_of(page.value("ranking-model", "children"))
     for name in ("1f1b", "zb-v"):
         est = estimate(schedule=name)
-        assert f"{round(est.iteration_s * 1e3, 1):,.1f}" in table  # thousands separated
+        assert f"{est.iteration_s:,.3f}" in table  # over 10 s: the table's times in s
         assert f"{round(est.peak_bytes.max() / GIB, 2):,.2f}" in table
     fig = page.value("gantt-model", "figure")  # each schedule's Gantt, then its memory in GiB, on one ms axis
     assert fig["layout"]["xaxis4"]["title"]["text"] == "time (ms)"
@@ -593,3 +593,22 @@ def test_the_lines_picker_is_sent_only_when_its_devices_or_state_change(page):
 def test_a_core_error_lands_under_the_model_control_its_field_names(link, control):
     view = model_render.render(cluster.parse(link).state)
     assert view.messages[control][0] == "error"
+
+
+@pytest.mark.parametrize(
+    ("link", "unit"),
+    [
+        ("#mode=compare&compare=1f1b,zb-v", "s"),
+        ("#model=llama3-8b&tp=2&pp=4&gbs=16&mode=compare&compare=1f1b,zb-v", "ms"),
+    ],
+)
+def test_the_compare_table_writes_its_times_in_one_unit(page, link, unit):
+    """ms when every iteration is under 10 s, else s: one unit for the column, named in its header."""
+    open_hash(page, link)
+    state = cluster.parse(link).state
+    times = [model_render.estimate_of(state, name).iteration_s for name in state.compare]
+    assert (max(times) >= 10) == (unit == "s")
+    text = page.text("ranking-model")
+    assert f"iteration ({unit})" in text and f"bubble ({unit})" in text
+    for t in times:
+        assert (f"{t * 1e3:,.1f}" if unit == "ms" else f"{t:,.3f}") in text

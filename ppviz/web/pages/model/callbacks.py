@@ -128,18 +128,23 @@ def _ranking(rows: list[dict]):
     if not rows:
         return None
     pad = {"padding": "3px 12px 3px 0", "textAlign": "left"}
-    head = html.Tr([html.Th(c, style=pad) for c in RANKING_COLUMNS])
-    body = [html.Tr([html.Td(_cell(c, r[c]), style=pad) for c in RANKING_COLUMNS]) for r in rows]
+    unit = rows[0]["unit"]  # the table's times, all in one unit (ms below 10 s, else s)
+    heads = [f"{c} ({unit})" if c in TIME_COLUMNS else c for c in RANKING_COLUMNS]
+    head = html.Tr([html.Th(c, style=pad) for c in heads])
+    body = [html.Tr([html.Td(_cell(c, r[c], unit), style=pad) for c in RANKING_COLUMNS]) for r in rows]
     return html.Table([html.Thead(head), html.Tbody(body)], className="ranking", id="ranking-table-model")
 
 
-def _cell(column: str, value: object) -> str:
+TIME_COLUMNS = ("iteration", "bubble")
+
+
+def _cell(column: str, value: object, unit: str) -> str:
     if column == "MFU":
         return f"{value:.1%}"
     if column == "tokens/s":
         return f"{value:,}"
-    if column.endswith("(ms)"):
-        return f"{value:,.1f}"
+    if column in TIME_COLUMNS:
+        return f"{value:,.1f}" if unit == "ms" else f"{value:,.3f}"
     if column.endswith("(GiB)"):
         return f"{value:,.2f}"
     return str(value)

@@ -27,7 +27,7 @@ ZERO_LABELS = {
     2: "2: + gradients sharded",
     3: "3: + weights sharded",
 }
-RANKING_COLUMNS = ("rank", "schedule", "iteration (ms)", "tokens/s", "MFU", "bubble (ms)", "peak (GiB)", "fits")
+RANKING_COLUMNS = ("rank", "schedule", "iteration", "tokens/s", "MFU", "bubble", "peak (GiB)", "fits")
 RANKING_COLUMNS += ("vs baseline",)
 
 

@@ -300,22 +300,24 @@ def ranking(estimates: list, baseline: str | None = None) -> list[dict]:
     """Compare mode's table: the same model, GPU and layout under each schedule, fastest first, each
     with its change against the ``baseline`` schedule (default: the first): "−12.0% iteration, +3.10 GiB peak"."""
     base = next((e for e in estimates if e.layout.schedule == baseline), estimates[0] if estimates else None)
+    scale, unit = units.time_unit(e.iteration_s for e in estimates)  # one unit for the table's times
     rows = []
     for e in estimates:
         peak = float(e.peak_bytes.max())
         rows.append(
             {
                 "schedule": _title(e),
-                "iteration (ms)": round(e.iteration_s * MS, 1),
+                "iteration": round(e.iteration_s * scale, 1 if unit == "ms" else 3),
                 "tokens/s": round(e.tokens_per_s),
                 "MFU": round(e.mfu, 4),
-                "bubble (ms)": round(e.breakdown["bubble_s"] * MS, 1),
+                "bubble": round(e.breakdown["bubble_s"] * scale, 1 if unit == "ms" else 3),
                 "peak (GiB)": round(peak / GIB, 2),
                 "fits": "yes" if e.fits else f"no: over by {e.over_bytes / GIB:,.2f} GiB",
                 "vs baseline": "baseline" if e is base else _delta(e, base),
+                "unit": unit,
             }
         )
-    rows.sort(key=lambda r: (r["iteration (ms)"], r["peak (GiB)"]))
+    rows.sort(key=lambda r: (r["iteration"], r["peak (GiB)"]))
     for i, row in enumerate(rows, 1):
         row["rank"] = i
     return rows
