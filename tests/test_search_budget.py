@@ -72,7 +72,8 @@ def test_the_budget_decides_what_is_simulated():
     assert runs[0].budget_cut > runs[CUT].budget_cut > 0 == runs[10**9].budget_cut
     assert "ops of orders built" in runs[CUT].notes[0] and runs[CUT].to_dict()["budget_ops"] == CUT
     schedules = {b: {r["schedule"] for r in res.layouts} for b, res in runs.items()}
-    assert not schedules[0] & {"v-half", "v-auto", "zb-auto"} and "v-auto" in schedules[CUT]
+    searching = {"v-half", "v-auto", "zb-auto"}  # the schedules that search their order
+    assert not schedules[0] & searching and schedules[CUT] & searching
     with pytest.raises(ValueError, match="whole number of ops"):
         ppviz.search(TINY, g, 8, 32, budget_ops=2.0)
 
