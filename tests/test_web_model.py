@@ -452,7 +452,7 @@ def test_the_sweep_is_in_real_units_with_gaps_that_say_why(page):
     assert fig["layout"]["yaxis"]["title"]["text"] == "iteration (ms)"
     assert fig["layout"]["yaxis3"]["title"]["text"] == "peak memory (GiB)"
     assert fig["layout"]["xaxis3"]["title"]["text"] == "chunks per device v"
-    assert [t["y"] for t in fig["data"] if t["name"].startswith("capacity")] == [[81_559 / 1024 - 3] * 2]  # usable
+    assert [t["y"] for t in fig["data"] if t["name"].startswith("usable HBM")] == [[81_559 / 1024 - 3] * 2]
 
 
 def test_the_model_view_prices_a_schedule_as_the_abstract_view_does_devices_squared_term_included(page):

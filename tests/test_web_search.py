@@ -95,7 +95,7 @@ def test_the_search_button_runs_the_search_in_the_background_and_ranks_like_ppvi
     fig = page.value("scatter-search", "figure")
     (front,) = [t for t in fig["data"] if t["name"] == "Pareto front"]
     assert len(figures.decode_typed_array(front["x"])) == len(expected.pareto)
-    (capacity,) = [t for t in fig["data"] if t["name"].startswith("capacity")]
+    (capacity,) = [t for t in fig["data"] if t["name"].startswith("usable")]
     assert capacity["y"] == [pytest.approx(usable), pytest.approx(usable)]
     assert fig["layout"]["xaxis"]["title"]["text"] == "iteration time (s)"
     assert fig["layout"]["yaxis"]["title"]["text"] == "peak memory (GiB)"

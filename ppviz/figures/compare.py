@@ -385,7 +385,7 @@ def sweep(
                 dict(
                     type="scatter",
                     mode="lines",
-                    name=f"capacity {capacity[1]:.4g}",
+                    name=f"usable HBM {capacity[1]:.4g}",
                     x=[values[0], values[-1]],
                     y=[capacity[1], capacity[1]],
                     line=dict(color="#7A0000", dash="dot", width=2),

@@ -65,11 +65,12 @@ def tradeoff(
             dict(
                 type="scatter",
                 mode="lines",
-                name=f"capacity {capacity:.4g} {y_unit}",
+                name=f"usable {capacity:.4g} {y_unit}",
                 x=[lo, hi if hi > lo else lo + 1.0],
                 y=[capacity, capacity],
                 line=dict(color="#7A0000", dash="dot", width=2),
-                hovertemplate=f"capacity {capacity:.4g} {y_unit}<extra></extra>",
+                hovertemplate=f"usable HBM {capacity:.4g} {y_unit}: the capacity less the reserve and any headroom"
+                "<extra></extra>",
             )
         )
     layout = dict(

@@ -88,7 +88,7 @@ def test_a_small_search_ranks_layouts_and_a_row_opens_in_the_model_view(page):
     names = page.driver.execute_script(
         "const gd = document.querySelector('#scatter-search .js-plotly-plot'); return gd.data.map(t => t.name);"
     )
-    assert names == ["layouts", "Pareto front", "capacity 68.68 GiB"]  # 79.65 GiB less 3 GiB and 10%
+    assert names == ["layouts", "Pareto front", "usable 68.68 GiB"]  # 79.65 GiB less 3 GiB and 10%
 
     # Sorting by a column reorders the table in the browser.
     page.find_element("#grid-search .ag-header-cell[col-id=peak_gib]").click()
