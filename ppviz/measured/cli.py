@@ -9,6 +9,7 @@ import json
 from ..cli_types import ascii_int
 from .compare import compare, to_dict
 from .read import read
+from .whatif import what_if
 
 
 def add_parser(sub) -> None:
@@ -24,6 +25,9 @@ def add_parser(sub) -> None:
                    "'(?P<kind>[FIWB])_s(?P<stage>\\d+)_mb(?P<microbatch>\\d+)'")  # fmt: skip
     p.add_argument("--naming", choices=("auto", "torch", "torch-old"), default="auto",
                    help="action naming of an order CSV (default: read from its tokens)")  # fmt: skip
+    p.add_argument("--what-if", metavar="SCHEDULE", action="append", default=[],
+                   help="the fitted costs under another schedule (repeatable): its `ppviz simulate` command and "
+                   "makespan (JSON: what_if)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -43,7 +47,9 @@ def main(args: argparse.Namespace) -> int:
             for note in got.notes:
                 print(f"note: {note}")
         return 0
-    d = to_dict(compare(got))
+    c = compare(got)
+    d = to_dict(c)
+    d["what_if"] = [what_if(c.fit, name, got.ranks, got.microbatches).to_dict() for name in args.what_if]
     print(json.dumps(d) if args.json else text(d))
     return 0
 
@@ -77,6 +83,9 @@ def text(d: dict) -> str:
         lines += ["", "latest against the model (start, ms)"]
         lines += [f"  {x['op']:>6} on rank {x['rank']}: measured {_ms(x['measured_start_s'])}, simulated "
                   f"{_ms(x['simulated_start_s'])} (+{_ms(x['late_s'])})" for x in d["late_ops"]]  # fmt: skip
+    for w in d.get("what_if", []):
+        lines += ["", f"under {w['schedule']}: makespan {_ms(w['makespan_s'])} ms ({w['command']})"]
+        lines += [f"  note: {n}" for n in w["notes"]]
     lines += [""] + [f"note: {n}" for n in d["notes"]]
     return "\n".join(lines)
 
