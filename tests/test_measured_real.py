@@ -50,21 +50,31 @@ def test_a_run_without_annotations_is_refused_with_what_to_do(capsys, name):
     assert "no pipeline actions" in err and "_PipelineScheduleRuntime" in err and "Traceback" not in err
 
 
-# Recorded under a load average of 5 to 13 on 2 cores shared with other jobs (tests/data/measured/README.md):
-# one op's time varies several-fold within a step, and the 4-rank runs share 2 cores among 4 ranks, so an
-# op's time depends on how many ranks compute at once. No run meets the 10% (closest: 1f1b-runtime-2r, 10.04%;
-# zbv-2r, 11.9%; docs/measured.md lists every rank's error). Strict: a run that meets it must leave this set.
-MISSES_TARGET = set(ANNOTATED)
+# Recorded on a quiet machine (load 0-2.5, tests/data/measured/README.md), 7 of the 10 annotated runs meet
+# the 10% on every rank (docs/measured.md lists every rank's error). Three do not, for reasons the model
+# does not carry (strict: a run that meets it must leave this set):
+MISSES_TARGET = {
+    # torch's GPipe step waits on its sends at its end (a gloo send completes when received), and on 2 ranks
+    # its ranks idle beyond what the fitted costs imply (measured span 57 ms, simulated 44 ms)
+    "gpipe-2r": "torch's GPipe waits on sends and receives beyond the fitted costs",
+    "gpipe-4r": "ranks 2 and 3 wait at the step's end for their sends to be received (the makespan matches)",
+    # 4 ranks on 2 cores: an op's time depends on how many ranks compute at once, more so as W ops fill gaps
+    "zb-interleaved-4r": "4 ranks share 2 cores: op times depend on how many ranks compute at once",
+}
 
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(reason="recorded under load 5-13 on 2 shared cores", strict=True))
+    [pytest.param(n, marks=pytest.mark.xfail(reason=MISSES_TARGET[n], strict=True))
      if n in MISSES_TARGET else n for n in ANNOTATED],
 )  # fmt: skip
 def test_the_fitted_simulation_matches_each_ranks_step_time(name):
+    """Each rank's step (``schedule.step``'s wall time) against the simulated end of that rank's last op,
+    both from the step's start: a rank that finishes early in the schedule finishes early in both."""
     c = compare(read_run(_traces(name)))
+    r = c.simulated.result
+    ends = [float(r.end[r.device == d].max() - r.start.min()) for d in range(c.run.ranks)]
     settings = json.loads((DATA / name / "step_times.json").read_text())
-    steps = [[s["step_s"] for s in r["steps"] if s["profiled"]][-1] for r in settings["per_rank"]]
-    errors = [c.simulated_makespan_s / s - 1 for s in steps]
+    steps = [[s["step_s"] for s in x["steps"] if s["profiled"]][-1] for x in settings["per_rank"]]
+    errors = [end / step - 1 for end, step in zip(ends, steps, strict=True)]
     assert max(abs(e) for e in errors) <= TARGET, [f"{e:+.1%}" for e in errors]
