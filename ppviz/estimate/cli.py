@@ -338,10 +338,9 @@ def facts(est: Estimate) -> list[tuple[str, str]]:
     """The headline figures of a page in real units (``ppviz render --model``): (label, value)."""
     peak = float(est.peak_bytes.max())
     unfit = "" if est.fits else " (does not fit)"
-    scale, unit = time_unit([est.makespan_s])
     return [
         ("iteration", duration(est.iteration_s)),
-        ("makespan", f"{est.makespan_s * scale:,.1f} {unit}"),
+        ("makespan", duration(est.makespan_s)),
         ("tokens/s", f"{est.tokens_per_s:,.0f}{unfit}"),
         ("MFU", f"{est.mfu:.1%}{unfit}"),
         ("peak memory", f"{gib(peak)} of {gib(est.usable_bytes)} usable ({gib(est.capacity_bytes)} HBM)"),
