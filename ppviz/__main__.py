@@ -153,14 +153,10 @@ def _simulate(args: argparse.Namespace) -> api.Run:
     if args.order:
         if args.schedule:
             raise UsageError("give either a schedule name or --order FILE, not both")
-        try:
-            with open(args.order, "rb") as fh:
-                data = fh.read(MAX_ORDER_BYTES + 1)
-        except OSError as e:
-            raise UsageError(f"cannot read {args.order}: {e.strerror}") from None
-        if len(data) > MAX_ORDER_BYTES:
-            raise UsageError(f"{args.order} is larger than {MAX_ORDER_BYTES:,} bytes")
         from . import formats
+        from .files import read_capped
+
+        data = read_capped(args.order, MAX_ORDER_BYTES, field="order")
 
         schedule = formats.read_torch_csv(data, max_bytes=MAX_ORDER_BYTES, name=os.path.basename(args.order))
         return api.evaluate(schedule, api.make_costs(**costs))

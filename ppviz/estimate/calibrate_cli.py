@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..cli_limits import BOUNDS
 from ..cli_types import ascii_float
+from ..files import read_capped
 from ..measured.megatron import read_log
 from . import cli as estimate_cli
 from . import profile_fit
@@ -101,13 +102,7 @@ def _measured(logs: list[str], iteration_ms: float | None, base: Path) -> tuple[
 
 def runs_file(path: str, model: Model) -> list[profile_fit.Measured]:
     """The runs a ``--runs`` TOML file lists (model fields over ``model``); log paths are relative to the file."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_RUNS_BYTES + 1)
-    except OSError as e:
-        raise SpecError(f"cannot read {path}: {e.strerror}", field="runs") from None
-    if len(data) > MAX_RUNS_BYTES:
-        raise SpecError(f"{path} is larger than {MAX_RUNS_BYTES:,} bytes", field="runs")
+    data = read_capped(path, MAX_RUNS_BYTES, field="runs", error=SpecError)
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files import read_capped
 from .specs import Gpu, SpecError, override
 
 FORMAT = "ppviz-calibration/1"
@@ -77,13 +78,7 @@ class Profile:
 
 def load(path: str | Path) -> Profile:
     """Read a profile file; a clear error names the file and what is wrong."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_PROFILE_BYTES + 1)
-    except OSError as e:
-        raise SpecError(f"cannot read calibration {path}: {e.strerror}", field="calibration") from None
-    if len(data) > MAX_PROFILE_BYTES:
-        raise SpecError(f"calibration {path} is larger than {MAX_PROFILE_BYTES:,} bytes", field="calibration")
+    data = read_capped(path, MAX_PROFILE_BYTES, field="calibration", what="calibration", error=SpecError)
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
