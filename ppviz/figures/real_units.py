@@ -112,17 +112,8 @@ def peaks(
         )
     for label, level, dash in (("capacity", capacity, "dot"), ("usable", usable, "dash")):
         if level is not None:
-            data.append(
-                dict(
-                    type="scatter",
-                    mode="lines",
-                    name=f"{label} {level:,.2f} {unit}",
-                    x=[-0.5, widest - 0.5],
-                    y=[level, level],
-                    line=dict(color="#7A0000", dash=dash, width=2),
-                    hovertemplate=f"{label} {level:,.2f} {unit}<extra></extra>",
-                )
-            )
+            text = f"{label} {level:,.2f} {unit}"
+            data.append(_level_line(text, text, level, widest, dash))
     layout = dict(
         title=dict(text=title or f"peak memory per device ({unit})", x=0, xanchor="left", font=dict(size=14)),
         barmode="group",
@@ -184,17 +175,7 @@ def memory_breakdown(est, *, title: str | None = None, height: int = 300) -> Fig
             )
         )
     cap = est.capacity_bytes / GIB
-    data.append(
-        dict(
-            type="scatter",
-            mode="lines",
-            name=f"HBM {cap:,.2f} GiB",
-            x=[-0.5, p - 0.5],
-            y=[cap, cap],
-            line=dict(color="#7A0000", dash="dot", width=2),
-            hovertemplate=f"HBM capacity {cap:,.2f} GiB<extra></extra>",
-        )
-    )
+    data.append(_level_line(f"HBM {cap:,.2f} GiB", f"HBM capacity {cap:,.2f} GiB", cap, p, "dot"))
     d = est.fullest_device
     verdict = "fits" if est.fits else f"over by {est.over_bytes / GIB:,.2f} GiB"
     layout = dict(
@@ -213,3 +194,16 @@ def memory_breakdown(est, *, title: str | None = None, height: int = 300) -> Fig
         plot_bgcolor="white",
     )
     return figure(data, layout)
+
+
+def _level_line(name: str, hover: str, level: float, bars: int, dash: str) -> dict:
+    """A memory level (the HBM, what is usable) across ``bars`` device bars."""
+    return dict(
+        type="scatter",
+        mode="lines",
+        name=name,
+        x=[-0.5, bars - 0.5],
+        y=[level, level],
+        line=dict(color="#7A0000", dash=dash, width=2),
+        hovertemplate=f"{hover}<extra></extra>",
+    )
