@@ -78,8 +78,15 @@ def test_a_real_profile_sets_the_gpu_and_the_search_ranks_as_the_cli_with_it(pag
     path, text = real_profile
     out = upload(page, text)
     assert out[cid("gpu")]["value"] == V100
-    assert out["calibration-search"]["data"] == {"gpu": V100, "efficiencies": {
-        "matmul_efficiency": 0.58, "hbm_efficiency": 0.85, "nvlink_efficiency": 0.72, "network_efficiency": 0.8}}
+    assert out["calibration-search"]["data"] == {
+        "gpu": V100,
+        "efficiencies": {
+            "matmul_efficiency": 0.58,
+            "hbm_efficiency": 0.85,
+            "nvlink_efficiency": 0.72,
+            "network_efficiency": 0.8,
+        },
+    }
     line = text_of(out[MSG]["children"])
     assert line.startswith(f"calibration jean-zay.json: {V100}; matmul 0.58 (fitted), hbm 0.85,")
     assert "residual: mean 0.3%, max 0.3% over 1 run" in line
