@@ -141,8 +141,6 @@ def read_torch_csv(
     of actions (a valid order with S stages and M microbatches has at least 2·S·M actions), so a
     small file cannot ask for a huge schedule.
     """
-    from .measured.torch_csv import read_order
-
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise ValueError(f"the order file is {size:,} bytes; the limit is {max_bytes:,}")
@@ -157,7 +155,7 @@ def read_torch_csv(
             raise ValueError(
                 f"the order has {ranks:,} rows (ranks); the limit here is {max_ranks}: give one row per rank"
             )
-    rows = read_order(text, source=name, naming=naming).rows
+    rows = ir.parse_torch_rows(text, naming, source=name)
     actions = [a for row in rows for step in row if step is not None for a in _halves(step)]
     if not actions:
         raise ValueError("the order holds no actions")
