@@ -96,3 +96,19 @@ def test_a_bad_cell_names_its_row_and_column(text, where):
     assert str(e.value).startswith("the order") and where in str(e.value) and e.value.field == "order"
     with pytest.raises(InputError, match="orders.csv: row"):
         parse_torch_rows("0F0,?\n", source="orders.csv")
+
+
+def test_simulate_order_takes_the_naming(capsys):
+    """`ppviz simulate --order FILE --naming …` reads it as the public reader does; --naming alone is refused."""
+    path = DATA / "measured/torch-older-naming/zb-interleaved-2r.order_compute.csv"
+    assert main(["simulate", "--order", str(path), "--naming", "torch-old", "--json"]) == 0
+    ops = json.loads(capsys.readouterr().out)["ops"]
+    assert ops == json.loads(json.dumps(ppviz.evaluate(ppviz.from_torch_csv(path.read_text())).result.ops()))
+    assert main(["simulate", "--order", str(path), "--naming", "torch"]) == 2
+    assert "has W but no B" in capsys.readouterr().err  # read as torch 2.13's: its B is a full backward
+    assert main(["simulate", "1f1b", "-p", "2", "-m", "4", "--naming", "torch"]) == 2
+    assert "--naming is the naming of an --order file" in capsys.readouterr().err
+    assert (
+        main(["render", "1f1b", "--model", "llama3-8b", "--gpu", "h100-sxm", "--naming", "torch", "-o", "x.html"]) == 2
+    )
+    assert "--naming is for abstract units" in capsys.readouterr().err
