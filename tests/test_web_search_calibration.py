@@ -14,9 +14,10 @@ import pytest
 from web_dispatch import Page, answer, text_of
 
 import app as page_app
+import ppviz
 from ppviz.__main__ import main
-from ppviz.estimate import calibration_v100, profile
-from ppviz.web.common import profile_upload
+from ppviz.estimate import calibration_v100, gpu, profile
+from ppviz.web.common import cluster, profile_upload
 from ppviz.web.pages.model import render as model_render
 from ppviz.web.pages.search import state as search_state
 from ppviz.web.pages.search.ids import cid
@@ -101,6 +102,15 @@ def test_a_real_profile_sets_the_gpu_and_the_search_ranks_as_the_cli_with_it(pag
     assert "--matmul-efficiency 0.58" in rows[0]["command"]  # each row's `ppviz estimate` carries them
     uncalibrated = cli_json(CLI)["layouts"]
     assert [r["iteration_s"] for r in expected] != [r["iteration_s"] for r in uncalibrated]
+    (dep,) = [d for d in page.server_callbacks() if any(i["id"] == "grid-search" for i in d["inputs"])]
+    opened = answer(page.fire(dep, [("grid-search", "selectedRows")], {("grid-search", "selectedRows"): [rows[0]]}))
+    href = opened[URL]["href"]  # the model page, with the calibrated GPU
+    assert href.startswith(cluster.MODEL_PATH + "#") and "matmul_efficiency=0.58" in href
+    state = cluster.parse("#" + href.partition("#")[2]).state
+    assert cluster.gpu_of(state) == profile.load(path).apply(gpu(V100))
+    model_view = search_state.model_link(search_state.parse(hash_).state, rows[0])
+    est = ppviz.estimate(cluster.model_of(model_view), cluster.gpu_of(state), cluster.layout_of(state, state.schedule))
+    assert est.iteration_s == pytest.approx(expected[0]["iteration_s"])
 
 
 def test_the_command_box_and_the_exports_reproduce_the_calibrated_search(page, real_profile):
