@@ -13,6 +13,7 @@ import numpy as np
 
 from . import ir
 from .api import Run
+from .errors import InputError
 from .ir import KINDS, Overlap, Schedule
 from .simulator import validate
 
@@ -145,6 +146,9 @@ def read_torch_csv(
     if size > max_bytes:
         raise ValueError(f"the order file is {size:,} bytes; the limit is {max_bytes:,}")
     if isinstance(text, bytes):
+        if text[:2] == b"\x1f\x8b":
+            raise InputError(f"{name} is gzip-compressed, not an order CSV: a PyTorch profiler trace is read by "
+                             "`ppviz measured TRACES…` (ppviz.measured.read_run)", field="order")  # fmt: skip
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as e:

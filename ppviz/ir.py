@@ -320,6 +320,9 @@ def read_torch_order(text: str, *, source: str = "the order", naming: str = "aut
     lines = torch_lines(text)
     if not lines:
         raise InputError(f"{source} is empty: expected one CSV row per rank", field="order")
+    if lines[0].lstrip()[:1] in ("{", "["):
+        raise InputError(f"{source} holds JSON, not an order CSV: a PyTorch profiler trace is read by "
+                         "`ppviz measured TRACES…` (ppviz.measured.read_run)", field="order")  # fmt: skip
     cells = [[c.strip() for c in split_cells(line)] for line in lines]
     kinds = {m.group(2) for row in cells for c in row for m in _compute_tokens(c)}
     batched = any(_BATCHED.fullmatch(c) for row in cells for c in row)

@@ -5,6 +5,7 @@ CSVs, torchtitan's; the naming can be given; a bad cell names its row and column
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import re
@@ -112,3 +113,17 @@ def test_simulate_order_takes_the_naming(capsys):
         main(["render", "1f1b", "--model", "llama3-8b", "--gpu", "h100-sxm", "--naming", "torch", "-o", "x.html"]) == 2
     )
     assert "--naming is for abstract units" in capsys.readouterr().err
+
+
+def test_a_profiler_trace_given_as_an_order_says_which_command_reads_it(tmp_path, capsys):
+    """The issue's two refusals of a Kineto trace (gzipped: "not UTF-8"; plain: "cannot read action '{…'")."""
+    gz = DATA / "measured/torch-2.13/zbv-2r/rank0.trace.json.gz"
+    plain = tmp_path / "rank0.trace.json"
+    plain.write_bytes(gzip.decompress(gz.read_bytes()))
+    for path, what in ((gz, "is gzip-compressed"), (plain, "holds JSON")):
+        assert main(["simulate", "--order", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{path.name} {what}, not an order CSV" in err and "ppviz measured" in err
+    with pytest.raises(InputError, match="holds JSON") as e:
+        ppviz.from_torch_csv('{"schemaVersion": 1}')
+    assert e.value.field == "order"
