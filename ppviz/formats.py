@@ -153,6 +153,11 @@ def read_torch_csv(
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as e:
             raise ValueError(f"the order file is not UTF-8 text (byte {e.start})") from None
+    from .measured.files import MEGATRON_MARKS  # the marks `ppviz measured` tells a timer log by
+
+    if any(mark in text[: 1 << 20] for mark in MEGATRON_MARKS):
+        raise InputError(f"{name} is a Megatron-LM timer log, not an order CSV: `ppviz measured {name}` reads "
+                         "its timers", field="order")  # fmt: skip
     if max_ranks is not None:
         ranks = len(ir.torch_lines(text))
         if ranks > max_ranks:

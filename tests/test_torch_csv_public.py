@@ -115,8 +115,9 @@ def test_simulate_order_takes_the_naming(capsys):
     assert "--naming is for abstract units" in capsys.readouterr().err
 
 
-def test_a_profiler_trace_given_as_an_order_says_which_command_reads_it(tmp_path, capsys):
-    """The issue's two refusals of a Kineto trace (gzipped: "not UTF-8"; plain: "cannot read action '{…'")."""
+def test_a_trace_or_a_timer_log_given_as_an_order_says_which_command_reads_it(tmp_path, capsys):
+    """The issue's refusals of a Kineto trace (gzipped: "not UTF-8"; plain: "cannot read action '{…'") and of a
+    Megatron-LM log now name `ppviz measured`."""
     gz = DATA / "measured/torch-2.13/zbv-2r/rank0.trace.json.gz"
     plain = tmp_path / "rank0.trace.json"
     plain.write_bytes(gzip.decompress(gz.read_bytes()))
@@ -127,3 +128,6 @@ def test_a_profiler_trace_given_as_an_order_says_which_command_reads_it(tmp_path
     with pytest.raises(InputError, match="holds JSON") as e:
         ppviz.from_torch_csv('{"schemaVersion": 1}')
     assert e.value.field == "order"
+    for log in sorted((DATA / "measured/megatron").glob("*.log")):  # the issue's "cannot read action '+ source …'"
+        assert main(["simulate", "--order", str(log)]) == 2
+        assert f"{log.name} is a Megatron-LM timer log, not an order CSV: `ppviz measured" in capsys.readouterr().err
