@@ -197,3 +197,18 @@ def test_the_page_cap_fits_a_request_and_the_cli_cap():
 
     assert profile_upload.MAX_BYTES * 4 // 3 + 4096 < protocol.MAX_BODY_BYTES
     assert profile_upload.MAX_BYTES <= profile.MAX_PROFILE_BYTES
+
+
+@pytest.mark.parametrize(
+    "stored",
+    ["x", 5, {"gpu": ["h100-sxm"]}, {"gpu": "h100-sxm", "efficiencies": {"matmul_efficiency": "x", "z": 1}},
+     {"gpu": "h100-sxm", "efficiencies": {"hbm_efficiency": [1], "nvlink_efficiency": 1e308}},
+     {"gpu": "h100-sxm", "efficiencies": {"network_efficiency": None}}],
+)  # fmt: skip
+def test_a_junk_stored_profile_is_bounded_never_a_500(page, stored):
+    """The store is the browser's: whatever it holds, the search reads it through the same bounds."""
+    page.set("calibration-search", "data", stored)
+    out = press_search(page, {**INPUTS, "gpus": 16})
+    state = search_state.parse(out[URL]["hash"]).state
+    assert all(0.01 <= v <= 1 for v in state.efficiencies.values())
+    assert state == search_state.bounded(search_state.with_calibration({**INPUTS}, stored, []))[0]
