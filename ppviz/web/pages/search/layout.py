@@ -51,7 +51,7 @@ def search_view() -> html.Div:
             dcc.Location(id=URL, refresh="callback-nav"),  # see ppviz.web.shell
             dcc.Store(id="request-search"),
             dcc.Store(id="ran-search"),
-            dcc.Store(id=CALIBRATION),  # {"gpu", "efficiencies", "line"}: the profile the next search uses
+            dcc.Store(id=CALIBRATION),  # {"gpu", "efficiencies"}: the profile the next search uses
             dcc.Store(id=cid("calibration-checked")),  # an upload that passed the browser's size check
             dcc.Store(id=cid("calibration-limit"), data=profile_upload.MAX_BYTES),
             html.Aside(_panel(values), className="panel"),
