@@ -158,8 +158,8 @@ def _calibration_row() -> html.Div:
         multiple=False,
         className="upload",
     )
-    help_text = ("from `ppviz calibrate`: sets the GPU to the profile's preset and the search's efficiencies to "
-                 "the profile's (matmul, HBM, NVLink, network), as `ppviz search --calibration FILE`")  # fmt: skip
+    help_text = ("written by ppviz calibrate: the search takes its GPU and efficiencies (matmul, HBM, NVLink, "
+                 "network), as ppviz search --calibration FILE")  # fmt: skip
     return widgets.row("Calibration profile (.json)", zone, for_id=cid("calibration-upload"), help_text=help_text,
                        show_help=True, message_id="msg-calibration-search")  # fmt: skip
 
