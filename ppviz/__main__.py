@@ -16,7 +16,7 @@ from . import REGISTRY, __version__, api, cli_limits
 from .cli_types import NEGATIVE_NUMBER, NUMBER_TYPES, ascii_float, ascii_int
 from .estimate import calibrate_cli
 from .estimate import cli as estimate_cli
-from .ir import KIND_INDEX, Kind, to_torch_csv
+from .ir import KIND_INDEX, NAMINGS, Kind, to_torch_csv
 from .measured import cli as measured_cli
 from .search import cli as search_cli
 from .units import GIB, duration
@@ -103,6 +103,8 @@ def _add_abstract_args(p: argparse.ArgumentParser) -> None:
     """The schedule and its costs in abstract units (`ppviz simulate` and `ppviz render`)."""
     p.add_argument("schedule", nargs="?", help="schedule name (see `ppviz list`)")
     p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch order CSV instead (any form torch writes)")
+    p.add_argument("--naming", choices=NAMINGS,
+                   help="with --order, its action naming (default: read from its tokens)")  # fmt: skip
     p.add_argument("--devices", "-p", type=ascii_int, help="pipeline devices p")
     p.add_argument("--microbatches", "-m", type=ascii_int, help="microbatches m")
     p.add_argument("--gbs", type=ascii_int, help="global batch size: with --mbs, gives microbatches = gbs / mbs")
@@ -158,8 +160,11 @@ def _simulate(args: argparse.Namespace) -> api.Run:
 
         data = read_capped(args.order, MAX_ORDER_BYTES, field="order")
 
-        schedule = formats.read_torch_csv(data, max_bytes=MAX_ORDER_BYTES, name=os.path.basename(args.order))
+        schedule = formats.read_torch_csv(data, max_bytes=MAX_ORDER_BYTES, name=os.path.basename(args.order),
+                                          naming=args.naming or "auto")  # fmt: skip
         return api.evaluate(schedule, api.make_costs(**costs))
+    if args.naming:
+        raise UsageError("--naming is the naming of an --order file: give --order FILE.csv, or drop it")
     if not args.schedule:
         raise UsageError("name a schedule (see `ppviz list`) or give --order FILE.csv")
     if args.gbs is not None or args.mbs is not None:
@@ -188,7 +193,8 @@ def _or(value, default):
 
 
 # what replaces each abstract-units flag of `ppviz render` in real units (for the error that names it)
-IN_REAL_UNITS = {"order": "a schedule name", "devices": "--pp", "microbatches": "--gbs with --mbs", "chunks": "--vpp",
+IN_REAL_UNITS = {"order": "a schedule name", "naming": "a schedule name", "devices": "--pp",
+                 "microbatches": "--gbs with --mbs", "chunks": "--vpp",
                  "f": "the model", "b": "the model", "w": "the model", "p2p": "the GPU's links",
                  "overlap": "--pair-overlap", "stage_time": "--layer-split"}  # fmt: skip
 

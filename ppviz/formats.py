@@ -13,6 +13,7 @@ import numpy as np
 
 from . import ir
 from .api import Run
+from .errors import InputError
 from .ir import KINDS, Overlap, Schedule
 from .simulator import validate
 
@@ -141,23 +142,29 @@ def read_torch_csv(
     of actions (a valid order with S stages and M microbatches has at least 2·S·M actions), so a
     small file cannot ask for a huge schedule.
     """
-    from .measured.torch_csv import read_order
-
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise ValueError(f"the order file is {size:,} bytes; the limit is {max_bytes:,}")
     if isinstance(text, bytes):
+        if text[:2] == b"\x1f\x8b":
+            raise InputError(f"{name} is gzip-compressed, not an order CSV: a PyTorch profiler trace is read by "
+                             "`ppviz measured TRACES…` (ppviz.measured.read_run)", field="order")  # fmt: skip
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as e:
             raise ValueError(f"the order file is not UTF-8 text (byte {e.start})") from None
+    from .measured.files import MEGATRON_MARKS  # the marks `ppviz measured` tells a timer log by
+
+    if any(mark in text[: 1 << 20] for mark in MEGATRON_MARKS):
+        raise InputError(f"{name} is a Megatron-LM timer log, not an order CSV: `ppviz measured {name}` reads "
+                         "its timers", field="order")  # fmt: skip
     if max_ranks is not None:
         ranks = len(ir.torch_lines(text))
         if ranks > max_ranks:
             raise ValueError(
                 f"the order has {ranks:,} rows (ranks); the limit here is {max_ranks}: give one row per rank"
             )
-    rows = read_order(text, source=name, naming=naming).rows
+    rows = ir.parse_torch_rows(text, naming, source=name)
     actions = [a for row in rows for step in row if step is not None for a in _halves(step)]
     if not actions:
         raise ValueError("the order holds no actions")

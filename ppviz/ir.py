@@ -194,29 +194,25 @@ def iterations(schedule: Schedule) -> tuple[int, int]:
     return k, schedule.microbatches // k
 
 
-# --- PyTorch compute-only text form -------------------------------------------------------
+# --- PyTorch's text form ------------------------------------------------------------------
 
 _TO_TORCH = {Kind.F: "F", Kind.B: "I", Kind.W: "W", Kind.BW: "B"}
-_FROM_TORCH = {v: k for k, v in _TO_TORCH.items()}
-_ACTION_RE = re.compile(r"^(\d+)([FIWB])(\d+)$")
-_PAIR_RE = re.compile(r"^\(([^;()]+);([^;()]+)\)OVERLAP_F_B$")
 
 
 def parse_action(text: str) -> Step:
-    """Parse ``0F3``, ``2I1``, ``2W1``, ``1B0`` or ``(0F7;7B3)OVERLAP_F_B``."""
-    t = text.strip()
-    m = _PAIR_RE.match(t)
-    if m:
-        a, b = parse_action(m.group(1)), parse_action(m.group(2))
-        return Overlap(a, b)  # type: ignore[arg-type]
-    m = _ACTION_RE.match(t)
-    if not m:
+    """One action or pair in the IR's own naming (torch 2.13's), as ``str`` prints it: ``0F3``,
+    ``2I1``, ``2W1``, ``1B0`` or ``(0F7;7B3)OVERLAP_F_B``."""
+    try:
+        step = _step(text.strip(), KIND_TABLES["torch"], f"action {text!r}")
+    except InputError:  # a letter of the older naming (BW)
+        step = None
+    if step is None:
         raise InputError(
             f"cannot read action {text!r}: expected stage, one of F/I/W/B, microbatch "
             "(e.g. 0F3, 2I1, 1B0) or a pair like (0F7;7B3)OVERLAP_F_B",
             field="order",
         )
-    return Action(int(m.group(1)), int(m.group(3)), _FROM_TORCH[m.group(2)])
+    return step
 
 
 def format_step(step: Step | None) -> str:
@@ -245,26 +241,10 @@ def torch_lines(text: str) -> list[str]:
     return lines
 
 
-def parse_torch_rows(text: str) -> list[list[Step | None]]:
-    """Rows of steps; trailing idle cells are dropped, inner ones kept as ``None``."""
-    rows: list[list[Step | None]] = []
-    lines = torch_lines(text)
-    if not lines:
-        raise InputError("the order is empty: expected one CSV row per rank", field="order")
-    for r, line in enumerate(lines):
-        cells: list[Step | None] = []
-        for c, cell in enumerate(split_cells(line)):
-            if not cell.strip():
-                cells.append(None)
-                continue
-            try:
-                cells.append(parse_action(cell))
-            except ValueError as e:
-                raise InputError(f"row {r + 1}, column {c + 1}: {e}", field="order") from None
-        while cells and cells[-1] is None:
-            cells.pop()
-        rows.append(cells)
-    return rows
+def parse_torch_rows(text: str, naming: str = "auto", source: str = "the order") -> list[list[Step | None]]:
+    """Rows of steps; trailing idle cells are dropped, inner ones kept as ``None``. Every form PyTorch
+    writes is read (``read_torch_order``; communication tokens are left out of the rows)."""
+    return [list(row) for row in read_torch_order(text, source=source, naming=naming).rows]
 
 
 def split_cells(line: str) -> list[str]:
@@ -284,13 +264,171 @@ def split_cells(line: str) -> list[str]:
     return out
 
 
-def from_torch_csv(text: str, name: str = "custom") -> Schedule:
-    """Build a schedule from the compute-only CSV, inferring placement from where stages run.
+# --- every form PyTorch writes: compute-only or compute+comms, torch 2.13's naming or the older one ----
+
+NAMINGS = ("auto", "torch", "torch-old")  # as `ppviz measured --naming`
+_COMPUTE = re.compile(r"(\d+)(BW|F|I|W|B)(\d+)")
+_PAIR = re.compile(r"\(([^;()]+);([^;()]+)\)OVERLAP_F_B")
+_P2P = re.compile(r"(\d+)(SEND|RECV)_([FB])(\d+)")
+_BATCHED = re.compile(r"(\d+)(SEND|RECV)_([FB])(\d+)_(\d+)(SEND|RECV)_([FB])(\d+)")
+_STAGE_ONLY = re.compile(r"(\d+)(UNSHARD|RESHARD|REDUCE_GRAD)")
+KIND_TABLES = {
+    "torch": {"F": Kind.F, "I": Kind.B, "W": Kind.W, "B": Kind.BW},
+    "torch-old": {"F": Kind.F, "B": Kind.B, "W": Kind.W, "BW": Kind.BW},
+    "torch-old-full": {"F": Kind.F, "B": Kind.BW, "BW": Kind.BW},  # no W in the file: B is the full backward
+}
+_EXPECTED = (
+    "expected <stage><kind><microbatch> with kind F, I, W, B (or B, W, BW in the older naming), "
+    "a comms token such as 0SEND_F1, 1RECV_B0, 0UNSHARD, 0REDUCE_GRAD, or a pair (0F7;7B3)OVERLAP_F_B"
+)
+_NAMING_TEXT = {
+    "torch": "torch 2.13's (F, I = input gradient, W = weight gradient, B = full backward)",
+    "torch-old": "torch's older one (F, B = input gradient, W = weight gradient, BW or B without W = full backward)",
+}
+
+
+class CommToken(NamedTuple):
+    """A communication token of an order CSV: ``what`` is ``send``/``recv`` (``direction`` F or B) or the
+    token itself (UNSHARD, RESHARD, REDUCE_GRAD)."""
+
+    rank: int
+    what: str
+    stage: int
+    microbatch: int | None = None
+    direction: str | None = None
+
+
+class TorchOrder(NamedTuple):
+    """An order CSV read: per rank its compute steps (``None``: idle slot), its comms, the naming used."""
+
+    rows: tuple[tuple[Step | None, ...], ...]
+    comms: tuple[CommToken, ...]
+    naming: str
+    notes: tuple[str, ...]
+
+
+def read_torch_order(text: str, *, source: str = "the order", naming: str = "auto") -> TorchOrder:
+    """The one reader of PyTorch's order CSVs: one row per rank, one action per cell, an empty cell an
+    idle slot. Torch 2.13 names the kinds ``F``, ``I`` (input gradient), ``W`` (weight gradient), ``B``
+    (full backward); earlier torch named them ``F``, ``B`` (input gradient when the schedule has ``W``,
+    else the full backward), ``W``, ``BW`` (full backward), and batched a send with the opposite receive
+    into one token (``0SEND_F1_1RECV_B0``). ``naming`` "auto" reads it from the tokens. Communication
+    tokens (``SEND_F``, ``RECV_B``, ``UNSHARD``, ``RESHARD``, ``REDUCE_GRAD``) are kept apart, never
+    refused, with a note. A bad cell raises an InputError naming ``source``, its row and column."""
+    if naming not in NAMINGS:
+        raise InputError(f"naming must be one of {', '.join(NAMINGS)} (got {naming!r})", field="naming")
+    lines = torch_lines(text)
+    if not lines:
+        raise InputError(f"{source} is empty: expected one CSV row per rank", field="order")
+    if lines[0].lstrip()[:1] in ("{", "["):
+        raise InputError(f"{source} holds JSON, not an order CSV: a PyTorch profiler trace is read by "
+                         "`ppviz measured TRACES…` (ppviz.measured.read_run)", field="order")  # fmt: skip
+    cells = [[c.strip() for c in split_cells(line)] for line in lines]
+    kinds = {m.group(2) for row in cells for c in row for m in _compute_tokens(c)}
+    batched = any(_BATCHED.fullmatch(c) for row in cells for c in row)
+    used = choose_naming(kinds, batched, naming, source)
+    table = KIND_TABLES["torch-old-full" if used == "torch-old" and "W" not in kinds else used]
+    rows: list[tuple[Step | None, ...]] = []
+    comms: list[CommToken] = []
+    skipped: dict[str, int] = {}
+    for r, row in enumerate(cells):
+        steps: list[Step | None] = []
+        for c, cell in enumerate(row):
+            where = f"{source}: row {r + 1}, column {c + 1} (rank {r})"
+            if not cell:
+                steps.append(None)
+                continue
+            step = _step(cell, table, where)
+            if step is not None:
+                steps.append(step)
+                continue
+            new = parse_comms(cell, r)
+            if new is None:
+                raise InputError(f"{where}: cannot read action {cell!r}: {_EXPECTED}", field="order")
+            comms += new
+            for e in new:
+                skipped[e.what] = skipped.get(e.what, 0) + 1
+        while steps and steps[-1] is None:
+            steps.pop()
+        rows.append(tuple(steps))
+    notes = [f"naming: {_NAMING_TEXT[used]}" + (" (detected from the tokens)" if naming == "auto" else "")]
+    if skipped:
+        listed = ", ".join(f"{n} {what}" for what, n in sorted(skipped.items()))
+        notes.append(f"communication tokens kept as events, not simulated: {listed}")
+    return TorchOrder(tuple(rows), tuple(comms), used, tuple(notes))
+
+
+def choose_naming(kinds: set[str], batched: bool, naming: str, source: str) -> str:
+    """The naming of an order whose compute tokens use the letters ``kinds``: ``naming`` checked, or read."""
+    old = "BW" in kinds or batched or ("W" in kinds and "B" in kinds and "I" not in kinds)
+    if naming == "auto":
+        if old and "I" in kinds:
+            raise InputError(
+                f"{source} mixes torch's two namings: I (new) with BW or batched tokens (old); give one naming",
+                field="order",
+            )
+        return "torch-old" if old else "torch"
+    if naming == "torch" and ("BW" in kinds or batched):
+        raise InputError(f"{source} has BW or batched tokens, which only torch's older naming has", field="naming")
+    if naming == "torch-old" and "I" in kinds:
+        raise InputError(f"{source} has I actions, which only torch 2.13's naming has", field="naming")
+    return naming
+
+
+def _compute_tokens(cell: str) -> list[re.Match]:
+    pair = _PAIR.fullmatch(cell)
+    parts = (pair.group(1).strip(), pair.group(2).strip()) if pair else (cell,)
+    return [m for m in (_COMPUTE.fullmatch(p) for p in parts) if m]
+
+
+def _step(cell: str, table: dict[str, Kind], where: str) -> Step | None:
+    pair = _PAIR.fullmatch(cell)
+    if pair:
+        halves = [_action(p.strip(), table, where) for p in pair.groups()]
+        if None in halves:
+            raise InputError(f"{where}: cannot read the pair {cell!r}: {_EXPECTED}", field="order")
+        return Overlap(*halves)
+    return _action(cell, table, where)
+
+
+def _action(token: str, table: dict[str, Kind], where: str) -> Action | None:
+    m = _COMPUTE.fullmatch(token)
+    if not m:
+        return None
+    kind = table.get(m.group(2))
+    if kind is None:
+        raise InputError(f"{where}: {token!r} has kind {m.group(2)}, which this naming does not have", field="order")
+    return Action(int(m.group(1)), int(m.group(3)), kind)
+
+
+def parse_comms(cell: str, rank: int) -> list[CommToken] | None:
+    """The communication events of one cell (a batched token gives two), or None when it is none."""
+    m = _BATCHED.fullmatch(cell)
+    if m:
+        g = m.groups()
+        return [_p2p(rank, *g[:4]), _p2p(rank, *g[4:])]
+    m = _P2P.fullmatch(cell)
+    if m:
+        return [_p2p(rank, *m.groups())]
+    m = _STAGE_ONLY.fullmatch(cell)
+    if m:
+        return [CommToken(rank, m.group(2), int(m.group(1)))]
+    return None
+
+
+def _p2p(rank: int, stage: str, what: str, direction: str, mb: str) -> CommToken:
+    return CommToken(rank, what.lower(), int(stage), int(mb), direction)
+
+
+def from_torch_csv(text: str, name: str = "custom", naming: str = "auto") -> Schedule:
+    """Build a schedule from an order CSV in any form PyTorch writes (``read_torch_order``; ``naming``
+    ``"auto"``, ``"torch"`` or ``"torch-old"`` as ``ppviz measured --naming``), inferring placement
+    from where stages run.
 
     A stage that runs on several ranks (DualPipe's two pipes) splits microbatches into
     directions by the rank sequence each microbatch's forwards follow.
     """
-    return schedule_from_rows(parse_torch_rows(text), name)
+    return schedule_from_rows(parse_torch_rows(text, naming), name)
 
 
 def schedule_from_rows(rows: Sequence[Sequence[Step | None]], name: str = "custom") -> Schedule:

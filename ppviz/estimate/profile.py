@@ -114,6 +114,10 @@ def from_dict(doc: object, source: str = "") -> Profile:
     runs = doc.get("runs", [])
     if not isinstance(residual, dict) or not isinstance(runs, list):
         raise bad("residual must be an object and runs a list")
+    for k in ("mean_abs_error", "max_abs_error"):
+        v = residual.get(k, 0.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise bad(f"residual's {k} must be a number ≥ 0 (got {v!r})")
     return Profile(
         gpu, tuple((k, float(eff[k])) for k in FIELDS), tuple(fitted), tuple(runs),
         float(residual.get("mean_abs_error", 0.0)), float(residual.get("max_abs_error", 0.0)), source,

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field, replace
 import ijson
 
 from ..errors import InputError
-from ..ir import Kind
+from ..ir import KIND_TABLES, Kind, choose_naming, parse_comms
 from ..simulator import validate
 from .files import open_binary
 from .run import Comm, MeasuredRun, Op, peer_of
-from .torch_csv import KIND_TABLES, choose_naming, parse_comms
 
 _PP = re.compile(r"PP:(.+)")
 _PP_COMPUTE = re.compile(r"(?P<stage>\d+)(?P<kind>BW|F|I|W|B)(?P<microbatch>\d+)")

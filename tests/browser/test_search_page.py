@@ -139,3 +139,33 @@ def test_the_ranked_table_reads_at_1280_by_800_without_scrolling_sideways(page):
     assert page.driver.execute_script(cell, "layout").startswith("tp ")
     assert page.driver.execute_script(cell, "fits_text") == "yes"
     assert page.get_logs() == []
+
+
+def test_a_calibration_profile_sets_the_gpu_and_a_file_too_large_is_refused_in_the_browser(page, tmp_path):
+    from ppviz.estimate import calibration_v100
+    from ppviz.web.common import profile_upload
+
+    prof = tmp_path / "jean-zay.json"
+    calibration_v100.fitted_profile().save(prof)
+    page.driver.get(page.server_url + "/search")
+    page.driver.refresh()
+    upload = "#calibration-upload-search input[type=file]"
+    page.find_element(upload).send_keys(str(prof))
+    page.wait_for_contains_text("#msg-calibration-search", "calibration jean-zay.json: v100-sxm2-32gb", timeout=20)
+    assert "matmul 0.58 (fitted)" in page.find_element("#msg-calibration-search").text
+    page.wait_for_contains_text("#gpu-search", "v100-sxm2-32gb", timeout=10)
+    for name, value in (("gpus", "16"), ("gbs", "32"), ("seq", "2048")):  # a small search
+        box = page.find_element(f"#{name}-search")
+        box.clear()
+        box.send_keys(value)
+    page.find_element("#run-search").click()
+    wait_for(lambda: "matmul_efficiency=0.58" in page.driver.current_url, "the link carries the efficiencies")
+    page.wait_for_contains_text("#command-search", "--gpu v100-sxm2-32gb", timeout=20)
+    assert "--matmul-efficiency 0.58 --hbm-efficiency 0.85" in page.find_element("#command-search").text
+    # Llama 3 70B on 16 V100s: nothing fits, and the answer says so for the profile's GPU
+    page.wait_for_contains_text("#error-search", "no layout fits in 28.75 GiB per GPU", timeout=120)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (profile_upload.MAX_BYTES + 1))
+    page.find_element(upload).send_keys(str(big))
+    page.wait_for_contains_text("#msg-calibration-search", "larger than 1024 KB", timeout=10)
+    assert page.get_logs() == []

@@ -9,11 +9,13 @@ import time
 
 from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
-from ...common import charts, cluster, jobs, url_hash, widgets
+from ppviz.errors import InputError
+
+from ...common import charts, cluster, jobs, profile_upload, url_hash, widgets
 from . import exports, render
 from . import state as search_state
 from .ids import PATH, URL, cid
-from .layout import CONTROLS, EXPORT_BUTTONS, control_values
+from .layout import CALIBRATION, CONTROLS, EXPORT_BUTTONS, control_values
 
 DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns what it has) before the job limit
 
@@ -26,22 +28,25 @@ DEADLINE_S = max(jobs.JOB_MAX_S - 5, 1)  # the search stops itself (and returns 
         "request": Output("request-search", "data"),
         "ran": Output("ran-search", "data"),
         "messages": {name: Output(f"msg-{name}-search", "children") for name in search_state.FIELDS},
+        "calibration": Output(CALIBRATION, "data"),
+        "calibration_msg": Output("msg-calibration-search", "children"),
     },
     inputs={
         "hash_": Input(URL, "hash"),
         "clicks": Input("run-search", "n_clicks"),
         "values": {name: State(cid(name), "value") for name in CONTROLS},
+        "stored": State(CALIBRATION, "data"),
         "pathname": State(URL, "pathname"),
         "ran": State("ran-search", "data"),
     },
 )
-def update_search(hash_, clicks, values, pathname, ran):
-    """The search button writes the inputs into the hash and starts the search; a link that carries
-    search inputs sets the inputs and reruns it."""
+def update_search(hash_, clicks, values, stored, pathname, ran):
+    """The search button writes the inputs (and the uploaded profile's efficiencies) into the hash and
+    starts the search; a link that carries search inputs sets the inputs and its efficiencies, and reruns it."""
     nothing = {
         "hash": no_update,
         "controls": {name: no_update for name in CONTROLS},
-        **dict.fromkeys(("notes", "request", "ran"), no_update),
+        **dict.fromkeys(("notes", "request", "ran", "calibration", "calibration_msg"), no_update),
         "messages": {name: no_update for name in search_state.FIELDS},
     }
     cleared = {name: None for name in search_state.FIELDS}
@@ -51,9 +56,12 @@ def update_search(hash_, clicks, values, pathname, ran):
             stale = "the results below are from the last search: enter valid values to search again"
             shown = {**cleared, **{n: widgets.message(m) for n, m in bad.items()}}
             return {**nothing, "notes": widgets.notes([stale]), "messages": shown}
-        state, notes = search_state.bounded(values)
+        notes: list[str] = []
+        state, bound = search_state.bounded(search_state.with_calibration(values, stored, notes))
+        notes += bound
         new_hash = url_hash.write_hash(search_state.encode(state))
         controls = control_values(state) if notes else {}
+        calibration = calibration_msg = no_update  # the profile stays, for the next search
     else:
         if url_hash.elsewhere(pathname, PATH):  # a link to another page (a row opened): the hash is that page's
             return nothing
@@ -61,6 +69,8 @@ def update_search(hash_, clicks, values, pathname, ran):
         if not given or search_state.key_of(state) == ran:
             return nothing
         new_hash, controls = no_update, control_values(state)
+        calibration = {"gpu": state.gpu, "efficiencies": state.efficiencies} if state.efficiencies else None
+        calibration_msg = widgets.message(("reason", line)) if (line := search_state.calibration_line(state)) else None
     key = search_state.key_of(state)
     request = {"search": key, "at": time.time()}  # `at`: the same search asked again is a new job
     return {
@@ -70,7 +80,55 @@ def update_search(hash_, clicks, values, pathname, ran):
         "request": request,
         "ran": key,
         "messages": cleared,
+        "calibration": calibration,
+        "calibration_msg": calibration_msg,
     }
+
+
+clientside_callback(
+    """function(contents, filename, limit) {
+        const noUpdate = window.dash_clientside.no_update;
+        if (!contents) { return [noUpdate, noUpdate]; }
+        const data = contents.slice(contents.indexOf(",") + 1);
+        const bytes = Math.floor((data.length * 3) / 4) - (data.length - data.replace(/=+$/, "").length);
+        if (bytes > limit) {
+            const text = (filename || "the file") + " is " + bytes.toLocaleString("en-US") + " bytes, larger than " +
+                limit / 1024 + " KB: upload a smaller profile (or use the CLI: ppviz search --calibration FILE)";
+            return [noUpdate, {type: "Span", namespace: "dash_html_components",
+                               props: {children: text, className: "msg-error", role: "alert"}}];
+        }
+        return [{contents: contents, filename: filename || "", at: Date.now()}, null];
+    }""",
+    Output(cid("calibration-checked"), "data"),
+    Output("msg-calibration-search", "children", allow_duplicate=True),
+    Input(cid("calibration-upload"), "contents"),
+    State(cid("calibration-upload"), "filename"),
+    State(cid("calibration-limit"), "data"),
+    prevent_initial_call=True,
+)  # a file past the page's size is refused in the browser, before it travels (the server checks it again)
+
+
+@callback(
+    output={
+        "gpu": Output(cid("gpu"), "value", allow_duplicate=True),
+        "calibration": Output(CALIBRATION, "data", allow_duplicate=True),
+        "message": Output("msg-calibration-search", "children", allow_duplicate=True),
+    },
+    inputs={"checked": Input(cid("calibration-checked"), "data")},
+    prevent_initial_call=True,
+)
+def upload_calibration(checked):
+    """A calibration profile sets the GPU to its preset and keeps its efficiencies for the next search;
+    a file that is not one changes nothing and says why under the upload."""
+    checked = checked if isinstance(checked, dict) else {}
+    name = checked.get("filename") if isinstance(checked.get("filename"), str) and checked["filename"] else "the file"
+    try:
+        prof = profile_upload.read(checked.get("contents"), name)
+    except InputError as e:
+        return {"gpu": no_update, "calibration": no_update, "message": widgets.message(("error", str(e)))}
+    stored = {"gpu": prof.gpu, "efficiencies": dict(prof.efficiencies)}
+    line = profile_upload.line(prof, name) + ": press search to use it"
+    return {"gpu": prof.gpu, "calibration": stored, "message": widgets.message(("reason", line))}
 
 
 @callback(

@@ -51,7 +51,7 @@ def json_text(state: SearchState, rows: list[dict]) -> str:
     layouts = [{**{k: r.get(k) for k in LAYOUT_KEYS}, **r["exact"], "command": r["command"]} for r in rows]
     inputs = {"model": state.model, "gpu": state.gpu, "gpus": state.gpus, "gbs": state.gbs, "seq": state.seq,
               "schedules": list(state.schedules), "headroom": state.headroom / 100, "tp_mode": list(state.tp_modes),
-              "top": state.top}  # fmt: skip
+              "top": state.top, "efficiencies": state.efficiencies}  # fmt: skip
     return json.dumps({"search": inputs, "command": search_state.cli_command(state), "layouts": layouts}, indent=1)
 
 

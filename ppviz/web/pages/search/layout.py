@@ -9,12 +9,13 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.search.engine import BUDGET_OPS
 
-from ...common import charts, widgets
+from ...common import charts, profile_upload, widgets
 from ...common.charts import GRAPH_CONFIG
 from .ids import URL, cid
 from .state import FIELDS, SearchState
 
 CONTROLS = ("model", "gpu", *FIELDS, "schedules", "tp_mode")
+CALIBRATION = cid("calibration")  # the store of the uploaded (or linked) profile's efficiencies
 # What a layout is and what it gives, readable at 1280 × 800 without scrolling sideways: the layout in words
 # (wrapped), figures in one unit per column; every other field of a row stays in its data (a row opens in the
 # model view from it)
@@ -50,6 +51,9 @@ def search_view() -> html.Div:
             dcc.Location(id=URL, refresh="callback-nav"),  # see ppviz.web.shell
             dcc.Store(id="request-search"),
             dcc.Store(id="ran-search"),
+            dcc.Store(id=CALIBRATION),  # {"gpu", "efficiencies"}: the profile the next search uses
+            dcc.Store(id=cid("calibration-checked")),  # an upload that passed the browser's size check
+            dcc.Store(id=cid("calibration-limit"), data=profile_upload.MAX_BYTES),
             html.Aside(_panel(values), className="panel"),
             html.Section(_results(), className="views"),
         ],
@@ -101,6 +105,7 @@ def _panel(values: dict) -> list:
                     "GPU preset",
                     dcc.Dropdown(id=cid("gpu"), options=specs.gpu_names(), value=values["gpu"], clearable=False),
                 ),
+                _calibration_row(),
                 *numbers,
                 _row(
                     "schedules",
@@ -141,6 +146,22 @@ def _panel(values: dict) -> list:
             className="help",
         ),
     ]
+
+
+def _calibration_row() -> html.Div:
+    """A drop zone for a calibration profile, and the box its line or error goes to."""
+    zone = dcc.Upload(
+        html.Div(["drop or ", html.A("choose"), f" a profile (up to {profile_upload.MAX_BYTES // 1024} KB)"]),
+        id=cid("calibration-upload"),
+        # No max_size: the browser would drop a larger file silently; the page's size check says why.
+        max_size=-1,
+        multiple=False,
+        className="upload",
+    )
+    help_text = ("written by ppviz calibrate: the search takes its GPU and efficiencies (matmul, HBM, NVLink, "
+                 "network), as ppviz search --calibration FILE")  # fmt: skip
+    return widgets.row("Calibration profile (.json)", zone, for_id=cid("calibration-upload"), help_text=help_text,
+                       show_help=True, message_id="msg-calibration-search")  # fmt: skip
 
 
 def _results() -> list:

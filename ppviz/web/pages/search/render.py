@@ -67,7 +67,7 @@ def run(
     groups(state)
     model = specs.model(state.model, seq=state.seq)
     return ppviz.search(
-        model, state.gpu, state.gpus, state.gbs, top=state.top, progress=progress, cancel=stop, **options(state)
+        model, state.gpu_spec(), state.gpus, state.gbs, top=state.top, progress=progress, cancel=stop, **options(state)
     )
 
 

@@ -1,7 +1,9 @@
 """The search view's inputs as plain data, their link form (the pairs of ``/search#…``) and bounds.
 
 A link that carries them reruns the search. Every value is bounded before any work (clamped with a
-note, or its default when unreadable), as the other views bound theirs.
+note, or its default when unreadable), as the other views bound theirs. The GPU's four efficiencies
+are the preset's unless a calibration profile set them (``common.profile_upload``); the link carries
+them exactly (``repr``), so that the page, its exports and ``ppviz search`` give the same ranking.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from ppviz import REGISTRY
-from ppviz.estimate import specs
+from ppviz.estimate import profile, specs
 
-from ...common import commands, validation
+from ...common import commands, profile_upload, validation
 from ...common.cluster import Field, ModelState, read_presets
 from ...common.url_hash import read_hash
 
@@ -37,6 +39,10 @@ MAX_MICROBATCHES = 256
 # with what to change.
 MAX_GROUPS = 20_000
 MAX_SHAPES = 60_000
+EFFICIENCIES: dict[str, Field] = {  # from a calibration profile (no box of their own): None is the preset's
+    name: Field(f"{name.replace('_', ' ')} (calibration)", *profile_upload.EFFICIENCY_RANGE, False)
+    for name in profile.FIELDS
+}
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,19 @@ class SearchState:
     headroom: float = 0.0  # percent of HBM kept free beyond the GPU's reserve (as `ppviz search`)
     top: int = 20
     tp_modes: tuple[str, ...] = ("1d",)  # tensor parallelism searched: 1D (Megatron) and/or 2D (SUMMA, seed 003)
+    matmul_efficiency: float | None = None  # EFFICIENCIES: a calibration profile's, else the preset's
+    hbm_efficiency: float | None = None
+    nvlink_efficiency: float | None = None
+    network_efficiency: float | None = None
+
+    @property
+    def efficiencies(self) -> dict[str, float]:
+        """The efficiencies set (by a calibration profile), by their ``Gpu`` field names."""
+        return {name: getattr(self, name) for name in EFFICIENCIES if getattr(self, name) is not None}
+
+    def gpu_spec(self) -> specs.Gpu:
+        """The GPU searched: the preset with the efficiencies set."""
+        return specs.gpu(self.gpu, **self.efficiencies)
 
 
 class Parsed(NamedTuple):
@@ -64,6 +83,7 @@ def encode(state: SearchState) -> dict[str, str]:
         pairs["schedules"] = ",".join(state.schedules)
     pairs["tp_mode"] = ",".join(state.tp_modes)
     pairs |= {name: validation.num(getattr(state, name)) for name in FIELDS}
+    pairs |= {name: repr(value) for name, value in state.efficiencies.items()}  # exact: the CLI reads them back
     return pairs
 
 
@@ -103,13 +123,34 @@ def bounded(raw: dict) -> tuple[SearchState, list[str]]:
             values["tp_modes"] = modes
         else:
             notes.append(f"no tensor-parallel mode to search; using {', '.join(base.tp_modes)}")
-    for name, f in FIELDS.items():
+    for name, f in {**FIELDS, **EFFICIENCIES}.items():
         if raw.get(name) is None or raw.get(name) == "":
             continue
         v = validation.in_range(name, validation.number(raw[name]), f.low, f.high, f.integer, notes)
         if v is not None:
             values[name] = v
     return replace(base, **values), notes
+
+
+def with_calibration(values: dict, stored: object, notes: list[str]) -> dict:
+    """The controls' values with the stored profile's efficiencies (``{"gpu", "efficiencies"}``), when it
+    was fitted on the GPU chosen; for another GPU it is left out, with a note (as the CLI refuses it)."""
+    if not isinstance(stored, dict) or not isinstance(stored.get("efficiencies"), dict):
+        return values
+    fitted_on, chosen = str(stored.get("gpu"))[:40], str(values.get("gpu"))[:40]
+    if fitted_on != chosen:
+        notes.append(f"the calibration profile was fitted on {fitted_on}, not {chosen}: searching with {chosen}'s own "
+                     f"efficiencies; choose {fitted_on} to use the profile")  # fmt: skip
+        return values
+    return {**values, **{k: v for k, v in stored["efficiencies"].items() if k in EFFICIENCIES}}
+
+
+def calibration_line(state: SearchState) -> str | None:
+    """What the search's efficiencies are, when a profile or a link set them."""
+    if not state.efficiencies:
+        return None
+    effs = ", ".join(f"{k.removesuffix('_efficiency')} {v:.3g}" for k, v in state.efficiencies.items())
+    return f"calibrated {state.gpu} efficiencies (from the link): {effs}"
 
 
 def check_groups(state: SearchState, groups: int | None) -> None:
@@ -138,6 +179,7 @@ def cli_command(state: SearchState) -> str:
         headroom=state.headroom / 100,
         tp_mode=",".join(state.tp_modes),
         top=state.top,
+        **{name: repr(value) for name, value in state.efficiencies.items()},  # exact (``:g`` would round)
     )
 
 
@@ -151,6 +193,7 @@ def model_link(state: SearchState, row: dict) -> ModelState:
         model=state.model,
         gpu=state.gpu,
         model_over={} if state.seq == seq_default else {"seq": state.seq},
+        gpu_over=state.efficiencies,  # the model page's efficiency fields are the Gpu's, in its own unit
         tp=row["tp"],
         pp=row["pp"],
         dp=row["dp"],
