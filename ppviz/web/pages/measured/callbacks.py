@@ -1,0 +1,131 @@
+"""Callbacks of the measured view: the upload and the options ↔ the URL's hash, and the view of the
+files the hash names (kept by the server, ``uploads``) drawn from it."""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, callback, ctx, html, no_update
+
+from ppviz.errors import InputError
+
+from ...common import charts, url_hash, widgets
+from . import render, uploads
+from . import state as measured_state
+from .ids import FIELD_CONTROLS, MESSAGES, PATH, URL, cid
+from .layout import CONTROLS, control_values, table
+
+
+@callback(
+    output={
+        "hash": Output(URL, "hash"),
+        "controls": {name: Output(cid(name), "value") for name in CONTROLS},
+        "upload_error": Output(cid("upload-error"), "children"),
+        "notes": Output(cid("notes"), "children"),
+    },
+    inputs={
+        "hash_": Input(URL, "hash"),
+        "contents": Input(cid("upload"), "contents"),
+        "values": {name: Input(cid(name), "value") for name in CONTROLS},
+        "filenames": State(cid("upload"), "filename"),
+        "pathname": State(URL, "pathname"),
+    },
+)
+def update_hash(hash_, contents, values, filenames, pathname):
+    """An upload or a changed option writes the hash; a hash (a link, a reload) sets the options."""
+    nothing = {"hash": no_update, "controls": dict.fromkeys(CONTROLS, no_update), "upload_error": no_update,
+               "notes": no_update}  # fmt: skip
+    if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
+        return nothing
+    current, notes = measured_state.parse(hash_)
+    trigger = ctx.triggered_id
+    if trigger == cid("upload"):
+        try:
+            key = uploads.keep(uploads.decoded(contents, filenames))
+        except InputError as e:
+            return {**nothing, "upload_error": _error(str(e))}
+        state = measured_state.bounded({**measured_state.encode(current), "run": key})[0]
+        return {**nothing, "hash": _hash_if_new(state, hash_), "upload_error": None}
+    if trigger in {cid(name) for name in CONTROLS}:
+        raw = {**measured_state.encode(current), **{k: v for k, v in values.items()}}
+        raw["pattern"] = raw.get("pattern") or None
+        state, notes = measured_state.bounded(raw)
+        return {**nothing, "hash": _hash_if_new(state, hash_), "notes": widgets.notes(notes)}
+    shown = control_values(current)  # the hash changed (or the page opened): the options follow it
+    controls = {name: no_update if _same(values.get(name), shown[name]) else shown[name] for name in CONTROLS}
+    return {**nothing, "controls": controls, "notes": widgets.notes(notes)}
+
+
+def _same(shown: object, value: object) -> bool:
+    return (shown or None) == (value or None) if not isinstance(value, int) else shown == value
+
+
+def _hash_if_new(state: measured_state.MeasuredState, hash_: object) -> object:
+    new = url_hash.write_hash(measured_state.encode(state))
+    return no_update if new == hash_ else new
+
+
+OUTPUTS = {
+    "figure": Output(cid("gantt"), "figure"),
+    "summary": Output(cid("summary"), "children"),
+    "what_if": Output(cid("what-if"), "children"),
+    "link": Output(cid("what-if-link"), "href"),
+    "fitted": Output(cid("fitted"), "children"),
+    "idle": Output(cid("idle"), "children"),
+    "late": Output(cid("late"), "children"),
+    "text": Output(cid("text"), "children"),
+    "command": Output("command-measured", "children"),
+    "data": Output(cid("data"), "data"),
+    "messages": {name: Output(f"msg-{name}-measured", "children") for name in MESSAGES},
+}
+
+
+@callback(output=OUTPUTS, inputs={"hash_": Input(URL, "hash"), "pathname": State(URL, "pathname")})
+def show(hash_, pathname):
+    """The view of the files the hash names, read with its options (the same figures as the CLI's)."""
+    if url_hash.elsewhere(pathname, PATH):
+        return {name: no_update if name != "messages" else dict.fromkeys(MESSAGES, no_update) for name in OUTPUTS}
+    state = measured_state.parse(hash_).state
+    files = uploads.held(state.run)
+    names = [name for name, _ in files or ()]
+    empty = {"summary": "", "what_if": "", "link": "/", "fitted": None, "idle": None, "late": None, "text": "",
+             "command": measured_state.cli_command(state, names), "data": None,
+             "messages": dict.fromkeys(MESSAGES, None)}  # fmt: skip
+    if state.run is None:
+        return {**empty, "figure": charts.message_figure(uploads.WHAT)}
+    if files is None:
+        text = ("the server no longer holds this run's files (they are kept for a while, not in the link): "
+                "upload the files again; the options in the link are kept")  # fmt: skip
+        return {
+            **empty,
+            "figure": charts.message_figure(text),
+            "messages": {**empty["messages"], "upload": _error(text)},
+        }
+    try:
+        view = render.view(state, files)
+    except InputError as e:
+        where = FIELD_CONTROLS.get(e.field or "", "upload")
+        return {**empty, "figure": charts.message_figure(str(e)),
+                "messages": {**empty["messages"], where: _error(str(e))}}  # fmt: skip
+    if view.data is None:  # read, but nothing to fit (a Megatron-LM log, an order without times)
+        return {**empty, "figure": charts.message_figure(view.summary), "summary": view.summary, "text": view.text}
+    d = view.data
+    return {
+        **empty,
+        "figure": view.figure,
+        "summary": view.summary,
+        "what_if": render.what_if_text(d),
+        "link": view.what_if_link,
+        "fitted": [
+            table(render.FITTED_HEADER, render.fitted_rows(d), cid("fitted-table")),
+            html.Div(render.SPREAD_NOTE, className="help"),
+        ],
+        "idle": table(render.IDLE_HEADER, render.idle_rows(d), cid("idle-table")),
+        "late": table(render.LATE_HEADER, render.late_rows(d), cid("late-table"))
+        if d["late_ops"]
+        else html.Div("no op starts later than the model", className="help"),
+        "text": "\n".join(f"note: {n}" for n in d["notes"]),
+        "data": d,
+    }
+
+
+def _error(text: str) -> html.Span:
+    return html.Span(text, className="msg-error", role="alert")
