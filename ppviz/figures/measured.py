@@ -79,7 +79,7 @@ def measured_gantt(measured: Sequence[Sequence[Bar]], simulated: Sequence[Sequen
         "margin": {**MARGIN, "l": 130, "t": MARGIN["t"] + 30},
         "legend": dict(LEGEND, y=1.02),
         "xaxis": {"title": {"text": "time (ms)"}, "gridcolor": GRID, "zeroline": False},
-        "yaxis": {"tickvals": ticks, "ticktext": labels, "autorange": "reversed", "gridcolor": GRID},
+        "yaxis": {"tickvals": ticks, "ticktext": labels, "autorange": "reversed", "gridcolor": GRID, "zeroline": False},
         "plot_bgcolor": "#FFFFFF",
         "hovermode": "closest",
     }

@@ -11,7 +11,7 @@ from ...common import charts, url_hash, widgets
 from . import render, uploads
 from . import state as measured_state
 from .ids import FIELD_CONTROLS, MESSAGES, PATH, URL, cid
-from .layout import CONTROLS, control_values, table
+from .layout import CONTROLS, LINK_TEXT, control_values, table
 
 
 @callback(
@@ -45,8 +45,7 @@ def update_hash(hash_, contents, values, filenames, pathname):
         state = measured_state.bounded({**measured_state.encode(current), "run": key})[0]
         return {**nothing, "hash": _hash_if_new(state, hash_), "upload_error": None}
     if trigger in {cid(name) for name in CONTROLS}:
-        raw = {**measured_state.encode(current), **{k: v for k, v in values.items()}}
-        raw["pattern"] = raw.get("pattern") or None
+        raw = {**measured_state.encode(current), **values}
         state, notes = measured_state.bounded(raw)
         return {**nothing, "hash": _hash_if_new(state, hash_), "notes": widgets.notes(notes)}
     shown = control_values(current)  # the hash changed (or the page opened): the options follow it
@@ -55,7 +54,8 @@ def update_hash(hash_, contents, values, filenames, pathname):
 
 
 def _same(shown: object, value: object) -> bool:
-    return (shown or None) == (value or None) if not isinstance(value, int) else shown == value
+    """Whether a control already shows ``value`` (an empty text box shows None)."""
+    return (None if shown == "" else shown) == value
 
 
 def _hash_if_new(state: measured_state.MeasuredState, hash_: object) -> object:
@@ -68,6 +68,7 @@ OUTPUTS = {
     "summary": Output(cid("summary"), "children"),
     "what_if": Output(cid("what-if"), "children"),
     "link": Output(cid("what-if-link"), "href"),
+    "link_text": Output(cid("what-if-link"), "children"),
     "fitted": Output(cid("fitted"), "children"),
     "idle": Output(cid("idle"), "children"),
     "late": Output(cid("late"), "children"),
@@ -86,8 +87,8 @@ def show(hash_, pathname):
     state = measured_state.parse(hash_).state
     files = uploads.held(state.run)
     names = [name for name, _ in files or ()]
-    empty = {"summary": "", "what_if": "", "link": "/", "fitted": None, "idle": None, "late": None, "text": "",
-             "command": measured_state.cli_command(state, names), "data": None,
+    empty = {"summary": "", "what_if": "", "link": "/", "link_text": LINK_TEXT, "fitted": None, "idle": None,
+             "late": None, "text": "", "command": measured_state.cli_command(state, names), "data": None,
              "messages": dict.fromkeys(MESSAGES, None)}  # fmt: skip
     if state.run is None:
         return {**empty, "figure": charts.message_figure(uploads.WHAT)}
@@ -114,6 +115,7 @@ def show(hash_, pathname):
         "summary": view.summary,
         "what_if": render.what_if_text(d),
         "link": view.what_if_link,
+        "link_text": f"open {state.schedule} with these costs in the abstract view",
         "fitted": [
             table(render.FITTED_HEADER, render.fitted_rows(d), cid("fitted-table")),
             html.Div(render.SPREAD_NOTE, className="help"),

@@ -14,6 +14,7 @@ from .ids import URL, cid
 from .state import MAX_ITERATION, NAMINGS, MeasuredState
 
 CONTROLS = ("iteration", "pattern", "naming", "schedule")
+LINK_TEXT = "open in the abstract view"
 
 
 def control_values(state: MeasuredState) -> dict[str, object]:
@@ -71,6 +72,7 @@ def _panel(values: dict) -> list:
                         debounce=True,
                         className="number",
                         placeholder="the last complete one",
+                        style={"width": "170px"},
                     ),
                     "which profiled step of the traces to read",
                 ),
@@ -82,11 +84,11 @@ def _panel(values: dict) -> list:
                         type="text",
                         value=values["pattern"] or "",
                         debounce=True,
-                        placeholder=r"(?P<kind>[FIWB])_s(?P<stage>\d+)_mb(?P<microbatch>\d+)",
+                        placeholder="PyTorch pipelining's own annotations",
                         style={"width": "100%"},
                     ),
-                    "a regex with named groups kind (F, I, W, B, BW), microbatch and optionally stage; "
-                    "empty: PyTorch pipelining's own annotations",
+                    "a regex with named groups kind (F, I, W, B, BW), microbatch and optionally stage, e.g. "
+                    r"(?P<kind>[FIWB])_s(?P<stage>\d+)_mb(?P<microbatch>\d+)",
                 ),
                 _row(
                     "naming",
@@ -100,7 +102,7 @@ def _panel(values: dict) -> list:
                     dcc.Dropdown(id=cid("schedule"), options=list(REGISTRY), value=values["schedule"], clearable=False),
                     "its makespan beside the measured one, and a link opening it in the abstract view",
                 ),
-                html.A("open in the abstract view", id=cid("what-if-link"), href="/", className="button"),
+                html.A(LINK_TEXT, id=cid("what-if-link"), href="/", className="button"),
             ],
             className="group",
         ),
