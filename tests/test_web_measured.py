@@ -7,6 +7,7 @@ holds the files, and otherwise asks for them again.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from web_dispatch import Page, answer, text_of
 
 import app as page_app
 from ppviz.web.pages.abstract import state as abstract_state
-from ppviz.web.pages.measured import render, uploads
+from ppviz.web.pages.measured import uploads
 from ppviz.web.pages.measured.ids import PATH, URL, cid
 
 SERVER = page_app.server
@@ -185,5 +186,8 @@ def test_a_bad_iteration_goes_beside_its_box(page):
     assert "99" in page.text("msg-iteration-measured")
 
 
-def test_the_abstract_link_is_the_clis_what_if():
-    assert render.ABSTRACT_PATH == "/"
+def test_a_gzipped_file_too_large_once_decompressed_says_the_cap():
+    bomb = gzip.compress(b" " * (uploads.MAX_READ_BYTES + 1))
+    assert len(bomb) < uploads.MAX_UPLOAD_BYTES
+    with pytest.raises(ValueError, match=f"more than {uploads.MAX_READ_BYTES:,} bytes once decompressed"):
+        uploads.decoded([data_url(bomb)], ["rank0.trace.json.gz"])

@@ -11,7 +11,9 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import gzip
 import hashlib
+import io
 import os
 import re
 import tempfile
@@ -27,6 +29,8 @@ from ...common.limits import MAX_DEVICES
 # cap: what is left of it for the files. A file's decompressed size is then capped by its reader
 # (``ppviz.measured.files``: an order CSV or a log 5 MB, a trace streamed).
 MAX_UPLOAD_BYTES = MAX_BODY_BYTES * 3 // 4 - 64 * 1024
+# What the files hold once gunzipped, in all: a request reads them (ijson, in C) in a few seconds at most.
+MAX_READ_BYTES = 64 * 2**20
 MAX_FILES = MAX_DEVICES  # one trace per rank
 CACHE_BYTES = int(float(os.environ.get("PPVIZ_MEASURED_CACHE_MB", "64")) * 2**20)
 WHAT = (
@@ -67,11 +71,29 @@ def decoded(contents: object, filenames: object) -> Files:
     empty = [name for name, data in out if not data]
     if empty:
         raise InputError(f"{', '.join(empty)} is empty: {WHAT}", field="files")
+    unpacked = sum(_unpacked_size(data, MAX_READ_BYTES + 1) for _, data in out)
+    if unpacked > MAX_READ_BYTES:
+        raise InputError(
+            f"the files hold more than {MAX_READ_BYTES:,} bytes once decompressed; the page reads up to that "
+            "(run `ppviz measured FILES…`, which streams a trace of any size)",
+            field="files",
+        )
     seen = [name for name, _ in out]
     twice = sorted({n for n in seen if seen.count(n) > 1})
     if twice:
         raise InputError(f"two files are named {twice[0]}: give each rank's file its own name", field="files")
     return tuple(out)
+
+
+def _unpacked_size(data: bytes, cap: int) -> int:
+    """The bytes a gzipped file decompresses to, counted up to ``cap`` (a damaged one is left to its reader)."""
+    if data[:2] != b"\x1f\x8b":
+        return len(data)
+    count = 0
+    with contextlib.suppress(OSError, EOFError), gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+        while count <= cap and (chunk := fh.read(1 << 20)):
+            count += len(chunk)
+    return count
 
 
 def _size(content: object) -> int:
