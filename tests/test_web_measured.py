@@ -144,7 +144,7 @@ def test_a_reload_keeps_the_view_while_the_server_holds_the_files(page):
     assert again.value(cid("iteration"), "value") == 4
     assert "--iteration 4" in again.text("command-measured")
     assert again.text("msg-upload-measured") == ""
-    uploads._held.clear()
+    uploads.store().clear()
     gone = Page.open(SERVER, PATH, link)
     gone.load()
     assert "upload the files again" in gone.text("msg-upload-measured")

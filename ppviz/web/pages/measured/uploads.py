@@ -1,7 +1,9 @@
-"""Uploaded files of a measured run, kept by this server worker under a key made from their content.
+"""Uploaded files of a measured run, kept by the server under a key made from their content.
 
-The files never travel in the link: the link carries the key (``state.run``), and a worker that no
-longer holds them (restarted, evicted, another worker) says to upload them again. The readers of
+The files never travel in the link: the link carries the key (``state.run``). They are kept in a
+sized diskcache in the server's private jobs folder, which every gunicorn worker of the server
+shares (any worker answers the request after an upload, or a reload), the least recently used
+going first past CACHE_BYTES; when they are gone the page says to upload them again. The readers of
 ``ppviz.measured`` take paths, so a run is written to a private temporary folder while it is read.
 Plain functions, no Dash.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import gzip
 import hashlib
 import io
@@ -22,7 +25,7 @@ from collections.abc import Iterator
 from ppviz.errors import InputError
 from ppviz.web.protocol import MAX_BODY_BYTES
 
-from ...common.caches import Cache
+from ...common import jobs
 from ...common.limits import MAX_DEVICES
 
 # Every file of one upload travels in one request, base64 (4/3 of the bytes), under the server's body
@@ -39,7 +42,6 @@ WHAT = (
 )
 
 Files = tuple[tuple[str, bytes], ...]  # (name, content) per file, in upload order
-_held = Cache(CACHE_BYTES, getsizeof=lambda files: sum(len(name) + len(data) for name, data in files))
 
 
 def decoded(contents: object, filenames: object) -> Files:
@@ -116,15 +118,27 @@ def key_of(files: Files) -> str:
     return digest.hexdigest()[:32]
 
 
+def store():
+    """The server's store of uploaded runs (one per jobs folder: tests start servers under others)."""
+    return _store(os.path.join(jobs.jobs_dir(), "measured"))
+
+
+@functools.cache
+def _store(folder: str):
+    import diskcache
+
+    return diskcache.Cache(folder, size_limit=CACHE_BYTES, eviction_policy="least-recently-used")
+
+
 def keep(files: Files) -> str:
     """Hold the files (the least recently used go first past CACHE_BYTES); their key."""
     key = key_of(files)
-    _held.put(key, files)
+    store().set(key, files)
     return key
 
 
 def held(key: str | None) -> Files | None:
-    return None if key is None else _held.get(key)
+    return None if key is None else store().get(key)
 
 
 @contextlib.contextmanager
