@@ -14,10 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from fuzzing import check_answer, junk, randomised
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from web_dispatch import Page, answer, text_of
 
 import app as page_app
 from ppviz.web.pages.abstract import state as abstract_state
+from ppviz.web.pages.measured import callbacks as measured_callbacks
 from ppviz.web.pages.measured import uploads
 from ppviz.web.pages.measured.ids import PATH, URL, cid
 
@@ -179,6 +183,13 @@ def test_a_megatron_log_says_what_it_holds(page):
     assert "cannot be fitted" in page.text(cid("text"))
 
 
+def test_an_order_csv_says_it_has_no_times(page):
+    order = RUN / "order_comms.csv"
+    upload(page, [(order.name, order.read_bytes())])
+    assert "4 ranks, 4 stages, 8 microbatches: an order without times" in page.text(cid("summary"))
+    assert page.text("msg-upload-measured") == ""
+
+
 def test_a_bad_iteration_goes_beside_its_box(page):
     upload(page, [(p.name, p.read_bytes()) for p in TRACES])
     page.fire(page.callback(HASH), [(cid("iteration"), "value")], {(cid("iteration"), "value"): 99})
@@ -186,8 +197,65 @@ def test_a_bad_iteration_goes_beside_its_box(page):
     assert "99" in page.text("msg-iteration-measured")
 
 
+def test_a_pattern_that_could_take_exponential_time_is_refused_beside_its_box(page):
+    upload(page, [(p.name, p.read_bytes()) for p in TRACES])
+    bad = "(?P<kind>F)(?P<microbatch>(\\d+)+)"
+    page.fire(page.callback(HASH), [(cid("pattern"), "value")], {(cid("pattern"), "value"): bad})
+    answer(page.fire(page.callback(SHOW), [(URL, "hash")]))
+    assert "exponential time" in page.text("msg-pattern-measured")
+    good = "(?P<kind>[FIWB])_s(?P<stage>\\d+)_mb(?P<microbatch>\\d+)"
+    page.fire(page.callback(HASH), [(cid("pattern"), "value")], {(cid("pattern"), "value"): good})
+    answer(page.fire(page.callback(SHOW), [(URL, "hash")]))
+    assert page.text("msg-pattern-measured") == ""
+    assert "no pipeline actions" in page.text("msg-upload-measured")  # these traces have no such names
+
+
 def test_a_gzipped_file_too_large_once_decompressed_says_the_cap():
     bomb = gzip.compress(b" " * (uploads.MAX_READ_BYTES + 1))
     assert len(bomb) < uploads.MAX_UPLOAD_BYTES
     with pytest.raises(ValueError, match=f"more than {uploads.MAX_READ_BYTES:,} bytes once decompressed"):
         uploads.decoded([data_url(bomb)], ["rank0.trace.json.gz"])
+
+
+MEASURED_MODULES = {measured_callbacks.__name__}
+OWN = {
+    k for k, v in page_app.app.callback_map.items() if getattr(v.get("callback"), "__module__", "") in MEASURED_MODULES
+}
+JUNK = junk("zb-v", "auto", "torch-old", "#run=0", "(?P<kind>F)", "data:;base64,AAAA", 5)
+
+
+@pytest.fixture(scope="module")
+def fuzzed() -> tuple[Page, dict]:
+    """The page with a real run uploaded, and values it sends itself (the run's hash, its files, options)."""
+    p = Page.open(SERVER, PATH)
+    p.load()
+    files = [(t.name, t.read_bytes()) for t in TRACES]
+    upload(p, files)
+    plausible = {
+        URL: [p.value(URL, "hash"), "#run=" + "0" * 32, "#schedule=nope&iteration=-1", "", "#pattern=(("],
+        UPLOAD: [[data_url(d) for _, d in files], [data_url(b"{")], [], ["data:x"]],
+        cid("iteration"): [4, 5, None, 99, -1],
+        cid("pattern"): ["", "((", "(?P<kind>[FIWB])_s(?P<stage>\\d+)_mb(?P<microbatch>\\d+)"],
+        cid("naming"): ["auto", "torch", "x"],
+        cid("schedule"): ["zb-v", "1f1b", "interleaved-1f1b", "nope"],
+    }
+    return p, plausible
+
+
+def test_the_view_has_callbacks_to_fuzz(fuzzed):
+    page, _ = fuzzed
+    own = [d for d in page.server_callbacks() if d["output"] in OWN]
+    assert len(own) == 2 and all(page.has(d) for d in own)
+
+
+@pytest.mark.slow  # fuzz at its full example count
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_random_values_for_every_input_never_give_a_500(fuzzed, data):
+    page, plausible = fuzzed
+    dep = data.draw(st.sampled_from([d for d in page.server_callbacks() if d["output"] in OWN]))
+    check_answer(page, dep, randomised(page, dep, data, JUNK, plausible))

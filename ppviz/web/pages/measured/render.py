@@ -19,7 +19,7 @@ from ppviz.measured.whatif import MS, share_times, what_if
 
 from ...common import validation
 from . import uploads
-from .state import MeasuredState
+from .state import MeasuredState, check_pattern
 
 ABSTRACT_PATH = "/"  # the abstract view, which takes per-stage times in its hash (`stage_times=share:f:b:w,…`)
 
@@ -35,13 +35,14 @@ class MeasuredView:
 
 def view(state: MeasuredState, files: uploads.Files) -> MeasuredView:
     """The view of ``files`` read with the state's options; an InputError names the file and its field."""
+    check_pattern(state.pattern)
     with uploads.on_disk(files) as (folder, paths):
         try:
             fmt, got = read(paths, iteration=state.iteration, pattern=state.pattern, naming=state.naming)
             if fmt == "megatron":
                 held = {"format": "megatron", **got.summary()}
                 return MeasuredView(_megatron_summary(held), text=_local(megatron_text(held), folder))
-            if not got.timed:
+            if got.format == "torch-csv":  # an order: what it holds, nothing to fit (as the CLI)
                 return MeasuredView(
                     f"{got.format}: {got.ranks} ranks, {got.stages} stages, {got.microbatches} microbatches: an "
                     "order without times; fitting needs a measured run (one profiler trace per rank)",

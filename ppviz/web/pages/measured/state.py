@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from ppviz import REGISTRY
+from ppviz.errors import InputError
 
 from ...common import validation
 from ...common.url_hash import read_hash
@@ -21,6 +22,9 @@ NAMINGS = ("auto", "torch", "torch-old")  # an order CSV's action naming, as `pp
 MAX_ITERATION = 1_000_000_000
 MAX_PATTERN_CHARS = 300
 KEY = re.compile(r"[0-9a-f]{32}")  # uploads.key_of's form
+# A repeated group holding a repeat ("(a+)+", "((\w*)x)*", "(a|b?){2,}"): a regex the server could spend
+# exponential time matching against one event name. The page refuses it; the CLI runs any pattern locally.
+_REPEAT = re.compile(r"[+*?]|\{\d*,\d*\}")
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,46 @@ def bounded(raw: dict) -> tuple[MeasuredState, list[str]]:
         else:
             notes.append(f"unknown schedule {validation.show(schedule)}; showing {base.schedule}")
     return replace(base, **values), notes
+
+
+def check_pattern(pattern: str | None) -> None:
+    """Refuse a pattern with a repeated group that holds a repeat (at any depth), naming the field."""
+    if pattern and _nested_repeat(pattern):
+        raise InputError(
+            "the pattern repeats a group that holds a repeat (as (a+)+ does), which can take exponential time to "
+            "match: the page refuses such patterns; write it without, or run `ppviz measured FILES --pattern …`",
+            field="pattern",
+        )
+
+
+def _nested_repeat(pattern: str) -> bool:
+    opened: list[bool] = []  # per open group: whether a repeat is inside it
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a class: its characters repeat nothing
+            close = pattern.find("]", i + 2)
+            i = len(pattern) if close < 0 else close + 1
+            continue
+        if c == "(":
+            opened.append(False)
+            i += 2 if pattern.startswith("(?", i) else 1  # (?P<…>, (?:, (?=: the ? opens, it repeats nothing
+            continue
+        repeat = _REPEAT.match(pattern, i)
+        if c == ")" and opened:
+            inner = opened.pop()
+            after = _REPEAT.match(pattern, i + 1)
+            if inner and after and after.group(0) != "?":
+                return True
+            if opened:
+                opened[-1] = opened[-1] or inner or bool(after)
+        elif repeat and opened:
+            opened[-1] = True
+        i += 1
+    return False
 
 
 def cli_command(state: MeasuredState, names: list[str]) -> str:
