@@ -151,6 +151,7 @@ def test_a_reload_keeps_the_view_while_the_server_holds_the_files(page):
     uploads.store().clear()
     gone = Page.open(SERVER, PATH, link)
     gone.load()
+    assert "does not hold this run's files" in gone.text("msg-upload-measured")
     assert "upload the files again" in gone.text("msg-upload-measured")
     assert gone.value(cid("data"), "data") is None
 
@@ -169,7 +170,7 @@ def test_an_empty_upload_says_what_to_upload(page):
     assert "empty.json is empty: upload the files of one run" in page.text(cid("upload-error"))
     page.set(UPLOAD, "filename", [])
     answer(page.fire(page.callback(HASH), [(UPLOAD, "contents")], {(UPLOAD, "contents"): []}))
-    assert "nothing was uploaded: upload the files of one run" in page.text(cid("upload-error"))
+    assert "the upload holds no file: upload the files of one run" in page.text(cid("upload-error"))
 
 
 def test_too_large_an_upload_says_the_cap():

@@ -93,7 +93,7 @@ def show(hash_, pathname):
     if state.run is None:
         return {**empty, "figure": charts.message_figure(uploads.WHAT)}
     if files is None:
-        text = ("the server no longer holds this run's files (they are kept for a while, not in the link): "
+        text = ("the server does not hold this run's files (it keeps them for a while; the link names them): "
                 "upload the files again; the options in the link are kept")  # fmt: skip
         return {
             **empty,

@@ -50,7 +50,7 @@ def decoded(contents: object, filenames: object) -> Files:
     contents = contents if isinstance(contents, list) else [contents] if isinstance(contents, str) else []
     names = filenames if isinstance(filenames, list) else [filenames] if isinstance(filenames, str) else []
     if not contents:
-        raise InputError(f"nothing was uploaded: {WHAT}", field="files")
+        raise InputError(f"the upload holds no file: {WHAT}", field="files")
     if len(contents) > MAX_FILES:
         raise InputError(f"{len(contents)} files: the page takes at most {MAX_FILES} (one per rank)", field="files")
     sizes = [_size(c) for c in contents]
