@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from web_dispatch import Page, answer, text_of
 
 import app as page_app
+import ppviz
+from ppviz.measured import synthetic
 from ppviz.web.pages.abstract import state as abstract_state
 from ppviz.web.pages.measured import callbacks as measured_callbacks
 from ppviz.web.pages.measured import uploads
@@ -189,6 +191,18 @@ def test_an_order_csv_says_it_has_no_times(page):
     upload(page, [(order.name, order.read_bytes())])
     assert "4 ranks, 4 stages, 8 microbatches: an order without times" in page.text(cid("summary"))
     assert page.text("msg-upload-measured") == ""
+
+
+def test_a_schedule_that_refuses_the_run_says_so_beside_its_picker_and_the_rest_shows(page):
+    """A synthetic 4-rank 1F1B run of 6 microbatches: interleaved 1F1B needs a multiple of 4."""
+    run = ppviz.simulate("1f1b", 4, 6, f=1, b=2, w=0)
+    upload(page, [(f"rank{r}.json", json.dumps(t).encode()) for r, t in enumerate(synthetic.rank_traces(run))])
+    page.fire(page.callback(HASH), [(cid("schedule"), "value")], {(cid("schedule"), "value"): "interleaved-1f1b"})
+    answer(page.fire(page.callback(SHOW), [(URL, "hash")]))
+    assert "multiple of devices" in page.text("msg-schedule-measured")
+    assert page.value(cid("what-if-link"), "href") == "/" and page.text(cid("what-if")) == ""
+    assert cells(page, "fitted")[0][1].startswith("1.000 [1.000–1.000] ×6")  # the fit still shows: F = 1 ms
+    assert page.value(cid("data"), "data")["what_if"] == []
 
 
 def test_a_bad_iteration_goes_beside_its_box(page):

@@ -114,8 +114,10 @@ def show(hash_, pathname):
         "figure": view.figure,
         "summary": view.summary,
         "what_if": render.what_if_text(d),
-        "link": view.what_if_link,
-        "link_text": f"open {state.schedule} with these costs in the abstract view",
+        "link": view.what_if_link or "/",
+        "link_text": LINK_TEXT
+        if view.what_if_error
+        else f"open {state.schedule} with these costs in the abstract view",
         "fitted": [
             table(render.FITTED_HEADER, render.fitted_rows(d), cid("fitted-table")),
             html.Div(render.SPREAD_NOTE, className="help"),
@@ -126,6 +128,7 @@ def show(hash_, pathname):
         else html.Div("no op starts later than the model", className="help"),
         "text": "\n".join(f"note: {n}" for n in d["notes"]),
         "data": d,
+        "messages": {**empty["messages"], "schedule": view.what_if_error and _error(view.what_if_error)},
     }
 
 

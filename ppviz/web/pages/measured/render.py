@@ -31,6 +31,7 @@ class MeasuredView:
     figure: dict | None = None
     text: str = ""  # what a run that cannot be fitted holds (a Megatron-LM log's summary, an order)
     what_if_link: str | None = None  # the abstract view with the fitted costs under state.schedule
+    what_if_error: str | None = None  # why the fitted costs do not run under state.schedule
 
 
 def view(state: MeasuredState, files: uploads.Files) -> MeasuredView:
@@ -49,18 +50,26 @@ def view(state: MeasuredState, files: uploads.Files) -> MeasuredView:
                     text="\n".join(f"note: {n}" for n in got.notes),
                 )
             c = compare(got)
-            data = to_dict(c)
-            data["what_if"] = [what_if(c.fit, state.schedule, got.ranks, got.microbatches).to_dict()]
-        except InputError as e:
-            raise InputError(_local(str(e), folder), field=e.field) from None
-    data["sources"] = [name for name, _ in files]
+        except ValueError as e:  # the core's refusals (InputError, a ValueError, names its field)
+            raise InputError(_local(str(e), folder), field=getattr(e, "field", None) or "files") from None
+        data = to_dict(c)
+    data["sources"] = [_local(s, folder) for s in data["sources"]]
     data["notes"] = [_local(n, folder) for n in data["notes"]]
+    try:
+        data["what_if"] = [what_if(c.fit, state.schedule, got.ranks, got.microbatches).to_dict()]
+    except ValueError as e:  # this schedule refuses the run's devices or microbatches: the rest still shows
+        data["what_if"] = []
+        error = f"{state.schedule} on {got.ranks} devices and {got.microbatches} microbatches: {e}"
+        link = None
+    else:
+        error, link = None, abstract_link(c.fit, state.schedule, got.ranks, got.microbatches)
     title = f"measured (filled) against simulated under the fitted costs (outlined): {data['format']}"
     return MeasuredView(
         summary(data),
         data=data,
         figure=figures.encode(figures.measured_gantt(_bars(c.run.ops), _simulated_bars(c), title=title)),
-        what_if_link=abstract_link(c.fit, state.schedule, got.ranks, got.microbatches),
+        what_if_link=link,
+        what_if_error=error,
     )
 
 
@@ -118,11 +127,11 @@ def ms(seconds: float | None) -> str:
 
 def summary(d: dict) -> str:
     step = "" if d["iteration"] is None else f", ProfilerStep#{d['iteration']}"
-    w = d["what_if"][0]
+    under = "".join(f"; under {w['schedule']}: {ms(w['makespan_s'])} ms" for w in d["what_if"])
     return (
         f"{d['format']}: {d['ranks']} ranks, {d['stages']} stages, {d['microbatches']} microbatches{step}. "
         f"Makespan measured {ms(d['measured']['makespan_s'])} ms, simulated {ms(d['simulated']['makespan_s'])} ms "
-        f"(the same order under the fitted costs); under {w['schedule']}: {ms(w['makespan_s'])} ms."
+        f"(the same order under the fitted costs){under}."
     )
 
 
@@ -171,6 +180,9 @@ def late_rows(d: dict) -> list[list[str]]:
 
 
 def what_if_text(d: dict) -> str:
-    w = d["what_if"][0]
-    notes = "".join(f" ({n})" for n in w["notes"])
-    return f"the fitted costs under {w['schedule']}: makespan {ms(w['makespan_s'])} ms{notes}: {w['command']}"
+    return "".join(
+        f"the fitted costs under {w['schedule']}: makespan {ms(w['makespan_s'])} ms"
+        + "".join(f" ({n})" for n in w["notes"])
+        + f": {w['command']}"
+        for w in d["what_if"]
+    )
