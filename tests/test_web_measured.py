@@ -32,7 +32,7 @@ ROOT = Path(__file__).parent.parent
 RUN = ROOT / "tests" / "data" / "measured" / "torch-2.13" / "1f1b-runtime-4r"
 TRACES = sorted(RUN.glob("rank*.trace.json.gz"))
 MEGATRON = ROOT / "tests" / "data" / "measured" / "megatron" / "gpt-pp4-old-timers.log"
-UPLOAD = cid("upload")
+CHECKED = cid("checked")
 SHOW = cid("gantt") + ".figure"
 HASH = URL + ".hash"
 
@@ -42,11 +42,10 @@ def data_url(content: bytes) -> str:
 
 
 def upload(page: Page, files: list[tuple[str, bytes]]) -> dict:
-    """Files dropped on the upload, as the browser sends them; then the view the new hash draws."""
-    page.set(UPLOAD, "filename", [name for name, _ in files])
-    out = answer(
-        page.fire(page.callback(HASH), [(UPLOAD, "contents")], {(UPLOAD, "contents"): [data_url(d) for _, d in files]})
-    )
+    """Files dropped on the upload, as the browser sends them once its size check passed (a clientside
+    callback: the store it fills); then the view the new hash draws."""
+    checked = {"contents": [data_url(d) for _, d in files], "filenames": [name for name, _ in files], "at": 1}
+    out = answer(page.fire(page.callback(HASH), [(CHECKED, "data")], {(CHECKED, "data"): checked}))
     if URL in out and "hash" in out[URL]:
         return answer(page.fire(page.callback(SHOW), [(URL, "hash")]))
     return out
@@ -170,8 +169,7 @@ def test_bad_files_are_named_with_what_was_expected(page):
 def test_an_empty_upload_says_what_to_upload(page):
     upload(page, [("empty.json", b"")])
     assert "empty.json is empty: upload the files of one run" in page.text(cid("upload-error"))
-    page.set(UPLOAD, "filename", [])
-    answer(page.fire(page.callback(HASH), [(UPLOAD, "contents")], {(UPLOAD, "contents"): []}))
+    answer(page.fire(page.callback(HASH), [(CHECKED, "data")], {(CHECKED, "data"): {"contents": [], "at": 2}}))
     assert "the upload holds no file: upload the files of one run" in page.text(cid("upload-error"))
 
 
@@ -248,7 +246,12 @@ def fuzzed() -> tuple[Page, dict]:
     upload(p, files)
     plausible = {
         URL: [p.value(URL, "hash"), "#run=" + "0" * 32, "#schedule=nope&iteration=-1", "", "#pattern=(("],
-        UPLOAD: [[data_url(d) for _, d in files], [data_url(b"{")], [], ["data:x"]],
+        CHECKED: [
+            {"contents": [data_url(d) for _, d in files], "filenames": [n for n, _ in files]},
+            {"contents": [data_url(b"{")], "filenames": ["x.json"]},
+            {"contents": [], "filenames": []},
+            {"contents": ["data:x"], "filenames": None},
+        ],
         cid("iteration"): [4, 5, None, 99, -1],
         cid("pattern"): ["", "((", "(?P<kind>[FIWB])_s(?P<stage>\\d+)_mb(?P<microbatch>\\d+)"],
         cid("naming"): ["auto", "torch", "x"],

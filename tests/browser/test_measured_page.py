@@ -52,3 +52,17 @@ def test_uploaded_traces_draw_the_run_against_its_simulation(dash_duo, tmp_path)
     page.wait_for_contains_text("#card-makespan", f"{makespan:g}", timeout=30)
     assert "stage_times=" in page.driver.current_url
     assert page.get_logs() == []
+
+
+def test_files_past_the_cap_get_a_message_and_never_travel(dash_duo, tmp_path):
+    from ppviz.web.pages.measured.uploads import MAX_UPLOAD_BYTES
+
+    big = tmp_path / "rank0.trace.json"
+    big.write_bytes(b" " * (MAX_UPLOAD_BYTES + 1))
+    page = dash_duo
+    page.driver.get(page.server_url + "/measured")
+    page.wait_for_element("#measured-view", timeout=30)
+    page.find_element("#upload-measured input[type=file]").send_keys(str(big))
+    page.wait_for_contains_text("#upload-error-measured", f"the page takes up to {MAX_UPLOAD_BYTES:,} bytes in all")
+    assert "run=" not in page.driver.current_url
+    assert page.get_logs() == []

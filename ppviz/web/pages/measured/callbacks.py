@@ -3,7 +3,7 @@ files the hash names (kept by the server, ``uploads``) drawn from it."""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, callback, ctx, html, no_update
+from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
 from ppviz.errors import InputError
 
@@ -12,6 +12,36 @@ from . import render, uploads
 from . import state as measured_state
 from .ids import FIELD_CONTROLS, MESSAGES, PATH, URL, cid
 from .layout import CONTROLS, LINK_TEXT, control_values, table
+
+clientside_callback(
+    """function(contents, names) {
+        // Files past the page's cap get a message here and never travel (the server would refuse the request).
+        const noUpdate = window.dash_clientside.no_update;
+        const limit = LIMIT;
+        if (!contents) {
+            return [noUpdate, noUpdate];
+        }
+        const list = Array.isArray(contents) ? contents : [contents];
+        let bytes = 0;
+        for (const c of list) {
+            const data = String(c).slice(String(c).indexOf(",") + 1);
+            bytes += Math.floor((data.length * 3) / 4) - (data.length - data.replace(/=+$/, "").length);
+        }
+        if (bytes > limit) {
+            const text = "the files hold " + bytes.toLocaleString("en-US") + " bytes; the page takes up to " +
+                limit.toLocaleString("en-US") + " bytes in all (gzip the traces, or run `ppviz measured FILES…`, " +
+                "which has no such cap)";
+            return [noUpdate, {type: "Span", namespace: "dash_html_components",
+                               props: {children: text, className: "msg-error", role: "alert"}}];
+        }
+        return [{contents: list, filenames: names || [], at: Date.now()}, null];
+    }""".replace("LIMIT", str(uploads.MAX_UPLOAD_BYTES)),
+    Output(cid("checked"), "data"),
+    Output(cid("upload-error"), "children", allow_duplicate=True),
+    Input(cid("upload"), "contents"),
+    State(cid("upload"), "filename"),
+    prevent_initial_call=True,
+)
 
 
 @callback(
@@ -23,23 +53,24 @@ from .layout import CONTROLS, LINK_TEXT, control_values, table
     },
     inputs={
         "hash_": Input(URL, "hash"),
-        "contents": Input(cid("upload"), "contents"),
+        "checked": Input(cid("checked"), "data"),
         "values": {name: Input(cid(name), "value") for name in CONTROLS},
-        "filenames": State(cid("upload"), "filename"),
         "pathname": State(URL, "pathname"),
     },
 )
-def update_hash(hash_, contents, values, filenames, pathname):
-    """An upload or a changed option writes the hash; a hash (a link, a reload) sets the options."""
+def update_hash(hash_, checked, values, pathname):
+    """An upload (past the browser's size check) or a changed option writes the hash; a hash (a link, a
+    reload) sets the options."""
     nothing = {"hash": no_update, "controls": dict.fromkeys(CONTROLS, no_update), "upload_error": no_update,
                "notes": no_update}  # fmt: skip
     if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
         return nothing
     current, notes = measured_state.parse(hash_)
     trigger = ctx.triggered_id
-    if trigger == cid("upload"):
+    if trigger == cid("checked"):
+        checked = checked if isinstance(checked, dict) else {}
         try:
-            key = uploads.keep(uploads.decoded(contents, filenames))
+            key = uploads.keep(uploads.decoded(checked.get("contents"), checked.get("filenames")))
         except InputError as e:
             return {**nothing, "upload_error": _error(str(e))}
         state = measured_state.bounded({**measured_state.encode(current), "run": key})[0]

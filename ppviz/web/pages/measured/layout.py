@@ -59,6 +59,7 @@ def _panel(values: dict) -> list:
                     "Larger runs: `ppviz measured FILES…`.",
                 ),
                 html.Div(id=cid("upload-error"), className="control-msg"),
+                dcc.Store(id=cid("checked")),  # the upload once the browser has checked its size
                 _row(
                     "iteration",
                     "iteration (ProfilerStep#N)",
