@@ -103,7 +103,7 @@ def _panel(values: dict) -> list:
                     dcc.Dropdown(id=cid("schedule"), options=list(REGISTRY), value=values["schedule"], clearable=False),
                     "its makespan beside the measured one, and a link opening it in the abstract view",
                 ),
-                html.A(LINK_TEXT, id=cid("what-if-link"), href="/", className="button"),
+                dcc.Link(LINK_TEXT, id=cid("what-if-link"), href="/", className="button"),
             ],
             className="group",
         ),
