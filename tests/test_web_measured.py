@@ -277,3 +277,19 @@ def test_random_values_for_every_input_never_give_a_500(fuzzed, data):
     page, plausible = fuzzed
     dep = data.draw(st.sampled_from([d for d in page.server_callbacks() if d["output"] in OWN]))
     check_answer(page, dep, randomised(page, dep, data, JUNK, plausible))
+
+
+def test_the_gantt_draws_each_rank_measured_over_simulated_in_ms():
+    from ppviz import figures
+    from ppviz.ir import Kind
+
+    measured = [[(0, 0, Kind.F, 0.0, 0.002)], [(1, 0, Kind.F, 0.003, 0.004)]]
+    simulated = [[(0, 0, Kind.F, 0.0, 0.0015)], [(1, 0, Kind.F, 0.0025, 0.0035)]]
+    fig = figures.measured_gantt(measured, simulated)
+    names = [t.get("name") for t in fig["data"]]
+    assert names[:2] == ["F forward", "F forward (simulated)"]
+    bars = fig["data"][0]
+    assert bars["x"][:5] == [0.0, 2.0, 2.0, 0.0, 0.0]  # rank 0's measured F, in ms
+    assert fig["layout"]["yaxis"]["ticktext"] == ["rank 0 measured", "rank 0 simulated", "rank 1 measured",
+                                                  "rank 1 simulated"]  # fmt: skip
+    assert fig["data"][-1]["text"][0].startswith("measured <b>0F0</b> on rank 0")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ir import KINDS, Kind
+from ..ir import KINDS, Action, Kind
 from .encoding import Figure, figure
 from .style import GRID, KIND_COLORS, KIND_LABELS, LEGEND, MARGIN
 
@@ -39,7 +39,8 @@ def measured_gantt(measured: Sequence[Sequence[Bar]], simulated: Sequence[Sequen
                     hover_x.append((x0 + x1) / 2)
                     hover_y.append(y)
                     hover_text.append(
-                        f"{which} <b>{stage}{kind.value}{mb}</b> on rank {rank}<br>stage {stage} · microbatch {mb}"
+                        f"{which} <b>{Action(stage, mb, kind)}</b> on rank {rank}: {KIND_LABELS[kind]}"
+                        f"<br>stage {stage} · microbatch {mb}"
                         f"<br>start {x0:.3f} ms · end {x1:.3f} ms<br>duration {x1 - x0:.3f} ms"
                     )
             if not xs:
