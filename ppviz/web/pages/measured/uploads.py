@@ -73,7 +73,11 @@ def decoded(contents: object, filenames: object) -> Files:
     empty = [name for name, data in out if not data]
     if empty:
         raise InputError(f"{', '.join(empty)} is empty: {WHAT}", field="files")
-    unpacked = sum(_unpacked_size(data, MAX_READ_BYTES + 1) for _, data in out)
+    unpacked = 0
+    for _, data in out:  # counted against what is left, so the check itself stops past the cap
+        unpacked += _unpacked_size(data, MAX_READ_BYTES - unpacked)
+        if unpacked > MAX_READ_BYTES:
+            break
     if unpacked > MAX_READ_BYTES:
         raise InputError(
             f"the files hold more than {MAX_READ_BYTES:,} bytes once decompressed; the page reads up to that "
