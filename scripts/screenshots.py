@@ -1,6 +1,8 @@
 """Make the README's and the handbook's screenshots from the running app, so that they show what it shows.
 
-    python scripts/screenshots.py            # writes docs/screenshot.png, docs/model-view.png, docs/compare-mode.png
+    python scripts/screenshots.py            # writes docs/screenshot.png, docs/model-view.png, docs/compare-mode.png,
+                                             # docs/measured-view.png
+    python scripts/screenshots.py docs/measured-view.png    # only the images named
 
 Starts the app (`python app.py`) on a free loopback port, opens each view below in Debian's Chromium
 (headless, through selenium as the browser tests do) at 1280 × 800, waits until the view has drawn,
@@ -25,15 +27,25 @@ from selenium.webdriver.common.by import By
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1280, 800
-# (image, the view's address on the app, CSS selector whose text says the view has drawn, text it holds)
+MEASURED_RUN = ROOT / "tests" / "data" / "measured" / "torch-2.13" / "1f1b-runtime-4r"
+# (image, the view's address on the app, CSS selector whose text says the view has drawn, text it holds,
+# files chosen in the view's file input once it is open)
 SHOTS = (
-    ("docs/screenshot.png", "/#schedule=zb-v&devices=4&microbatches=8", "#card-makespan", ""),
-    ("docs/compare-mode.png", "/#mode=compare&compare=1f1b,zb-v&devices=8&microbatches=16", "#ranking", "zb-v"),
+    ("docs/screenshot.png", "/#schedule=zb-v&devices=4&microbatches=8", "#card-makespan", "", ()),
+    ("docs/compare-mode.png", "/#mode=compare&compare=1f1b,zb-v&devices=8&microbatches=16", "#ranking", "zb-v", ()),
     (
         "docs/model-view.png",
         "/model#model=llama3-70b&gpu=h100-sxm&schedule=zb-v&tp=8&pp=8&dp=1&gbs=32",
         "#card-iteration-model",
         "s",
+        (),
+    ),
+    (
+        "docs/measured-view.png",
+        "/measured",
+        "#summary-measured",
+        "4 ranks",
+        tuple(sorted(MEASURED_RUN.glob("rank*.trace.json.gz"))),
     ),
 )
 TIMEOUT_S = 120
@@ -105,13 +117,22 @@ def wait_drawn(driver, selector: str, text: str) -> None:
 
 
 def main() -> int:
+    only = set(sys.argv[1:])
     port = free_port()
     proc = start_app(port)
     try:
         driver = browser()
         try:
-            for image, address, selector, text in SHOTS:
+            for image, address, selector, text, files in SHOTS:
+                if only and image not in only:
+                    continue
                 driver.get(f"http://127.0.0.1:{port}{address}")
+                if files:
+                    upload = "input[type=file]"
+                    deadline = time.monotonic() + TIMEOUT_S
+                    while not driver.find_elements(By.CSS_SELECTOR, upload) and time.monotonic() < deadline:
+                        time.sleep(0.3)
+                    driver.find_element(By.CSS_SELECTOR, upload).send_keys("\n".join(map(str, files)))
                 wait_drawn(driver, selector, text)
                 driver.save_screenshot(str(ROOT / image))
                 print(f"wrote {image} ({address})")

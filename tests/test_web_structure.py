@@ -31,9 +31,9 @@ def imported(path: Path) -> set[str]:
     return names
 
 
-def test_the_three_pages_exist_with_the_same_parts():
+def test_the_four_pages_exist_with_the_same_parts():
     """Each page is a package with its state, layout, callbacks, render and ids."""
-    assert PAGES == ["abstract", "model", "search"]
+    assert PAGES == ["abstract", "measured", "model", "search"]
     for page in PAGES:
         parts = {p.stem for p in (WEB / "pages" / page).glob("*.py")}
         assert {"state", "layout", "callbacks", "render", "ids"} <= parts, page
@@ -67,7 +67,7 @@ def test_every_page_callback_names_its_outputs():
         found += 1
         shape = callback["outputs_indices"]  # the outputs' grouping: a dict when named, an int for a single one
         assert isinstance(shape, (dict, int)), f"{module}.{callback['callback'].__name__} returns by position"
-    assert found >= 12  # the three pages' server callbacks are all seen
+    assert found >= 14  # the four pages' server callbacks are all seen
 
 
 def test_every_field_maps_to_a_control_that_shows_messages():
@@ -81,6 +81,13 @@ def test_every_field_maps_to_a_control_that_shows_messages():
     for control in set(abstract_ids.FIELD_CONTROLS.values()):
         assert repr(abstract_ids.msg_id(control)) in layout, control
     assert set(model_ids.FIELD_CONTROLS.values()) <= set(MESSAGE_NAMES)
+
+    from ppviz.web.pages.measured import ids as measured_ids
+    from ppviz.web.pages.measured.layout import measured_view
+
+    layout = str(measured_view())
+    for control in set(measured_ids.FIELD_CONTROLS.values()):
+        assert repr(f"msg-{control}-measured") in layout, control
 
 
 def web_entries(run, code) -> list[str]:

@@ -19,7 +19,7 @@ HISTORY_WORDS = ("issue", "issues", "session", "sessions", "seed", "previously",
                  "this release")  # fmt: skip
 PATTERN = re.compile("|".join(rf"(?<!\w){re.escape(w)}(?!\w)" for w in HISTORY_WORDS), re.I)
 TEXT_KEYS = {"children", "title", "label", "placeholder", "text", "name", "hovertemplate", "headerName", "value"}
-URLS = {"/": "url", "/model": "url-model", "/search": "url-search"}  # each page's location
+URLS = {"/": "url", "/model": "url-model", "/search": "url-search", "/measured": "url-measured"}  # each page's location
 VIEWS = [
     ("/", ""),
     ("/", "#schedule=zb-v&compare=1f1b,zb-v&mode=compare"),
@@ -29,6 +29,8 @@ VIEWS = [
     ("/model", "#gbs=4096"),  # past the page's limits: the message names the command
     ("/model", "#tp=3"),  # an estimate error beside its control
     ("/search", "#gpus=0"),  # a bad box: its message and the stale note
+    ("/measured", ""),
+    ("/measured", "#run=" + "0" * 32 + "&iteration=x"),  # files the server does not hold, a bad option
 ]
 
 

@@ -7,8 +7,8 @@ it, ``to_plotly`` a ``go.Figure`` where one is needed. Big schedules stay cheap:
 traces depends on kinds and chunks, never on ops, and arrays travel base64-encoded.
 
 Modules: ``gantt``, ``overview``, ``memory``, ``compare`` (a Gantt over its memory chart, several
-runs, the sweep), ``real_units`` (estimates' charts and units), ``html`` (a standalone page), and
-the shared ``style`` and ``encoding``.
+runs, the sweep), ``measured`` (a measured run's ops against its simulation), ``real_units``
+(estimates' charts and units), ``html`` (a standalone page), and the shared ``style`` and ``encoding``.
 """
 
 from .compare import SCHEDULE_COLORS, SWEEP_AXES, compare, compare_memory, stacked, sweep
@@ -26,6 +26,7 @@ from .gantt import (
     rects,
 )
 from .html import HTML_GANTT_LIMIT, to_html
+from .measured import measured_gantt
 from .memory import band_lines, device_colors, memory, memory_traces
 from .overview import OVERVIEW_BINS, OVERVIEW_CLASSES, occupancy, overview
 from .real_units import BREAKDOWN_COLORS, MEMORY_PARTS, gantt_kwargs, memory_breakdown, memory_kwargs, peaks, tradeoff
@@ -45,7 +46,7 @@ __all__ = [
     "KIND_LABELS", "LABEL_MIN_PX", "LABEL_PLOT_PX", "OPTIMIZER_COLOR", "OPTIMIZER_LABEL", "OVERVIEW_BINS",
     "OVERVIEW_CLASSES", "PAIR_LABEL", "PAIR_OUTLINE", "SCHEDULE_COLORS", "SWEEP_AXES", "TEXT_LIMIT",
     "TITLE_BAND_PX", "Figure", "band_lines", "compare", "compare_memory", "decode_typed_array", "device_colors",
-    "MEMORY_PARTS", "encode", "gantt", "gantt_height", "gantt_kwargs", "in_window", "memory", "memory_breakdown",
-    "memory_kwargs", "memory_traces",
+    "MEMORY_PARTS", "encode", "gantt", "gantt_height", "gantt_kwargs", "in_window", "measured_gantt", "memory",
+    "memory_breakdown", "memory_kwargs", "memory_traces",
     "occupancy", "overview", "peaks", "rects", "shades", "stacked", "sweep", "tradeoff", "to_html", "to_plotly",
 ]  # fmt: skip

@@ -5,7 +5,7 @@ one page never fires another page's callbacks. Each page holds its own ``dcc.Loc
 with an output in this frame would be run while another page is drawn, its inputs missing); they
 all use ``refresh="callback-nav"``, so a write by one reaches the others, the router's and this
 frame's (``here``), which keeps each page's last hash on its link. The pages never import each
-other; this module is the one place that knows all three.
+other; this module is the one place that knows them all.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dash import Input, Output, State, clientside_callback, dcc, html
 
 from .pages.abstract import ids as abstract_ids
 from .pages.abstract import layout as abstract_layout
+from .pages.measured import ids as measured_ids
+from .pages.measured import layout as measured_layout
 from .pages.model import ids as model_ids
 from .pages.model import layout as model_layout
 from .pages.search import ids as search_ids
@@ -27,6 +29,7 @@ PAGES = (
     (abstract_ids.PATH, "abstract schedules", abstract_layout.layout),
     (model_ids.PATH, "model & cluster", model_layout.model_view),
     (search_ids.PATH, "search layouts", search_layout.search_view),
+    (measured_ids.PATH, "measured run", measured_layout.measured_view),
 )
 
 

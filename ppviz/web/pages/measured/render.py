@@ -1,0 +1,188 @@
+"""What the measured view shows for a set of uploaded files, calling ``ppviz.measured`` and
+``ppviz.figures`` only: the same figures as ``ppviz measured FILES --json`` (its object is kept
+whole, ``MeasuredView.data``), as tables in ms, the Gantt of the run against its simulation, and the
+abstract view's link to the fitted costs under another schedule. Plain functions, no Dash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from ppviz import figures
+from ppviz.errors import InputError
+from ppviz.ir import KINDS, parse_action
+from ppviz.measured import compare, to_dict
+from ppviz.measured.cli import megatron_text
+from ppviz.measured.read import read
+from ppviz.measured.whatif import MS, share_times, what_if
+
+from ...common import validation
+from . import uploads
+from .state import MeasuredState, check_pattern
+
+ABSTRACT_PATH = "/"  # the abstract view, which takes per-stage times in its hash (`stage_times=share:f:b:w,…`)
+
+
+@dataclass(frozen=True)
+class MeasuredView:
+    summary: str
+    data: dict | None = None  # `ppviz measured --json`'s object (with its what_if), when the run was fitted
+    figure: dict | None = None
+    text: str = ""  # what a run that cannot be fitted holds (a Megatron-LM log's summary, an order)
+    what_if_link: str | None = None  # the abstract view with the fitted costs under state.schedule
+    what_if_error: str | None = None  # why the fitted costs do not run under state.schedule
+
+
+def view(state: MeasuredState, files: uploads.Files) -> MeasuredView:
+    """The view of ``files`` read with the state's options; an InputError names the file and its field."""
+    check_pattern(state.pattern)
+    with uploads.on_disk(files) as (folder, paths):
+        try:
+            fmt, got = read(paths, iteration=state.iteration, pattern=state.pattern, naming=state.naming)
+            if fmt == "megatron":
+                held = {"format": "megatron", **got.summary()}
+                return MeasuredView(_megatron_summary(held), text=_local(megatron_text(held), folder))
+            if got.format == "torch-csv":  # an order: what it holds, nothing to fit (as the CLI)
+                return MeasuredView(
+                    f"{got.format}: {got.ranks} ranks, {got.stages} stages, {got.microbatches} microbatches: an "
+                    "order without times; fitting needs a measured run (one profiler trace per rank)",
+                    text="\n".join(f"note: {n}" for n in got.notes),
+                )
+            c = compare(got)
+        except ValueError as e:  # the core's refusals (InputError, a ValueError, names its field)
+            raise InputError(_local(str(e), folder), field=getattr(e, "field", None) or "files") from None
+        data = to_dict(c)
+    data["sources"] = [_local(s, folder) for s in data["sources"]]
+    data["notes"] = [_local(n, folder) for n in data["notes"]]
+    try:
+        data["what_if"] = [what_if(c.fit, state.schedule, got.ranks, got.microbatches).to_dict()]
+    except ValueError as e:  # this schedule refuses the run's devices or microbatches: the rest still shows
+        data["what_if"] = []
+        error = f"{state.schedule} on {got.ranks} devices and {got.microbatches} microbatches: {e}"
+        link = None
+    else:
+        error, link = None, abstract_link(c.fit, state.schedule, got.ranks, got.microbatches)
+    title = f"measured (filled) against simulated under the fitted costs (outlined): {data['format']}"
+    return MeasuredView(
+        summary(data),
+        data=data,
+        figure=figures.encode(figures.measured_gantt(_bars(c.run.ops), _simulated_bars(c), title=title)),
+        what_if_link=link,
+        what_if_error=error,
+    )
+
+
+def _local(text: str, folder: str) -> str:
+    """A message of the core with the files named as uploaded (not by their temporary paths)."""
+    return text.replace(folder + "/", "")
+
+
+def _megatron_summary(s: dict) -> str:
+    return (
+        f"a Megatron-LM timer log ({s['iterations']} iterations): per-iteration totals, not per-op times, so "
+        "nothing to draw against a simulation; what it holds:"
+    )
+
+
+def _bars(ops) -> list[list[tuple]]:
+    return [[(op.stage, op.microbatch, op.kind, op.start, op.end) for op in row] for row in ops]
+
+
+def _simulated_bars(c) -> list[list[tuple]]:
+    """The simulation's ops per device (= rank: the measured order's placement), from its first op."""
+    r = c.simulated.result
+    t0 = float(r.start.min())
+    rows: list[list[tuple]] = [[] for _ in range(c.run.ranks)]
+    for d, s, mb, k, start, end in zip(
+        r.device.tolist(), r.stage.tolist(), r.microbatch.tolist(), r.kind.tolist(), r.start.tolist(), r.end.tolist()
+    ):
+        rows[d].append((s, mb, KINDS[k], start - t0, end - t0))
+    return rows
+
+
+def abstract_link(fit, schedule: str, devices: int, microbatches: int) -> str:
+    """The abstract view of ``schedule`` on the run's devices and microbatches with the fitted costs as
+    its per-stage table, in ms (the numbers ``ppviz measured --what-if`` simulates)."""
+    shares = share_times(fit, devices)
+    p2p = 0.0 if fit.p2p is None else fit.p2p.median
+    cells = (":".join([str(i), *(_ms6(t) for t in fbw)]) for i, fbw in shares.items())
+    pairs = {
+        "schedule": schedule,
+        "devices": str(devices),
+        "microbatches": str(microbatches),
+        "p2p": _ms6(p2p),
+        "stage_times": ",".join(cells),
+    }
+    return ABSTRACT_PATH + "#" + urlencode(pairs, safe=",:")
+
+
+def _ms6(seconds: float) -> str:
+    return validation.num(float(f"{seconds * MS:.6g}"))
+
+
+def ms(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1e3:,.3f}"
+
+
+def summary(d: dict) -> str:
+    step = "" if d["iteration"] is None else f", ProfilerStep#{d['iteration']}"
+    under = "".join(f"; under {w['schedule']}: {ms(w['makespan_s'])} ms" for w in d["what_if"])
+    return (
+        f"{d['format']}: {d['ranks']} ranks, {d['stages']} stages, {d['microbatches']} microbatches{step}. "
+        f"Makespan measured {ms(d['measured']['makespan_s'])} ms, simulated {ms(d['simulated']['makespan_s'])} ms "
+        f"(the same order under the fitted costs){under}."
+    )
+
+
+FITTED_HEADER = ("stage", "F (ms)", "B (ms)", "W (ms)")
+SPREAD_NOTE = "median [min–max] × samples; B is the full backward when W is —"
+
+
+def fitted_rows(d: dict) -> list[list[str]]:
+    """Per stage: F, B and W as median [min–max] × samples, in ms; then the p2p latency."""
+    rows = []
+    for s in d["fitted"]["stage_times"]:
+        cells = [str(s["stage"])]
+        for k in "fbw":
+            v, spread, n = s[f"{k}_s"], s["spread_s"][k], s["samples"][k]
+            cells.append("—" if v is None else f"{ms(v)} [{ms(spread[0])}–{ms(spread[1])}] ×{n}")
+        rows.append(cells)
+    f = d["fitted"]
+    spread = f["p2p_spread_s"]
+    p2p = ms(f["p2p_s"]) + ("" if spread is None else f" [{ms(spread[0])}–{ms(spread[1])}]")
+    rows.append(["p2p", f"{p2p} ×{f['p2p_samples']}", "", ""])
+    return rows
+
+
+IDLE_HEADER = ("rank", "measured idle (ms)", "simulated idle: the bubble (ms)", "excess (ms)")
+
+
+def idle_rows(d: dict) -> list[list[str]]:
+    """Per rank and in all: measured idle = the schedule's bubble (simulated idle) + the excess."""
+    cols = (d["measured"]["idle_s"], d["simulated"]["idle_s"], d["excess_idle_s"])
+    rows = [[str(r), ms(m), ms(s), ms(e)] for r, (m, s, e) in enumerate(zip(*cols))]
+    rows.append(["all", *(ms(sum(c)) for c in cols)])
+    return rows
+
+
+LATE_HEADER = ("op", "stage", "microbatch", "kind", "rank", "measured start (ms)", "simulated start (ms)", "late (ms)")
+
+
+def late_rows(d: dict) -> list[list[str]]:
+    """The ops that start latest against the model, named."""
+    rows = []
+    for x in d["late_ops"]:
+        a = parse_action(x["op"])
+        rows.append([x["op"], str(a.stage), str(a.microbatch), a.kind.value, str(x["rank"]),
+                     ms(x["measured_start_s"]), ms(x["simulated_start_s"]), "+" + ms(x["late_s"])])  # fmt: skip
+    return rows
+
+
+def what_if_text(d: dict) -> str:
+    return "".join(
+        f"the fitted costs under {w['schedule']}: makespan {ms(w['makespan_s'])} ms"
+        + "".join(f" ({n})" for n in w["notes"])
+        + f": {w['command']}"
+        for w in d["what_if"]
+    )
