@@ -26,7 +26,7 @@ from .gantt import (
     rects,
 )
 from .html import HTML_GANTT_LIMIT, to_html
-from .memory import band_lines, device_colors, memory, memory_traces
+from .memory import band_lines, device_colors, lines_note, memory, memory_traces
 from .overview import OVERVIEW_BINS, OVERVIEW_CLASSES, occupancy, overview
 from .real_units import BREAKDOWN_COLORS, MEMORY_PARTS, gantt_kwargs, memory_breakdown, memory_kwargs, peaks, tradeoff
 from .style import (
@@ -46,6 +46,6 @@ __all__ = [
     "OVERVIEW_CLASSES", "PAIR_LABEL", "PAIR_OUTLINE", "SCHEDULE_COLORS", "SWEEP_AXES", "TEXT_LIMIT",
     "TITLE_BAND_PX", "Figure", "band_lines", "compare", "compare_memory", "decode_typed_array", "device_colors",
     "MEMORY_PARTS", "encode", "gantt", "gantt_height", "gantt_kwargs", "in_window", "memory", "memory_breakdown",
-    "memory_kwargs", "memory_traces",
+    "lines_note", "memory_kwargs", "memory_traces",
     "occupancy", "overview", "peaks", "rects", "shades", "stacked", "sweep", "tradeoff", "to_html", "to_plotly",
 ]  # fmt: skip

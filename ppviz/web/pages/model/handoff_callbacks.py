@@ -8,11 +8,10 @@ from dash import Input, Output, State, callback, ctx, html, no_update
 from ppviz.errors import InputError
 from ppviz.estimate import planning
 
-from ...common import url_hash, widgets
+from ...common import cluster, url_hash, widgets
 from . import exports, render, upload
 from .handoff import EXPORT_BUTTONS
 from .ids import PATH, URL
-from .state import key_of, read
 
 
 @callback(
@@ -27,14 +26,14 @@ def upload_config(contents, filename, hash_):
     name = filename if isinstance(filename, str) and filename else "config.json"
     try:
         config = upload.read(contents, name)
-        state, notes = upload.state_with(read(hash_).state, config, name)
+        state, notes = upload.state_with(cluster.read(hash_).state, config, name)
     except InputError as e:
         field = f" ({e.field})" if e.field and e.field != upload.FIELD else ""
         return {"hash": no_update, "message": widgets.message(("error", f"{e}{field}"))}
     except (TypeError, ValueError) as e:  # a field of a type no config has (a string for a width, …)
         text = f"{name} is not a config.json ppviz reads: {e}"
         return {"hash": no_update, "message": widgets.message(("error", text))}
-    return {"hash": key_of(state), "message": widgets.notes(notes)}
+    return {"hash": cluster.key_of(state), "message": widgets.notes(notes)}
 
 
 @callback(
@@ -58,11 +57,11 @@ def show_plan(tokens, price, hash_, pathname):
     if tokens is None:
         text = "enter a token budget, a number > 0 (e.g. 1e12), for the days, GPU-hours and cost it takes"
         return {"card": html.Div(text, className="help"), "tokens": None, "price": None}
-    state = read(hash_).state
+    state = cluster.read(hash_).state
     schedule = exports.launch_schedule(state)
     try:
         exports.estimates(state)
-        est = render.estimate_of(state, schedule)
+        est = render.estimate_of(cluster.derive(state), schedule)
     except ValueError as e:  # the view itself has an error: it is shown beside its control
         return {"card": html.Div(f"no plan: {e}", className="help"), "tokens": None, "price": None}
     try:
@@ -98,7 +97,7 @@ def show_command(hash_, shown, pathname):
     """The ``ppviz estimate`` command of each schedule on screen, for the copy button."""
     if url_hash.elsewhere(pathname, PATH):
         return no_update
-    text = exports.commands(read(hash_).state)
+    text = exports.commands(cluster.read(hash_).state)
     return no_update if text == shown else text
 
 
@@ -114,6 +113,6 @@ def download_export(clicks, hash_):
     if what is None:
         return {"data": no_update, "message": no_update}
     try:
-        return {"data": exports.download(read(hash_).state, what), "message": None}
+        return {"data": exports.download(cluster.read(hash_).state, what), "message": None}
     except ValueError as e:
         return {"data": no_update, "message": widgets.message(("error", str(e)))}

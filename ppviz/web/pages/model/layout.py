@@ -10,11 +10,21 @@ from ppviz.estimate.specs import PRECISIONS, RECOMPUTE
 
 from ...common import charts, widgets
 from ...common.charts import GRAPH_CONFIG
-from ...common.cluster import GPU_FIELDS, LAYOUT_FIELDS, MAX_COMPARE, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
+from ...common.cluster import (
+    GPU_FIELDS,
+    LAYOUT_FIELDS,
+    MAX_COMPARE,
+    MODEL_FIELDS,
+    NUMBER_FIELDS,
+    ZERO,
+    ModelState,
+    control_values,
+)
 from ...common.widgets import device_options
+from .advice import ADVICE_ROWS
 from .handoff import export_section, plan_section, upload_row
 from .ids import URL, advice_id, bar_id, card_id, cid, msg_id
-from .render import ADVICE_ROWS, CARD_LABELS
+from .render import CARD_LABELS
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "precision")
 CONTROLS += ("split", "lines")
@@ -29,30 +39,6 @@ ZERO_LABELS = {
 }
 RANKING_COLUMNS = ("rank", "schedule", "iteration", "tokens/s", "MFU", "bubble", "peak (GiB)", "fits")
 RANKING_COLUMNS += ("vs baseline",)
-
-
-def control_values(state: ModelState) -> dict[str, object]:
-    """What each control shows for a state (number boxes: the override, else the preset's value)."""
-    values: dict[str, object] = {
-        "mode": state.mode,
-        "schedule": state.schedule,
-        "compare": list(state.compare),
-        "model": state.model,
-        "gpu": state.gpu,
-        "sp": ["on"] if state.sp else [],
-        "tpo": ["on"] if state.tpo else [],
-        "recompute": state.recompute,
-        "zero": state.zero,
-        "precision": state.precision,
-        "split": ",".join(map(str, state.split)) if state.split else "",
-        "lines": [d for d in state.lines if d < state.pp],  # the picker offers the pipeline's devices
-        "baseline": state.reference,
-        "compare_show": state.compare_show,
-        "sweep_axis": state.sweep_axis,
-    }
-    for name in NUMBER_FIELDS:
-        values[name] = state.field_value(name)
-    return values
 
 
 def model_view() -> html.Div:

@@ -9,7 +9,7 @@ import time
 
 from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
-from ...common import charts, cluster, jobs, url_hash, widgets
+from ...common import charts, cluster, jobs, url_hash, validation, widgets
 from . import exports, render
 from . import state as search_state
 from .ids import PATH, URL, cid
@@ -46,7 +46,7 @@ def update_search(hash_, clicks, values, pathname, ran):
     }
     cleared = {name: None for name in search_state.FIELDS}
     if ctx.triggered_id == "run-search":
-        bad = widgets.bad_numbers(values, search_state.FIELDS, "the search waits for it")
+        bad = validation.bad_numbers(values, search_state.FIELDS, "the search waits for it")
         if bad:  # a box holds no number in its range: say so beside it, and search nothing
             stale = "the results below are from the last search: enter valid values to search again"
             shown = {**cleared, **{n: widgets.message(m) for n, m in bad.items()}}

@@ -14,7 +14,7 @@ from ppviz.estimate import specs
 
 from ...common import commands, validation
 from ...common.cluster import Field, ModelState, read_presets
-from ...common.url_hash import read_hash
+from ...common.validation import read_hash
 
 # none named: every schedule of the registry, as `ppviz search` (``ppviz.estimate.defaults.SEARCHED``)
 DEFAULT_SCHEDULES: tuple[str, ...] = ()
