@@ -22,7 +22,8 @@ from ...common.cluster import (
 )
 from ...common.widgets import device_options
 from .advice import ADVICE_ROWS
-from .handoff import export_section, plan_section, upload_row
+from .calibration import MAX_UPLOAD_BYTES
+from .handoff import calibration_row, export_section, plan_section, upload_row
 from .ids import URL, advice_id, bar_id, card_id, cid, msg_id
 from .render import CARD_LABELS
 
@@ -50,6 +51,7 @@ def model_view() -> html.Div:
             dcc.Store(id="drawn-model"),
             dcc.Store(id="sent-model"),  # digests of the small outputs on screen (see model_callbacks)
             dcc.Store(id="job-model"),
+            dcc.Store(id="calibration-store-model"),  # an upload within the page's limit (see handoff_callbacks)
             html.Aside(_panel(values), className="panel"),
             html.Section(_charts(), className="views"),
         ],
@@ -208,7 +210,10 @@ def _panel(values: dict) -> list:
             [html.H3("model"), model, upload_row(), *[_number(n, values[n]) for n in MODEL_FIELDS]],
             className="group",
         ),
-        html.Section([html.H3("GPU"), gpu, *[_number(n, values[n]) for n in GPU_FIELDS]], className="group"),
+        html.Section(
+            [html.H3("GPU"), gpu, calibration_row(MAX_UPLOAD_BYTES), *[_number(n, values[n]) for n in GPU_FIELDS]],
+            className="group",
+        ),
         html.Section(
             [
                 html.H3("parallel layout"),
