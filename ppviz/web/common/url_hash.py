@@ -1,4 +1,5 @@
-"""The URL hash as key/value pairs: each page keeps its whole state there.
+"""The URL hash as key/value pairs: each page keeps its whole state there (``validation.read_hash`` reads
+it back, as every value entering the server).
 
 Dash's pages router draws a page again on a change of path or query string, never of the hash, so
 a page writes its state to the hash without being drawn again. Each page owns the whole hash of
