@@ -354,7 +354,7 @@ def ranking(estimates: list, baseline: str | None = None) -> list[dict]:
     """Compare mode's table: the same model, GPU and layout under each schedule, fastest first, each
     with its change against the ``baseline`` schedule (default: the first): "−12.0% iteration, +3.10 GiB peak"."""
     base = next((e for e in estimates if e.layout.schedule == baseline), estimates[0] if estimates else None)
-    scale, unit = units.time_unit(e.iteration_s for e in estimates)  # one unit for the table's times
+    scale, unit = units.time_unit([e.iteration_s for e in estimates])  # one unit for the table's times
     rows = []
     for e in estimates:
         peak = float(e.peak_bytes.max())
