@@ -277,7 +277,6 @@ def parse(hash_: object) -> Parsed:
     return Parsed(reading.state, list(reading.notes))
 
 
-HASH_KEYS = {"compare_show": "show", "sweep_axis": "sweep", "nvlink_dp_pp": "nvlink"}  # state field → its hash key
 CHOICES = ("mode", "schedule", "compare", "model", "gpu", "recompute", "precision", "sp", "tpo", "baseline")
 FORM = {
     **NUMBER_FIELDS,

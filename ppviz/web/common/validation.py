@@ -1,8 +1,8 @@
 """The one validation layer: every value that enters the server (link, control, upload) is read here.
 
-Lenient readers (``in_range``, ``read_lines``) bound a value and add a note for each change, so no
-link breaks a page; strict checks (``check_order``) raise ``InputError`` naming the field, so the
-page shows the message beside that control.
+Lenient readers (``in_range``, ``read_lines``; ``read_form`` for a whole request against a page's form,
+in one call) bound a value and add a note for each change, so no link breaks a page; strict checks
+(``check_order``) raise ``InputError`` naming the field, so the page shows the message beside that control.
 """
 
 from __future__ import annotations
@@ -41,19 +41,6 @@ def in_range(name: str, value: object, low: float, high: float, integer: bool, n
         notes.append(f"{name} {v:g} is outside {low:g}–{high:g}; using {clamped:g}")
         v = clamped
     return int(v) if integer else v
-
-
-def read_numbers(values: dict[str, object], fields: dict, notes: list[str]) -> dict[str, float | int]:
-    """Each of ``values`` (a link's text or a control's number) read and bounded by ``in_range``
-    against its field in ``fields`` (anything with ``low``, ``high`` and ``integer``), in order; an
-    unreadable one is left out. One call for a whole form."""
-    out = {}
-    for name, value in values.items():
-        f = fields[name]
-        v = in_range(name, number(value), f.low, f.high, f.integer, notes)
-        if v is not None:
-            out[name] = v
-    return out
 
 
 def read_hash(hash_: object) -> dict[str, str]:
