@@ -156,10 +156,10 @@ def server_share(schedule: str) -> tuple[float, float]:
     for m in BATCHES + BATCHES[:1]:
         model_render.clear_cache()
         t = time.perf_counter()
-        model_render.render(replace(state, gbs=m))
+        model_render.render(cluster.derive(replace(state, gbs=m)))
         cold.append(time.perf_counter() - t)
     t = time.perf_counter()
-    model_render.render(replace(state, gbs=BATCHES[0]))
+    model_render.render(cluster.derive(replace(state, gbs=BATCHES[0])))
     return statistics.median(cold), time.perf_counter() - t
 
 

@@ -26,12 +26,11 @@ def measure(view: str, link: str) -> dict:
     from ppviz.web.common import cluster
     from ppviz.web.pages.abstract import budget, render
     from ppviz.web.pages.abstract import state as url_state
-    from ppviz.web.pages.model import budget as model_budget
     from ppviz.web.pages.model import render as model_render
 
     if view == "model":
-        state = cluster.parse(link).state
-        units, sync = model_budget.work(state), not model_budget.in_background(state)
+        state = cluster.read(link)
+        units, sync = model_render.work(state), not model_render.in_background(state)
         draw = model_render.render
     else:
         state, _ = url_state.bounded(url_state.parse(link).state)
@@ -106,13 +105,13 @@ def _model_units(name: str, pp: int, microbatches: int) -> int:
     from ppviz import REGISTRY
     from ppviz.schedules.registry import resolve
     from ppviz.web.common import cluster
-    from ppviz.web.pages.model import budget as model_budget
+    from ppviz.web.pages.model import render as model_render
 
     try:
         resolve(REGISTRY[name], pp, microbatches, {})
     except ValueError:
         return 0
-    return model_budget.work(cluster.parse(model_link(name, pp, microbatches)).state)
+    return model_render.work(cluster.read(model_link(name, pp, microbatches)))
 
 
 def _units(name: str, devices: int, microbatches: int, param: str | None = None, value: int | None = None) -> int:

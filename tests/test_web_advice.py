@@ -13,6 +13,7 @@ import app as page_app
 from ppviz.search.advice import advise
 from ppviz.units import duration, gib
 from ppviz.web.common import cluster, url_hash
+from ppviz.web.pages.model import advice as model_advice
 from ppviz.web.pages.model import render as model_render
 from ppviz.web.pages.model.ids import advice_id, card_id
 
@@ -25,6 +26,7 @@ PP2 = cluster.ModelState(pp=2)  # Llama-3 70B, tp 8, pp 2 on H100s: weights and 
 @pytest.fixture
 def page() -> Page:
     model_render.clear_cache()
+    model_advice.clear_cache()
     p = Page.open(SERVER, cluster.MODEL_PATH)
     p.load()
     return p
@@ -50,7 +52,7 @@ def test_a_layout_that_does_not_fit_shows_why_and_three_layouts_that_fit(page):
     assert page.value("advice-model", "style") == {}
     why = page.text("advice-why-model")
     assert why.startswith("weights + gradients + optimizer take") and "ZeRO-1 over dp 1 shards nothing" in why
-    est = model_render.estimate_of(PP2, "1f1b")
+    est = model_render.estimate_of(cluster.derive(PP2), "1f1b")
     expected = advise(est.model, est.gpu, est.layout, est=est)
     texts = [page.text(advice_id("text", i)) for i in range(3)]
     assert [t.split(":")[0] for t in texts] == [", ".join(a.changes) for a in expected.advice]
@@ -95,22 +97,22 @@ def test_advice_is_cached_and_the_view_s_own_answer_does_not_wait_for_it(page):
     started = time.perf_counter()
     answer(page.fire(page.callback(VIEW), [("url-model", "hash")], {("url-model", "hash"): hash_}))
     view_s = time.perf_counter() - started
-    assert not model_render.ADVICE.held  # nothing advised by the view itself
+    assert not model_advice.ADVICE.held  # nothing advised by the view itself
     started = time.perf_counter()
     answer(page.fire(page.callback(ADVICE), [("drawn-model", "data")]))
     first_s = time.perf_counter() - started
-    assert model_render.ADVICE.held == 1
+    assert model_advice.ADVICE.held == 1
     started = time.perf_counter()
     answer(page.fire(page.callback(ADVICE), [("drawn-model", "data")]))
     again_s = time.perf_counter() - started
-    assert model_render.ADVICE.held == 1  # the second answer came from the cache
+    assert model_advice.ADVICE.held == 1  # the second answer came from the cache
     print(f"view {view_s * 1e3:.0f} ms, advice {first_s * 1e3:.0f} ms, advice cached {again_s * 1e3:.0f} ms")
 
 
 def test_each_applied_layout_shows_the_time_and_peak_its_advice_gave(page):
     """The view of an applied layout is the advice's layout: its iteration card and peak are the advice's."""
     state = replace(PP2, pp=4, sp=False, recompute="none", zero=0)  # one change away: SP on, or full recompute
-    est = model_render.estimate_of(state, "1f1b")
+    est = model_render.estimate_of(cluster.derive(state), "1f1b")
     expected = advise(est.model, est.gpu, est.layout, est=est).advice
     assert any(a.layout.schedule != "1f1b" for a in expected)  # a schedule change among them
     for i, a in enumerate(expected):
@@ -118,5 +120,5 @@ def test_each_applied_layout_shows_the_time_and_peak_its_advice_gave(page):
         page.fire(apply_callback(page), [(advice_id("apply", i), "n_clicks")], {(advice_id("apply", i), "n_clicks"): 1})
         answer(page.fire(page.callback(VIEW), [("url-model", "hash")]))
         assert page.text(card_id("value", "iteration")) == duration(a.iteration_s)
-        shown = model_render.estimate_of(cluster.parse(page.value("url-model", "hash")).state, a.layout.schedule)
+        shown = model_render.estimate_of(cluster.read(page.value("url-model", "hash")), a.layout.schedule)
         assert shown.iteration_s == a.iteration_s and float(shown.peak_bytes.max()) == a.peak_bytes

@@ -18,7 +18,6 @@ from ppviz.units import GIB, duration
 from ppviz.web.common import cluster, limits, url_hash
 from ppviz.web.pages.abstract import budget
 from ppviz.web.pages.abstract.state import ViewState
-from ppviz.web.pages.model import budget as model_budget
 from ppviz.web.pages.model import render as model_render
 from ppviz.web.pages.model.ids import bar_id, card_id, cid, msg_id
 from ppviz.web.pages.model.layout import CONTROLS, MESSAGE_NAMES
@@ -390,7 +389,7 @@ def test_the_page_left_leaves_the_next_page_s_hash_alone(page):
 
 def test_a_view_past_the_budget_is_estimated_by_a_background_job(page):
     link = "#model=llama3-8b&tp=1&pp=16&gbs=64&sp=0&schedule=v-auto"
-    assert model_budget.in_background(cluster.parse(link).state)
+    assert model_render.in_background(cluster.read(link))
     out = open_hash(page, link)
     assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
     assert out["job-model"]["data"]["hash"].startswith("#model=llama3-8b")
@@ -462,21 +461,26 @@ def test_the_model_view_prices_a_schedule_as_the_abstract_view_does_devices_squa
     state = cluster.parse(link).state
     abstract = ViewState(schedule="v-auto", devices=56, microbatches=4)
     n = budget.actions(abstract, "v-auto")
-    assert model_budget.work(state) == budget.cost(abstract, "v-auto") + n * limits.ESTIMATE_PER_ACTION
-    assert budget.cost(abstract, "v-auto") > n * limits.factor("v-auto") and model_budget.work(state) > limits.SYNC_WORK
+    assert model_render.work(cluster.derive(state)) == budget.cost(abstract, "v-auto") + n * limits.ESTIMATE_PER_ACTION
+    assert (
+        budget.cost(abstract, "v-auto") > n * limits.factor("v-auto")
+        and model_render.work(cluster.derive(state)) > limits.SYNC_WORK
+    )
     out = open_hash(page, link)
     assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
     for name in ("v-half", "v-zb", "zb-auto", "1f1b"):  # every term, every schedule: the same price
         other = cluster.parse(link.replace("v-auto", name)).state
         n = budget.actions(replace(abstract, schedule=name), name)
-        assert model_budget.work(other) == budget.cost(replace(abstract, schedule=name), name) + 2 * n
+        assert model_render.work(cluster.derive(other)) == budget.cost(replace(abstract, schedule=name), name) + 2 * n
 
 
 def test_a_sweep_of_a_searching_schedule_is_priced_and_estimated_by_a_background_job(page):
     """zb-auto searches: its sweep along m = 4 … 256 at pp 8 is past a request's budget, the charts alone are not."""
     link = DEFAULT + "&mode=compare&compare=zb-auto,1f1b&tp=8&pp=8&gbs=32&show=sweep"
     state = cluster.parse(link).state
-    assert not model_budget.in_background(replace(state, compare_show="charts")) and model_budget.in_background(state)
+    assert not model_render.in_background(
+        cluster.derive(replace(state, compare_show="charts"))
+    ) and model_render.in_background(cluster.derive(state))
     out = open_hash(page, link)
     assert "in the background" in out["gantt-model"]["figure"]["layout"]["annotations"][0]["text"]
     page.run_background(page.callback("job-error-model.children"), [("job-model", "data")])
@@ -591,7 +595,7 @@ def test_the_lines_picker_is_sent_only_when_its_devices_or_state_change(page):
     ],
 )
 def test_a_core_error_lands_under_the_model_control_its_field_names(link, control):
-    view = model_render.render(cluster.parse(link).state)
+    view = model_render.render(cluster.read(link))
     assert view.messages[control][0] == "error"
 
 
@@ -606,7 +610,7 @@ def test_the_compare_table_writes_its_times_in_one_unit(page, link, unit):
     """ms when every iteration is under 10 s, else s: one unit for the column, named in its header."""
     open_hash(page, link)
     state = cluster.parse(link).state
-    times = [model_render.estimate_of(state, name).iteration_s for name in state.compare]
+    times = [model_render.estimate_of(cluster.derive(state), name).iteration_s for name in state.compare]
     assert (max(times) >= 10) == (unit == "s")
     text = page.text("ranking-model")
     assert f"iteration ({unit})" in text and f"bubble ({unit})" in text

@@ -264,7 +264,7 @@ def test_every_server_callback_of_the_model_and_search_views_is_tested():
     tested |= {"list_baselines"}  # tests/test_web_model.py: the baseline picker
     tested |= {"upload_config", "show_plan", "show_command", "download_export"}  # tests/test_web_*_handoff.py
     tested |= {"show_advice", "apply_advice"}  # tests/test_web_advice.py: the advice card and its buttons
-    tested |= {"upload_calibration"}  # tests/test_web_search_calibration.py
+    tested |= {"upload_calibration"}  # both pages': tests/test_web_search_calibration.py, test_web_model_calibration.py
     assert names == tested
 
 

@@ -89,7 +89,7 @@ def test_a_real_profile_sets_the_gpu_and_the_search_ranks_as_the_cli_with_it(pag
         },
     }
     line = text_of(out[MSG]["children"])
-    assert line.startswith(f"calibration jean-zay.json: {V100}; matmul 0.58 (fitted), hbm 0.85,")
+    assert line.startswith(f"calibrated: jean-zay.json, {V100}; matmul 0.58 (fitted), hbm 0.85,")
     assert "residual: mean 0.3%, max 0.3% over 1 run" in line
     searched = press_search(page, {**INPUTS, "gpu": page.value(cid("gpu"), "value")})
     hash_ = searched[URL]["hash"]
@@ -171,7 +171,7 @@ def _bad_files(real: str) -> list[tuple[bytes, str]]:
         (json.dumps({**doc, "residual": {"mean_abs_error": "x"}}).encode(), "mean_abs_error must be a number"),
         (json.dumps([1, 2]).encode(), "expected a JSON object"),
         (b"\xff\xfe\x00", "not UTF-8"),
-        (big.encode(), "larger than 1024 KB"),
+        (big.encode(), f"larger than {profile_upload.MAX_BYTES // 1024} KB"),
         (b"", "empty"),
     ]
 

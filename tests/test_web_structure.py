@@ -8,8 +8,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 import app
 import ppviz.web
 
@@ -141,19 +139,19 @@ def model_move() -> list[str]:
 def test_a_model_page_move_enters_no_more_web_modules_than_today():
     """Measured with ``sys.setprofile`` during the move's callback: 13 modules and 109 entries before the
     pages router (digests in their own module, every number bounded by its own call); 11 and 40 after it,
-    12 and 41 with the check that says why beside a box holding no valid number (``widgets.bad_numbers``)."""
+    12 and 41 with the check that says why beside a box holding no valid number; 5 and 5 since the request
+    is read once (``cluster.read``: one call into validation, everything derived) and drawn once
+    (``render.render``: one call into limits for the prices)."""
     order = model_move()
-    assert order[0] == "pages/model/callbacks.py" and order.count("pages/model/callbacks.py") == 1
-    assert len(set(order)) <= 12 and len(order) <= 41, Counter(order)
+    assert order == [
+        "pages/model/callbacks.py",
+        "common/cluster.py",
+        "common/validation.py",
+        "pages/model/render.py",
+        "common/limits.py",
+    ], Counter(order)
 
 
-NOT_YET = (
-    "render and budget still call back into common/cluster (ModelState's properties, model_of, layout_of) "
-    "and into common/charts, limits, caches and bars: see docs/development.md"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=NOT_YET)
 def test_a_model_page_move_passes_through_at_most_5_web_modules_each_once():
     """Issue #19: control → state → validation → core → render → outputs, at most 5 modules of ppviz/web, each once."""
     counts = Counter(model_move())

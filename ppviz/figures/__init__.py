@@ -27,7 +27,7 @@ from .gantt import (
 )
 from .html import HTML_GANTT_LIMIT, to_html
 from .measured import measured_gantt
-from .memory import band_lines, device_colors, memory, memory_traces
+from .memory import band_lines, device_colors, lines_note, memory, memory_traces
 from .overview import OVERVIEW_BINS, OVERVIEW_CLASSES, occupancy, overview
 from .real_units import BREAKDOWN_COLORS, MEMORY_PARTS, gantt_kwargs, memory_breakdown, memory_kwargs, peaks, tradeoff
 from .style import (
@@ -46,7 +46,7 @@ __all__ = [
     "KIND_LABELS", "LABEL_MIN_PX", "LABEL_PLOT_PX", "OPTIMIZER_COLOR", "OPTIMIZER_LABEL", "OVERVIEW_BINS",
     "OVERVIEW_CLASSES", "PAIR_LABEL", "PAIR_OUTLINE", "SCHEDULE_COLORS", "SWEEP_AXES", "TEXT_LIMIT",
     "TITLE_BAND_PX", "Figure", "band_lines", "compare", "compare_memory", "decode_typed_array", "device_colors",
-    "MEMORY_PARTS", "encode", "gantt", "gantt_height", "gantt_kwargs", "in_window", "measured_gantt", "memory",
-    "memory_breakdown", "memory_kwargs", "memory_traces",
+    "MEMORY_PARTS", "encode", "gantt", "gantt_height", "gantt_kwargs", "in_window", "lines_note", "measured_gantt",
+    "memory", "memory_breakdown", "memory_kwargs", "memory_traces",
     "occupancy", "overview", "peaks", "rects", "shades", "stacked", "sweep", "tradeoff", "to_html", "to_plotly",
 ]  # fmt: skip

@@ -153,6 +153,16 @@ def band_lines(peaks: Sequence[float]) -> list[int]:
     return sorted({int(np.argmax(peaks)), int(np.argmin(peaks))})
 
 
+def lines_note(devices: int, band_over: int, lines: Sequence[int] | None, peaks: Sequence[float]) -> str:
+    """What ``memory`` draws as lines for ``devices`` devices (the words beside a page's lines picker)."""
+    if devices <= band_over:
+        return f"up to {band_over} devices every device is drawn as a line"
+    if not lines:
+        high, low = int(np.argmax(peaks)), int(np.argmin(peaks))
+        return f"automatic: device {high} (highest peak) and device {low} (lowest) over the band"
+    return f"over the min–max band of all {devices} devices"
+
+
 def _checked_lines(lines: Sequence[int], devices: int) -> list[int]:
     """Chosen devices in order, each once; a device that is not there is an error saying which."""
     out = sorted({int(d) for d in lines})

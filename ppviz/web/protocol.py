@@ -21,6 +21,9 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 2 * 2**20  # the largest real request carries an upload of 256 KiB as base64
+# The most an upload on a page may hold: its files travel as base64 (4 bytes for 3) in one request of at most
+# MAX_BODY_BYTES, with room for the rest of the request.
+MAX_UPLOAD_BYTES = MAX_BODY_BYTES * 3 // 4 - 64 * 1024
 MAX_DEPTH = 32  # the page's own requests nest at most 6 deep
 MAX_GROUP = 512  # components in one pattern-matching group (the page's largest has 29), changed props
 _STEP = np.zeros(256, np.int32)  # what each byte does to the nesting depth

@@ -68,6 +68,27 @@ def test_an_uploaded_config_is_the_model_and_a_reload_keeps_it(page):
     assert page.find_element("#kv_heads-model").get_attribute("value") == "8"
 
 
+def test_a_calibration_profile_fills_the_gpu_and_a_file_too_large_is_refused_before_it_travels(page, tmp_path):
+    from ppviz.estimate import profile
+    from ppviz.web.common.profile_upload import MAX_BYTES
+
+    open_model(page, "&model=llama3-8b&gpu=h100-sxm&tp=2&pp=4&gbs=16")
+    page.wait_for_contains_text("#card-iteration-model", "ms", timeout=30)
+    eff = {"matmul_efficiency": 0.58, "hbm_efficiency": 0.85, "nvlink_efficiency": 0.75, "network_efficiency": 0.6}
+    good = tmp_path / "jean-zay.json"
+    profile.Profile("v100-sxm2-32gb", tuple(eff.items()), ("matmul_efficiency",), ({},), 0.004).save(good)
+    page.find_element("#calibration-upload-model input[type=file]").send_keys(str(good))
+    wait_for(lambda: "calibrated: jean-zay.json, v100-sxm2-32gb;" in page.find_element("#calibration-msg-model").text,
+             "the summary")  # fmt: skip
+    wait_for(lambda: page.find_element("#matmul_efficiency-model").get_attribute("value") == "0.58", "the box")
+    wait_for(lambda: "matmul_efficiency=0.58" in page.driver.current_url, "the link carries it")
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (MAX_BYTES + 1))
+    page.find_element("#calibration-upload-model input[type=file]").send_keys(str(big))
+    wait_for(lambda: "larger than" in page.find_element("#calibration-msg-model").text, "the refusal")
+    assert "matmul_efficiency=0.58" in page.driver.current_url  # nothing else changed
+
+
 def test_no_chart_button_sends_a_chart_out(page):
     open_model(page, "&model=llama3-8b&gpu=h100-sxm&tp=2&pp=4&gbs=16")
     page.wait_for_contains_text("#card-iteration-model", "ms", timeout=30)

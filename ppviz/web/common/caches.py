@@ -9,6 +9,12 @@ from collections.abc import Callable, Hashable
 import cachetools
 
 
+def memoized(maxsize: int, function: Callable):
+    """``function`` keeping its last ``maxsize`` answers (keyed by its arguments) in a locked LRU; its
+    ``cache_clear()`` empties it. A call that hits enters no module of ``ppviz.web``: the wrapper is cachetools'."""
+    return cachetools.cached(cachetools.LRUCache(maxsize), lock=threading.Lock())(function)
+
+
 class Cache:
     """A sized least-recently-used cache whose every access holds its lock.
 

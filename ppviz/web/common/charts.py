@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 import ppviz
+from ppviz import figures
 
 # Gantt bars are drawn one per op up to this many ops; past it the chart is a heatmap overview.
 # Measured slider-release-to-chart in headless Chromium (bench/bench_page.py --sweep): bars 1.1 s
@@ -83,13 +82,7 @@ def lines_of(state, run: ppviz.Run) -> list[int] | None:
 
 def lines_reason(state, run: ppviz.Run, peaks) -> tuple[str, str]:
     """What the memory-lines picker does for this run (shown beside it)."""
-    p = run.schedule.devices
-    if p <= MEMORY_LINES:
-        return ("reason", f"up to {MEMORY_LINES} devices every device is drawn as a line")
-    if lines_of(state, run) is None:
-        high, low = int(np.argmax(peaks)), int(np.argmin(peaks))
-        return ("reason", f"automatic: device {high} (highest peak) and device {low} (lowest) over the band")
-    return ("reason", f"over the min–max band of all {p} devices")
+    return ("reason", figures.lines_note(run.schedule.devices, MEMORY_LINES, lines_of(state, run), peaks))
 
 
 def _wrap(text: str, width: int = 90) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
+from urllib.parse import urlencode
 
 import dash
 
@@ -21,8 +22,6 @@ from ppviz.estimate.specs import PRECISIONS, RECOMPUTE
 from ppviz.units import GIB
 
 from . import limits, url_hash, validation
-from .url_hash import read_hash
-from .validation import read_lines
 
 MAX_COMPARE = limits.MAX_COMPARE
 
@@ -228,7 +227,7 @@ MODEL_PATH = "/model"  # the model & cluster page (ppviz.web.shell registers it 
 
 def link(state: ModelState) -> str:
     """The model page's address at ``state`` (the search page opens a row there)."""
-    return dash.get_relative_path(MODEL_PATH) + url_hash.write_hash(encode(state))
+    return dash.get_relative_path(MODEL_PATH) + key_of(state)
 
 
 def encode(state: ModelState) -> dict[str, str]:
@@ -263,7 +262,7 @@ def encode(state: ModelState) -> dict[str, str]:
     if state.nvlink_dp_pp:
         pairs["nvlink"] = f"{state.nvlink_dp_pp[0]},{state.nvlink_dp_pp[1]}"
     for name, value in sorted({**state.model_over, **state.gpu_over}.items()):
-        pairs[name] = validation.num(value)
+        pairs[name] = format(value, ".12g")  # as ``validation.num`` writes them, for values within the fields' ranges
     return pairs
 
 
@@ -273,138 +272,172 @@ class Parsed(NamedTuple):
 
 
 def parse(hash_: object) -> Parsed:
-    """Read the hash into a bounded state, with a note for everything not understood or clamped."""
-    query = read_hash(hash_)
-    raw: dict = {}
-    for key in ("mode", "schedule", "model", "gpu", "recompute", "precision"):
-        if key in query:
-            raw[key] = query[key]
-    if "compare" in query:
-        raw["compare"] = tuple(n for n in query["compare"].split(",") if n)
-    for key in ("sp", "tpo"):
-        if key in query:
-            raw[key] = query[key]
-    if "split" in query:
-        raw["split"] = query["split"]
-    if "lines" in query:
-        raw["lines"] = query["lines"]
-    for key, name in (("baseline", "baseline"), ("show", "compare_show"), ("sweep", "sweep_axis")):
-        if key in query:
-            raw[name] = query[key]
-    for key in PLACEMENT_KEYS:
-        if key in query:
-            raw[key] = query[key]
-    over = {name: query[name] for name in NUMBER_FIELDS if name in query}
-    raw["zero"] = query.get("zero")
-    legacy = _legacy_hbm(query, over)
-    parsed = bounded(raw, over)
-    return Parsed(parsed.state, legacy + parsed.notes)
+    """The bounded state of a link, with a note for everything not understood or clamped."""
+    reading = read(hash_)
+    return Parsed(reading.state, list(reading.notes))
 
 
-def _legacy_hbm(query: dict, over: dict) -> list[str]:
-    """An old link's HBM in GB (10⁹ bytes) as the GiB box's value, with a note saying so."""
-    if LEGACY_GB not in query or "hbm_gib" in over:
-        return []
-    gb = validation.number(query[LEGACY_GB])
-    if isinstance(gb, bool) or not isinstance(gb, (int, float)) or gb != gb:
-        return [f"HBM {validation.show(query[LEGACY_GB])} GB is not a number; using the preset's"]
-    over["hbm_gib"] = float(f"{gb * 1e9 / GIB:.12g}")
-    return [f"HBM {gb:g} GB (10⁹ bytes, an older link) read as {over['hbm_gib']:g} GiB"]
+CHOICES = ("mode", "schedule", "compare", "model", "gpu", "recompute", "precision", "sp", "tpo", "baseline")
+FORM = {
+    **NUMBER_FIELDS,
+    "zero": Field("ZeRO stage", 0, 3),
+    **{key: validation.Text() for key in (*CHOICES, "show", "sweep", "tp_mode")},
+    "lines": validation.Lines(),
+    "split": validation.Counts("layer split", MAX_SPLIT, MODEL_FIELDS["layers"].high),
+    "tp2d": validation.Pair(),
+    "nvlink": validation.Pair(),
+    "summa_blocks": validation.Whole(),
+}
+LEGACY = {"hbm_gib": validation.Alias(LEGACY_GB, 1e9 / GIB)}  # links from before GiB: HBM in GB (10⁹ bytes)
+PRESET_FIELDS = {"model": MODEL_FIELDS, "gpu": GPU_FIELDS}
 
 
-def read_presets(raw: dict, base, notes: list[str]) -> dict:
-    """The model and GPU preset names in ``raw`` that exist; an unknown one gets a note and ``base``'s."""
-    values = {}
+@dataclass(frozen=True)
+class Reading:
+    """A request read once: the bounded state, what was said about it, and every value the view derives
+    from it (computed here once and handed on: the render step asks nothing back)."""
+
+    state: ModelState
+    notes: tuple[str, ...]  # what was not understood or was clamped
+    key: str  # the state as hash text: the page's hash, what it drew last, a job's request
+    shown: tuple[str, ...]  # the schedules on screen
+    reference: str | None  # the compared schedule the deltas are against
+    microbatches: int | None  # gbs / (dp·mbs), None when it does not divide
+    iterations: dict[str, int]  # each shown schedule's iterations (1 for those that take none)
+    lines: tuple[int, ...]  # the chosen memory lines among the pipeline's devices
+    model: specs.Model | None = None  # None with ``error``
+    gpu: specs.Gpu | None = None
+    layouts: dict[str, specs.Layout] = field(default_factory=dict)  # each shown schedule's
+    commands: dict[str, str] = field(default_factory=dict)  # each shown schedule's `ppviz estimate`
+    error: ValueError | None = None  # the model, GPU or a layout cannot be built from these values
+    empty: dict[str, tuple[str, str]] = field(default_factory=dict)  # boxes holding no number: the error beside each
+    controls: dict[str, object] | None = None  # what each control shows, when the page sets them
+
+
+def read(hash_: object, controls: dict | None = None, reset: str | None = None) -> Reading:
+    """The state in the hash (a link opened) or, with ``controls``, the state the controls show (a control
+    moved; what they do not hold taken from the hash; ``reset``, "model" or "gpu", the preset picked, whose
+    fields go back to its values), bounded in one call to ``validation.read_form``, with everything derived."""
+    overlay = None if controls is None else _overlay(controls, reset)
+    boxes = () if controls is None else [n for n in NUMBER_FIELDS if n not in PRESET_FIELDS.get(reset, {})]
+    empty = tuple(n for n in boxes if controls.get(n) is None)
+    form = validation.read_form(hash_, overlay, FORM, empty, LEGACY)
+    state, notes = _state(form)
+    set_controls = controls is None or bool(notes) or reset is not None
+    if form.empty:
+        labels = ", ".join(NUMBER_FIELDS[n].label for n in form.empty)
+        notes.append(f"these results are stale, for the last valid values: enter a valid {labels}")
+    return derive(state, notes, form.empty, set_controls)
+
+
+def _overlay(values: dict, reset: str | None) -> dict:
+    """The controls' values by hash key (None: absent, the default); a key left out is the hash's."""
+    out = {k: values.get(k) for k in ("mode", "schedule", "recompute", "zero", "precision", "baseline")}
+    out |= {"show": values.get("compare_show"), "sweep": values.get("sweep_axis"), "lines": values.get("lines") or ()}
+    compare = values.get("compare")
+    out["compare"] = compare if isinstance(compare, (list, tuple)) else ()
+    out |= {k: values[k] for k in ("sp", "tpo") if isinstance(values.get(k), list)}
+    out |= {k: values[k] for k in ("model", "gpu") if isinstance(values.get(k), str) and values[k]}
+    if values.get("split") is not None:
+        out["split"] = values["split"]
+    skip = PRESET_FIELDS.get(reset, {})
+    out |= {n: None if n in skip else values[n] for n in NUMBER_FIELDS if n in skip or values.get(n) is not None}
+    return out
+
+
+def _state(form: validation.Form) -> tuple[ModelState, list[str]]:
+    """The state of the read values, each checked against its options and the others; notes in the
+    order of the controls."""
+    base, v, shown = ModelState(), form.values, form.shown
+    notes: list[str] = []
+    for text, gb, gib in form.converted.values():
+        notes.append(f"HBM {gb:g} GB (10⁹ bytes, an older link) read as {gib:g} GiB" if gb is not None
+                     else f"HBM {text} GB is not a number; using the preset's")  # fmt: skip
+    values: dict = {}
+    mode = v.get("mode")
+    if mode in ("single", "compare"):
+        values["mode"] = mode
+    elif mode is not None:
+        notes.append(f"mode {shown['mode']} is not single or compare; showing one schedule")
+    schedule = v.get("schedule")
+    if schedule is not None:
+        if isinstance(schedule, str) and schedule in REGISTRY:
+            values["schedule"] = schedule
+        else:
+            notes.append(f"unknown schedule {shown['schedule']}; showing {base.schedule}")
+    compare = v.get("compare")
+    if compare is not None:
+        given = tuple(n for n in compare.split(",") if n) if isinstance(compare, str) else compare
+        names = [n for n in given if isinstance(n, str)] if isinstance(given, (list, tuple)) else []
+        known = list(dict.fromkeys(n for n in names if n in REGISTRY))
+        if len(known) != (len(given) if isinstance(given, (list, tuple)) else 1):
+            notes.append("unknown schedules left out of the comparison")
+        if len(known) > MAX_COMPARE:
+            notes.append(f"compare takes at most {MAX_COMPARE} schedules; kept the first {MAX_COMPARE}")
+        values["compare"] = tuple(known[:MAX_COMPARE])
     for key, names, what in (("model", specs.model_names(), "model"), ("gpu", specs.gpu_names(), "GPU")):
-        note = f"unknown {what} preset {{}}; using {getattr(base, key)}"
-        _take_choice(raw, key, names, values, notes, note)
-    return values
+        _choice(v, shown, key, names, values, notes, f"unknown {what} preset {{}}; using {getattr(base, key)}")
+    note = f"recompute {{}} is not one of {', '.join(RECOMPUTE)}; using {base.recompute}"
+    _choice(v, shown, "recompute", RECOMPUTE, values, notes, note)
+    _choice(v, shown, "precision", PRECISIONS, values, notes, f"precision {{}} is not one of {', '.join(PRECISIONS)}")
+    notes += form.notes.get("zero", [])
+    if "zero" in v:
+        values["zero"] = v["zero"]
+    for key in ("sp", "tpo"):
+        on = v.get(key)
+        if on is not None:
+            values[key] = on in (True, 1, "1", "true", "on") or (isinstance(on, list) and "on" in on)
+    for key in ("split", "lines"):
+        notes += form.notes.get(key, [])
+        if key in v:
+            values[key] = v[key]
+    baseline = v.get("baseline")
+    if baseline is not None:
+        if isinstance(baseline, str) and baseline in values.get("compare", base.compare):
+            values["baseline"] = baseline
+        elif not (isinstance(baseline, str) and (baseline in REGISTRY or baseline == "")):
+            notes.append(f"baseline {shown['baseline']} is not a compared schedule; using the first")
+    for name, key, allowed in (("compare_show", "show", COMPARE_SHOWS), ("sweep_axis", "sweep", SWEEP_AXES)):
+        chosen = v.get(key)
+        if chosen is not None and isinstance(chosen, str) and chosen in allowed:
+            values[name] = chosen
+        elif chosen is not None:
+            notes.append(f"{name.replace('_', ' ')} {shown[key]} is not one of {', '.join(allowed)}")
+    state = replace(base, **values)
+    model_over, gpu_over, layout = {}, {}, {}
+    for name in NUMBER_FIELDS:
+        notes += form.notes.get(name, [])
+        if name not in v:
+            continue
+        if name in LAYOUT_FIELDS:
+            layout[name] = v[name]
+        elif name in MODEL_FIELDS and v[name] != preset_value(state.model, name):
+            model_over[name] = v[name]
+        elif name in GPU_FIELDS and v[name] != preset_value(state.gpu, name):
+            gpu_over[name] = v[name]
+    state = _usable(replace(state, **layout, model_over=model_over, gpu_over=gpu_over), notes)
+    return _placement(state, v, shown, notes), notes
 
 
-def _take_choice(raw: dict, key: str, allowed, values: dict, notes: list[str], note: str) -> None:
-    """``raw[key]`` into ``values`` when it is one of ``allowed``; otherwise ``note`` (its ``{}``
-    the value shown) goes to ``notes``. An absent key changes nothing."""
-    chosen = raw.get(key)
+def _choice(v: dict, shown: dict, key: str, allowed, values: dict, notes: list[str], note: str) -> None:
+    """``v[key]`` into ``values`` when it is one of ``allowed``; otherwise ``note`` (its ``{}`` the value
+    shown) goes to ``notes``. An absent key changes nothing."""
+    chosen = v.get(key)
     if chosen is None:
         return
     if isinstance(chosen, str) and chosen in allowed:
         values[key] = chosen
     else:
-        notes.append(note.format(validation.show(chosen)))
+        notes.append(note.format(shown[key]))
 
 
-def bounded(raw: dict, numbers: dict) -> Parsed:
-    """A state from raw values (strings from a link, anything from a request), every field checked.
-
-    ``numbers`` holds the number boxes' values by name; model and GPU fields equal to the
-    preset's are not overrides.
-    """
-    base = ModelState()
-    notes: list[str] = []
+def read_presets(raw: dict, base, notes: list[str]) -> dict:
+    """The model and GPU preset names in ``raw`` that exist; an unknown one gets a note and ``base``'s."""
     values: dict = {}
-    mode = raw.get("mode")
-    if mode in ("single", "compare"):
-        values["mode"] = mode
-    elif mode is not None:
-        notes.append(f"mode {validation.show(mode)} is not single or compare; showing one schedule")
-    schedule = raw.get("schedule")
-    if schedule is not None:
-        if isinstance(schedule, str) and schedule in REGISTRY:
-            values["schedule"] = schedule
-        else:
-            notes.append(f"unknown schedule {validation.show(schedule)}; showing {base.schedule}")
-    compare = raw.get("compare")
-    if compare is not None:
-        names = [n for n in compare if isinstance(n, str)] if isinstance(compare, (list, tuple)) else []
-        known = list(dict.fromkeys(n for n in names if n in REGISTRY))
-        if len(known) != len(compare if isinstance(compare, (list, tuple)) else [None]):
-            notes.append("unknown schedules left out of the comparison")
-        if len(known) > MAX_COMPARE:
-            notes.append(f"compare takes at most {MAX_COMPARE} schedules; kept the first {MAX_COMPARE}")
-        values["compare"] = tuple(known[:MAX_COMPARE])
-    values.update(read_presets(raw, base, notes))
-    recompute = raw.get("recompute")
-    if recompute is not None:
-        if recompute in RECOMPUTE:
-            values["recompute"] = recompute
-        else:
-            notes.append(
-                f"recompute {validation.show(recompute)} is not one of {', '.join(RECOMPUTE)}; using {base.recompute}"
-            )
-    _take_choice(raw, "precision", PRECISIONS, values, notes, f"precision {{}} is not one of {', '.join(PRECISIONS)}")
-    zero = raw.get("zero")
-    if zero is not None:
-        z = validation.in_range("zero", validation.number(zero), 0, 3, True, notes)
-        values["zero"] = base.zero if z is None else z
-    for key in ("sp", "tpo"):
-        on = raw.get(key)
-        if on is not None:
-            values[key] = on in (True, 1, "1", "true", "on") or (isinstance(on, list) and "on" in on)
-    if "split" in raw:
-        values["split"] = _split(raw["split"], notes)
-    if "lines" in raw:
-        values["lines"] = read_lines(raw["lines"], notes)
-    baseline = raw.get("baseline")
-    if baseline is not None:
-        if isinstance(baseline, str) and baseline in values.get("compare", base.compare):
-            values["baseline"] = baseline
-        elif not (isinstance(baseline, str) and (baseline in REGISTRY or baseline == "")):
-            notes.append(f"baseline {validation.show(baseline)} is not a compared schedule; using the first")
-    for name, allowed in (("compare_show", COMPARE_SHOWS), ("sweep_axis", SWEEP_AXES)):
-        note = f"{name.replace('_', ' ')} {{}} is not one of {', '.join(allowed)}"
-        _take_choice(raw, name, allowed, values, notes, note)
-    state = replace(base, **values)
-    model_over, gpu_over = {}, {}
-    given = {n: v for n, v in numbers.items() if isinstance(n, str) and n in NUMBER_FIELDS and v not in (None, "")}
-    for name, v in validation.read_numbers(given, NUMBER_FIELDS, notes).items():
-        if name in LAYOUT_FIELDS:
-            state = replace(state, **{name: v})
-        elif name in MODEL_FIELDS and v != preset_value(state.model, name):
-            model_over[name] = v
-        elif name in GPU_FIELDS and v != preset_value(state.gpu, name):
-            gpu_over[name] = v
-    state = _usable(replace(state, model_over=model_over, gpu_over=gpu_over), notes)
-    return Parsed(_placement(state, raw, notes), notes)
+    shown = {k: validation.show(raw.get(k)) for k in ("model", "gpu")}
+    for key, names, what in (("model", specs.model_names(), "model"), ("gpu", specs.gpu_names(), "GPU")):
+        _choice(raw, shown, key, names, values, notes, f"unknown {what} preset {{}}; using {getattr(base, key)}")
+    return values
 
 
 def _usable(state: ModelState, notes: list[str]) -> ModelState:
@@ -420,32 +453,23 @@ def _usable(state: ModelState, notes: list[str]) -> ModelState:
     return replace(state, gpu_over=over if keep == preset else {**over, "reserve_gib": keep})
 
 
-def _placement(state: ModelState, raw: dict, notes: list[str]) -> ModelState:
+def _placement(state: ModelState, v: dict, shown: dict, notes: list[str]) -> ModelState:
     """2D tensor parallelism and the NVLink placement a search row set, kept only while they fit the
     layout (a grid whose product is tp; dp and pp ranks that divide dp and pp and fit one domain)."""
-    mode, grid, blocks, nvlink = raw.get("tp_mode"), raw.get("tp2d"), raw.get("summa_blocks"), raw.get("nvlink")
     values: dict = {}
-    if mode == "2d" or grid is not None:
-        pair = _pair(grid)
-        nb = validation.number(blocks) if blocks not in (None, "") else 0
+    if v.get("tp_mode") == "2d" or "tp2d" in v:
+        pair = v.get("tp2d")
+        nb = v.get("summa_blocks", 0)
         if pair is None or pair[0] * pair[1] != state.tp or state.sp or state.cp > 1:
-            notes.append(f"2D tensor parallelism {validation.show(grid)} does not fit tp {state.tp} (with cp 1 and no "
-                         "sequence parallel); showing 1D")  # fmt: skip
-        elif (
-            not isinstance(nb, (int, float))
-            or isinstance(nb, bool)
-            or nb != nb
-            or not float(nb).is_integer()
-            or (nb and (nb % pair[0] or nb % pair[1] or nb > 65_536))
-        ):
-            notes.append(
-                f"SUMMA blocks {validation.show(blocks)} must be a multiple of both grid sides; using their lcm"
-            )
+            notes.append(f"2D tensor parallelism {shown.get('tp2d', 'None')} does not fit tp {state.tp} (with cp 1 "
+                         "and no sequence parallel); showing 1D")  # fmt: skip
+        elif nb is None or (nb and (nb % pair[0] or nb % pair[1] or nb > 65_536)):
+            notes.append(f"SUMMA blocks {shown['summa_blocks']} must be a multiple of both grid sides; using their lcm")
             values |= {"tp_mode": "2d", "tp2d": pair}
         else:
-            values |= {"tp_mode": "2d", "tp2d": pair, "summa_blocks": int(nb)}
-    if nvlink is not None:
-        pair = _pair(nvlink)
+            values |= {"tp_mode": "2d", "tp2d": pair, "summa_blocks": nb}
+    if "nvlink" in v:
+        pair = v["nvlink"]
         domain = gpu_of(state).nvlink_domain
         if (
             pair is None
@@ -454,47 +478,61 @@ def _placement(state: ModelState, raw: dict, notes: list[str]) -> ModelState:
             or (state.ep > 1 and pair[0] % state.ep)
             or (pair[0] * pair[1] > 1 and state.tp * state.cp * pair[0] * pair[1] > domain)
         ):
-            notes.append(f"NVLink placement dp,pp {validation.show(nvlink)} does not fit this layout; using Megatron's "
+            notes.append(f"NVLink placement dp,pp {shown['nvlink']} does not fit this layout; using Megatron's "
                          "rank order")  # fmt: skip
         else:
             values["nvlink_dp_pp"] = pair
     return replace(state, **values)
 
 
-def _pair(value: object) -> tuple[int, int] | None:
-    """Two whole numbers ≥ 1 from "4,2" or a list; None otherwise."""
-    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
-    if items is None or len(items) != 2:
-        return None
-    out = []
-    for item in items:
-        v = validation.number(item.strip() if isinstance(item, str) else item)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not float(v).is_integer():
-            return None
-        if not 1 <= v <= 65_536:
-            return None
-        out.append(int(v))
-    return out[0], out[1]
+def derive(state: ModelState, notes: list[str] = (), empty: dict | None = None, set_controls: bool = False) -> Reading:
+    """The reading of ``state`` (a bounded one): its key and every value the view derives from it."""
+    shown, per = state.shown, state.dp * state.mbs
+    reading = Reading(
+        state,
+        tuple(notes),
+        key_of(state),
+        shown,
+        state.reference,
+        state.gbs // per if state.gbs % per == 0 else None,
+        {name: iterations_of(state, name) for name in shown},
+        tuple(d for d in state.lines if d < state.pp),
+        empty=empty or {},
+        controls=control_values(state) if set_controls else None,
+    )
+    try:
+        model, gpu = model_of(state), gpu_of(state)
+        layouts = {name: layout_of(state, name) for name in shown}
+    except ValueError as e:
+        return replace(reading, error=e)
+    commands = {name: estimate_command(model, gpu, lay) for name, lay in layouts.items()}
+    return replace(reading, model=model, gpu=gpu, layouts=layouts, commands=commands)
 
 
-def _split(value: object, notes: list[str]) -> tuple[int, ...] | None:
-    """An explicit layer split from text ("9,10,10,9") or a list; empty means even."""
-    if value is None or value == "" or value == []:
-        return None
-    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
-    if items is None or len(items) > MAX_SPLIT:
-        notes.append(
-            f"layer split {validation.show(value)} is not a list of up to {MAX_SPLIT} layer counts; splitting evenly"
-        )
-        return None
-    out = []
-    for item in items:
-        v = validation.number(item.strip() if isinstance(item, str) else item)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not float(v).is_integer():
-            notes.append(f"layer split {validation.show(value)} needs whole numbers (e.g. 9,10,10,9); splitting evenly")
-            return None
-        if not 0 <= v <= MODEL_FIELDS["layers"].high:
-            notes.append(f"layer split entry {v:g} is outside 0–{MODEL_FIELDS['layers'].high:g}; splitting evenly")
-            return None
-        out.append(int(v))
-    return tuple(out)
+def key_of(state: ModelState) -> str:
+    """The state as hash text (``url_hash.write_hash`` of ``encode``, written here in one step)."""
+    return "#" + urlencode(encode(state), safe=url_hash.SAFE)
+
+
+def control_values(state: ModelState) -> dict[str, object]:
+    """What each control shows for a state (number boxes: the override, else the preset's value)."""
+    values: dict[str, object] = {
+        "mode": state.mode,
+        "schedule": state.schedule,
+        "compare": list(state.compare),
+        "model": state.model,
+        "gpu": state.gpu,
+        "sp": ["on"] if state.sp else [],
+        "tpo": ["on"] if state.tpo else [],
+        "recompute": state.recompute,
+        "zero": state.zero,
+        "precision": state.precision,
+        "split": ",".join(map(str, state.split)) if state.split else "",
+        "lines": [d for d in state.lines if d < state.pp],  # the picker offers the pipeline's devices
+        "baseline": state.reference,
+        "compare_show": state.compare_show,
+        "sweep_axis": state.sweep_axis,
+    }
+    for name in NUMBER_FIELDS:
+        values[name] = state.field_value(name)
+    return values

@@ -79,6 +79,11 @@ def price(name: str, devices: int, microbatches: int, n_actions: int, estimated:
     return units + SEARCH_PER_FAMILY.get(name, 0) * devices * min(microbatches, devices)
 
 
+def prices(items: list[tuple[str, int, int, int]], estimated: bool = False) -> list[int]:
+    """``price`` of each (name, devices, microbatches, actions): a view's schedules priced in one call."""
+    return [price(*item, estimated=estimated) for item in items]
+
+
 # A sweep computes at most this much (about 6 s here), its cheapest points first; past it, the CLI.
 SWEEP_WORK = BACKGROUND_WORK // 4
 

@@ -9,13 +9,14 @@ import json
 
 from ppviz.errors import InputError
 from ppviz.estimate import profile, specs
+from ppviz.web.protocol import MAX_UPLOAD_BYTES
 
 from .validation import uploaded_text
 
 FIELD = "calibration"  # the upload's message box, and the field of its errors
-# A request carries at most protocol.MAX_BODY_BYTES (2 MiB): a file travels as base64 (4/3 of its size),
-# so the page takes profiles up to 1 MiB (a fitted profile is a few KB); the CLI takes MAX_PROFILE_BYTES.
-MAX_BYTES = min(profile.MAX_PROFILE_BYTES, 1 << 20)
+# What one request can carry (protocol.MAX_UPLOAD_BYTES, about 1.4 MiB; a fitted profile is a few KB); the CLI
+# reads up to profile.MAX_PROFILE_BYTES.
+MAX_BYTES = min(profile.MAX_PROFILE_BYTES, MAX_UPLOAD_BYTES)
 EFFICIENCY_RANGE = (0.01, 1.0)  # what the page's efficiency fields take (the model page's boxes too)
 FILE = ("a calibration profile (.json, from ppviz calibrate)", "profile")
 
@@ -43,7 +44,8 @@ def read(contents: object, filename: object) -> profile.Profile:
 
 
 def line(prof: profile.Profile, filename: str) -> str:
-    """One line naming the file, its GPU, its efficiencies (the fitted ones marked) and its residual."""
+    """One line naming the file, its GPU, its efficiencies (the fitted ones marked) and its residual, the
+    same on every page: "calibrated: jean-zay.json, v100-sxm2-32gb; matmul 0.58 (fitted), …; residual: …"."""
     effs = ", ".join(
         f"{key.removesuffix('_efficiency')} {value:.3g}{' (fitted)' if key in prof.fitted else ''}"
         for key, value in prof.efficiencies
@@ -52,4 +54,4 @@ def line(prof: profile.Profile, filename: str) -> str:
     residual = (
         f"residual: mean {prof.mean_abs_error:.1%}, max {prof.max_abs_error:.1%} over {runs} run{'s' * (runs != 1)}"
     )
-    return f"calibration {filename}: {prof.gpu}; {effs}; {residual}"
+    return f"calibrated: {filename}, {prof.gpu}; {effs}; {residual}"

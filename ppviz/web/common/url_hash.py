@@ -1,4 +1,5 @@
-"""The URL hash as key/value pairs: each page keeps its whole state there.
+"""The URL hash as key/value pairs: each page keeps its whole state there (``validation.read_hash`` reads
+it back, as every value entering the server).
 
 Dash's pages router draws a page again on a change of path or query string, never of the hash, so
 a page writes its state to the hash without being drawn again. Each page owns the whole hash of
@@ -7,22 +8,15 @@ its path (``/#…``, ``/model#…``, ``/search#…``); no page reads another's.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 import dash
 
-from .limits import MAX_SEARCH_CHARS
-
-
-def read_hash(hash_: object) -> dict[str, str]:
-    """The hash's key/value pairs (any input type; junk gives {})."""
-    if not isinstance(hash_, str) or len(hash_) > MAX_SEARCH_CHARS:
-        return {}
-    return dict(parse_qsl(hash_.lstrip("#"), keep_blank_values=True))
+SAFE = ",:"  # left as they are in a hash's values ("compare=1f1b,zb-h1"); read back by ``validation.read_hash``
 
 
 def write_hash(pairs: dict[str, str]) -> str:
-    return "#" + urlencode(pairs, safe=",:") if pairs else ""
+    return "#" + urlencode(pairs, safe=SAFE) if pairs else ""
 
 
 def elsewhere(pathname: object, path: str) -> bool:

@@ -1,8 +1,8 @@
 """The one validation layer: every value that enters the server (link, control, upload) is read here.
 
-Lenient readers (``in_range``, ``read_lines``) bound a value and add a note for each change, so no
-link breaks a page; strict checks (``check_order``) raise ``InputError`` naming the field, so the
-page shows the message beside that control.
+Lenient readers (``in_range``, ``read_lines``; ``read_form`` for a whole request against a page's form,
+in one call) bound a value and add a note for each change, so no link breaks a page; strict checks
+(``check_order``) raise ``InputError`` naming the field, so the page shows the message beside that control.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import base64
 import binascii
 import math
 import re
+from typing import NamedTuple
+from urllib.parse import parse_qsl
 
 from ppviz.errors import InputError
 from ppviz.ir import torch_lines
 
-from .limits import MAX_MICROBATCHES, MAX_ORDER_BYTES, MAX_ORDER_RANKS
+from .limits import MAX_MICROBATCHES, MAX_ORDER_BYTES, MAX_ORDER_RANKS, MAX_SEARCH_CHARS
 
 MAX_LINES = 8  # devices drawn as lines over the memory band (more could not be told apart)
 MAX_DEVICE_ID = 1023  # a chosen device past the view's devices is not drawn; past this it is junk
@@ -41,17 +43,152 @@ def in_range(name: str, value: object, low: float, high: float, integer: bool, n
     return int(v) if integer else v
 
 
-def read_numbers(values: dict[str, object], fields: dict, notes: list[str]) -> dict[str, float | int]:
-    """Each of ``values`` (a link's text or a control's number) read and bounded by ``in_range``
-    against its field in ``fields`` (anything with ``low``, ``high`` and ``integer``), in order; an
-    unreadable one is left out. One call for a whole form."""
+def read_hash(hash_: object) -> dict[str, str]:
+    """A URL hash's key/value pairs (any input type; junk, or text past MAX_SEARCH_CHARS, gives {})."""
+    if not isinstance(hash_, str) or len(hash_) > MAX_SEARCH_CHARS:
+        return {}
+    return dict(parse_qsl(hash_.lstrip("#"), keep_blank_values=True))
+
+
+def bad_numbers(values: dict, fields: dict, then: str = "the results use the last valid value") -> dict:
+    """The error beside each number box of ``fields`` that holds no number (the browser sends an empty
+    box, or one outside its min–max, as no value), ending with ``then``: {name: ("error", text)}."""
     out = {}
-    for name, value in values.items():
-        f = fields[name]
-        v = in_range(name, number(value), f.low, f.high, f.integer, notes)
-        if v is not None:
-            out[name] = v
+    for name, f in fields.items():
+        if values.get(name) is None:
+            whole = "a whole number" if f.integer else "a number"
+            text = f"{f.label}: enter {whole} in {f.low:,g}–{f.high:,g}; {then}"
+            out[name] = ("error", text)
     return out
+
+
+class Lines(NamedTuple):
+    """A form entry read by ``read_lines``: devices drawn as lines."""
+
+
+class Counts(NamedTuple):
+    """A form entry holding up to ``most`` whole numbers in 0–``high`` ("9,10,10,9" or a list); ``label``
+    names it in notes. Empty reads as None."""
+
+    label: str
+    most: int
+    high: float
+
+
+class Pair(NamedTuple):
+    """A form entry holding two whole numbers in 1–65,536 ("4,2" or a list); None when it is not one
+    (the caller says why, as only it knows what the pair must fit)."""
+
+
+class Whole(NamedTuple):
+    """A form entry holding a whole number; None when it is not one (the caller says why)."""
+
+
+class Text(NamedTuple):
+    """A form entry passed on as it came (a choice its page checks against its options)."""
+
+
+class Alias(NamedTuple):
+    """An older link's key for a number field, and the factor to the field's unit."""
+
+    key: str
+    factor: float
+
+
+class Form(NamedTuple):
+    values: dict[str, object]  # every entry given, read; numbers bounded (an unreadable number is left out)
+    notes: dict[str, list[str]]  # per entry, what was not understood or was clamped
+    shown: dict[str, str]  # each given entry as it came, short (``show``), for the caller's own notes
+    empty: dict[str, tuple[str, str]]  # number boxes holding no number: the error beside each
+    converted: dict[str, tuple]  # fields read from an older key: (its text, its number or None, the field's value)
+
+
+def read_form(
+    hash_: object,
+    overlay: dict | None,
+    form: dict[str, object],
+    empty: tuple[str, ...] = (),
+    aliases: dict[str, Alias] | None = None,
+) -> Form:
+    """One request read in one call: the hash's pairs with ``overlay`` over them (the controls' values: a
+    key there wins, None meaning absent), each entry read by its reader in ``form`` (a number field,
+    ``Lines``, ``Counts``, ``Pair``, ``Whole`` or ``Text``); ``empty`` names the number boxes that hold no number."""
+    pairs = read_hash(hash_)
+    raw = {k: v for k, v in pairs.items() if k in form}
+    converted = {}
+    for name, alias in (aliases or {}).items():
+        if name not in raw and alias.key in pairs and name not in (overlay or {}):
+            v = finite(number(pairs[alias.key]))
+            converted[name] = (show(pairs[alias.key]), v, None if v is None else float(f"{v * alias.factor:.12g}"))
+            if v is not None:
+                raw[name] = converted[name][2]
+    for key, value in (overlay or {}).items():
+        if key not in form:
+            continue
+        if value is None:
+            raw.pop(key, None)
+        else:
+            raw[key] = value
+    values: dict[str, object] = {}
+    notes: dict[str, list[str]] = {}
+    for key, value in raw.items():
+        reader, said = form[key], notes.setdefault(key, [])
+        if isinstance(reader, Lines):
+            values[key] = read_lines(value, said)
+        elif isinstance(reader, Counts):
+            values[key] = _counts(value, reader, said)
+        elif isinstance(reader, Pair):
+            values[key] = _pair(value)
+        elif isinstance(reader, Whole) and value not in (None, ""):
+            v = finite(number(value))
+            values[key] = int(v) if v is not None and v.is_integer() else None
+        elif isinstance(reader, Text):
+            values[key] = value
+        elif not isinstance(reader, Whole) and value not in (None, ""):
+            v = in_range(key, number(value), reader.low, reader.high, reader.integer, said)
+            if v is not None:
+                values[key] = v
+    boxes = {n: form[n] for n in empty if n in form}
+    shown = {k: show(v) for k, v in raw.items()}
+    return Form(values, notes, shown, bad_numbers(dict.fromkeys(boxes), boxes), converted)
+
+
+def _counts(value: object, reader: Counts, notes: list[str]) -> tuple[int, ...] | None:
+    """Up to ``reader.most`` whole numbers in 0–``reader.high`` from text ("9,10,10,9") or a list; empty is None."""
+    if value is None or value == "" or value == []:
+        return None
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
+    what = reader.label
+    if items is None or len(items) > reader.most:
+        notes.append(f"{what} {show(value)} is not a list of up to {reader.most} layer counts; splitting evenly")
+        return None
+    out = []
+    for item in items:
+        v = number(item.strip() if isinstance(item, str) else item)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not float(v).is_integer():
+            notes.append(f"{what} {show(value)} needs whole numbers (e.g. 9,10,10,9); splitting evenly")
+            return None
+        if not 0 <= v <= reader.high:
+            notes.append(f"{what} entry {v:g} is outside 0–{reader.high:g}; splitting evenly")
+            return None
+        out.append(int(v))
+    return tuple(out)
+
+
+def _pair(value: object) -> tuple[int, int] | None:
+    """Two whole numbers ≥ 1 from "4,2" or a list; None otherwise."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None
+    if items is None or len(items) != 2:
+        return None
+    out = []
+    for item in items:
+        v = number(item.strip() if isinstance(item, str) else item)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not float(v).is_integer():
+            return None
+        if not 1 <= v <= 65_536:
+            return None
+        out.append(int(v))
+    return out[0], out[1]
 
 
 def show(value: object) -> str:

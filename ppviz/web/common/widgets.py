@@ -59,18 +59,6 @@ def row(
     return html.Div(children, className="control", **({"id": row_id} if row_id else {}))
 
 
-def bad_numbers(values: dict, fields: dict, then: str = "the results use the last valid value") -> dict:
-    """The error beside each number box of ``fields`` that holds no number (the browser sends an empty
-    box, or one outside its min–max, as no value), ending with ``then``: {name: ("error", text)}."""
-    out = {}
-    for name, f in fields.items():
-        if values.get(name) is None:
-            whole = "a whole number" if f.integer else "a number"
-            text = f"{f.label}: enter {whole} in {f.low:,g}–{f.high:,g}; {then}"
-            out[name] = ("error", text)
-    return out
-
-
 COMMAND_STYLE = {"whiteSpace": "pre-wrap", "overflowWrap": "anywhere", "fontSize": "12px"}
 
 

@@ -16,7 +16,7 @@ from ppviz import REGISTRY
 from ppviz.errors import InputError
 
 from ...common import validation
-from ...common.url_hash import read_hash
+from ...common.validation import read_hash
 
 NAMINGS = ("auto", "torch", "torch-old")  # an order CSV's action naming, as `ppviz measured --naming`
 MAX_ITERATION = 1_000_000_000

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterator
 
 from ppviz.errors import InputError
-from ppviz.web.protocol import MAX_BODY_BYTES
+from ppviz.web.protocol import MAX_UPLOAD_BYTES
 
 from ...common import jobs
 from ...common.limits import MAX_DEVICES
@@ -31,7 +31,6 @@ from ...common.limits import MAX_DEVICES
 # Every file of one upload travels in one request, base64 (4/3 of the bytes), under the server's body
 # cap: what is left of it for the files. A file's decompressed size is then capped by its reader
 # (``ppviz.measured.files``: an order CSV or a log 5 MB, a trace streamed).
-MAX_UPLOAD_BYTES = MAX_BODY_BYTES * 3 // 4 - 64 * 1024
 # What the files hold once gunzipped, in all: a request reads them (ijson, in C) in a few seconds at most.
 MAX_READ_BYTES = 64 * 2**20
 MAX_FILES = MAX_DEVICES  # one trace per rank

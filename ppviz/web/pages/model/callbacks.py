@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import hashlib
 import time
+from typing import NamedTuple
 
 from dash import Input, Output, State, callback, ctx, html, no_update
 
+from ppviz.figures import BREAKDOWN_COLORS as COLORS  # the palette of the real-units charts
+
 from ...common import charts, cluster, jobs, url_hash, widgets
 from ...common.cluster import MAX_COMPARE
-from . import handoff_callbacks, render  # noqa: F401  (handoff_callbacks: registers its callbacks)
+from . import advice, handoff_callbacks, render  # noqa: F401  (handoff_callbacks: registers its callbacks)
 from .ids import PATH, URL, advice_id, bar_id, card_id, cid, msg_id
-from .layout import CONTROLS, GPU_FIELDS, MESSAGE_NAMES, MODEL_FIELDS, RANKING_COLUMNS, control_values
-from .render import CARD_LABELS, ModelView
-from .state import key_of, moved, opened, read
+from .layout import CONTROLS, MESSAGE_NAMES, RANKING_COLUMNS
+from .render import CARD_LABELS, MS, ModelView
 
 MODEL, GPU = cid("model"), cid("gpu")  # the preset pickers (a move names its trigger by id)
 
@@ -91,7 +93,7 @@ def view_parts(view: ModelView) -> dict[str, tuple[object, object]]:
         over = detail.startswith("device") and "does not fit" in detail
         parts |= {f"value {key}": (value, _same), f"detail {key}": (detail, _same)}
         parts[f"class {key}"] = ("msg-error" if over else None, _same)
-    rows = view.breakdown.rows if view.breakdown is not None else []
+    rows = bar_rows(view.breakdown or {}, scale=MS, unit="ms")
     parts["breakdown"] = (not rows, _style)
     for i in ROWS:
         row = rows[i] if i < len(rows) else None
@@ -99,7 +101,7 @@ def view_parts(view: ModelView) -> dict[str, tuple[object, object]]:
         if row is not None:  # a hidden row keeps its last content
             parts |= {f"label {i}": (row.label, _same), f"bar {i}": (row.style, _same)}
             parts |= {f"title {i}": (row.title, _same), f"text {i}": (row.text, _same)}
-    parts["legend"] = (view.breakdown.legend if view.breakdown is not None else [], _legend)
+    parts["legend"] = (bar_legend(view.breakdown or {}), _legend)
     return parts
 
 
@@ -176,33 +178,29 @@ def _cell(column: str, value: object, unit: str) -> str:
 )
 def update_model_view(hash_, values, pathname, drawn, sent):
     """URL hash → controls when the hash changed (a link, back/forward, a search row opened);
-    controls → hash otherwise. Draws only what changed."""
+    controls → hash otherwise. Draws only what changed. The request is read once (``cluster.read``:
+    bounded, everything derived) and drawn once (``render.render``)."""
     trigger = ctx.triggered_id
-    bad: dict = {}
     if trigger in (None, URL):
         if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
             return _unchanged()
-        state, notes, key, _ = opened(hash_)
-        if key == drawn:
+        reading = cluster.read(hash_)
+        if reading.key == drawn:
             return _unchanged()
-        controls = control_values(state)
-        new_hash = no_update
+        controls, new_hash = reading.controls, no_update
     else:
-        state, notes, key, reference = moved(hash_, values, trigger)
-        new_hash = key if key != hash_ else no_update
         preset = trigger in (MODEL, GPU)
-        controls = control_values(state) if notes or preset else None
+        reading = cluster.read(hash_, values, "model" if trigger == MODEL else "gpu" if preset else None)
+        new_hash = reading.key if reading.key != hash_ else no_update
+        controls = reading.controls
         if controls is not None and not preset:
             controls = {k: v for k, v in controls.items() if k != "compare"}
-        if values.get("baseline") != reference:  # the baseline left the comparison: the first is used
-            controls = {**(controls or {}), "baseline": reference}
-        reset = MODEL_FIELDS if trigger == MODEL else GPU_FIELDS if trigger == GPU else {}
-        bad = widgets.bad_numbers(values, {n: f for n, f in cluster.NUMBER_FIELDS.items() if n not in reset})
-        if bad:  # boxes holding no valid number keep what they show; the results are the last valid values
-            controls = {k: v for k, v in (controls or {}).items() if k not in bad}
-            labels = ", ".join(cluster.NUMBER_FIELDS[n].label for n in bad)
-            notes = [*notes, f"these results are stale, for the last valid values: enter a valid {labels}"]
-    view = render.render(state)
+        if values.get("baseline") != reading.reference:  # the baseline left the comparison: the first is used
+            controls = {**(controls or {}), "baseline": reading.reference}
+        if reading.empty:  # boxes holding no valid number keep what they show; the results are the last valid values
+            controls = {k: v for k, v in (controls or {}).items() if k not in reading.empty}
+    state, notes, key = reading.state, list(reading.notes), reading.key
+    view = render.render(reading)
     job = {"hash": key, "at": time.time()}
     compare = state.mode == "compare"
     drawn_parts = view_parts(view)
@@ -217,7 +215,7 @@ def update_model_view(hash_, values, pathname, drawn, sent):
         "lines-options": (state.pp, widgets.device_options),
         "lines-disabled": (state.pp <= charts.MEMORY_LINES or compare, _same),
     }
-    small |= {f"msg {n}": (bad.get(n) or view.messages.get(n), widgets.message) for n in MESSAGE_NAMES}
+    small |= {f"msg {n}": (reading.empty.get(n) or view.messages.get(n), widgets.message) for n in MESSAGE_NAMES}
     out, shown = unsent(small, sent)
     if view.drawn_as == "queued":  # a job draws these next: what they show then is not known here
         shown = {k: v for k, v in shown.items() if k not in drawn_parts}
@@ -270,14 +268,14 @@ def _hidden(hide: bool) -> dict:
 def estimate_in_background(set_progress, request):
     """Estimate a view past the synchronous budget (searching schedules at big sizes) in a background job."""
     hash_ = request.get("hash") if isinstance(request, dict) else None
-    state = read(hash_).state
-    names = " and ".join(state.shown)
+    reading = cluster.read(hash_)
+    names = " and ".join(reading.shown)
     try:
         jobs.watch(on_wait=lambda text: set_progress((0, f"{names}: {text}")))
         set_progress((1, f"{names}: building the schedule and simulating…"))
-        view = render.render(state, background=True)
+        view = render.render(reading, background=True)
     except jobs.STOPPED as e:
-        cli = cluster.cli_command(state, state.shown[0]) if state.shown else "ppviz estimate"
+        cli = next(iter(reading.commands.values()), "ppviz estimate")
         text = f"{names}: {jobs.why(e)}; or use the CLI: {cli}"
         view = render.ModelView(charts.message_figure(text), None, None, [], [])
         return {"view": drawn_outputs(view), "error": widgets.message(("error", text))}
@@ -299,8 +297,8 @@ def list_baselines(compare):
         "card": Output("advice-model", "style"),
         "why": Output("advice-why-model", "children"),
         "none": Output("advice-none-model", "children"),
-        "rows": [Output(advice_id("row", i), "style") for i in range(render.ADVICE_ROWS)],
-        "texts": [Output(advice_id("text", i), "children") for i in range(render.ADVICE_ROWS)],
+        "rows": [Output(advice_id("row", i), "style") for i in range(advice.ADVICE_ROWS)],
+        "texts": [Output(advice_id("text", i), "children") for i in range(advice.ADVICE_ROWS)],
         "targets": Output("advice-targets-model", "data"),
     },
     inputs={"drawn": Input("drawn-model", "data")},
@@ -309,8 +307,8 @@ def list_baselines(compare):
 def show_advice(drawn):
     """After a view is drawn: when its layout does not fit, why, and the nearest layouts that do (a separate
     callback, so that the view's own answer never waits for the search)."""
-    card = render.advice_card(read(drawn).state) if isinstance(drawn, str) else None
-    n = render.ADVICE_ROWS
+    card = advice.advice_card(cluster.read(drawn)) if isinstance(drawn, str) else None
+    n = advice.ADVICE_ROWS
     if card is None:
         return {"card": HIDDEN, "why": None, "none": None, "rows": [HIDDEN] * n, "texts": [None] * n, "targets": []}
     rows = list(card.rows)
@@ -321,28 +319,73 @@ def show_advice(drawn):
         "none": none,
         "rows": [{} if i < len(rows) else HIDDEN for i in range(n)],
         "texts": [rows[i][0] if i < len(rows) else None for i in range(n)],
-        "targets": [key_of(target) for _, target in rows],
+        "targets": [cluster.key_of(target) for _, target in rows],
     }
 
 
 @callback(
     Output(URL, "hash", allow_duplicate=True),
-    inputs={"clicks": [Input(advice_id("apply", i), "n_clicks") for i in range(render.ADVICE_ROWS)]},
+    inputs={"clicks": [Input(advice_id("apply", i), "n_clicks") for i in range(advice.ADVICE_ROWS)]},
     state={"targets": State("advice-targets-model", "data")},
     prevent_initial_call=True,
 )
 def apply_advice(clicks, targets):
     """An advice row's button opens its layout: the hash, and so the controls and the view."""
     trigger = ctx.triggered_id
-    row = next((i for i in range(render.ADVICE_ROWS) if trigger == advice_id("apply", i)), None)
+    row = next((i for i in range(advice.ADVICE_ROWS) if trigger == advice_id("apply", i)), None)
     if row is None or not clicks[row] or not isinstance(targets, list) or row >= len(targets):
         return no_update
     target = targets[row]
     if not isinstance(target, str):
         return no_update
-    return key_of(read(target).state)  # read bounds it as any link
+    return cluster.read(target).key  # read bounds it as any link
 
 
 def drawn_outputs(view: render.ModelView) -> dict:
     """Every output of a view (a job's answer: what the page shows before it is not known)."""
     return view_values(view, unsent(view_parts(view), None)[0])
+
+
+def bar_rows(parts: dict[str, dict[str, float]], *, scale: float = 1.0, unit: str = "") -> list[Row]:
+    """The iteration breakdown as small stacked bars in plain HTML (a Plotly chart cost the browser about
+    30 ms a redraw for a handful of numbers): one row per label of ``parts`` ({label: {part: seconds}},
+    every row the same parts), a div whose background is the stacked parts (a CSS gradient) and whose
+    width is its total against the longest row's, in ``unit`` after ``scale``."""
+    u = f" {unit}" if unit else ""
+    totals = {label: sum(p.values()) * scale for label, p in parts.items()}
+    longest = max(totals.values(), default=0.0)
+    out = []
+    for label, p in parts.items():
+        total = totals[label]
+        stops, shown, lines, at = [], [], [f"{label}: {total:,.1f}{u} on the busiest device"], 0.0
+        for i, (key, seconds) in enumerate(p.items()):
+            value = seconds * scale
+            share = value / total if total > 0 else 0.0
+            color = COLORS[i % len(COLORS)]
+            stops.append(f"{color} {100 * at:.3f}% {100 * (at + share):.3f}%")
+            at += share
+            lines.append(f"{part_name(key)}: {value:,.1f}{u} ({share:.1%})")
+            if value > 0:
+                shown.append(f"{part_name(key)} {value:,.1f}{u}")
+        width = 100 * total / longest if longest > 0 else 0.0
+        style = {"width": f"{width:.2f}%", "background": f"linear-gradient(to right, {', '.join(stops)})"}
+        out.append(Row(label, style, "\n".join(lines), " · ".join(shown) + f" = {total:,.1f}{u}"))
+    return out
+
+
+class Row(NamedTuple):
+    label: str  # the schedule
+    style: dict  # the bar's width and its parts as gradient stops
+    title: str  # hover: every part in the unit, with its share
+    text: str  # the parts shown beside the bar (those above zero) and the total
+
+
+def part_name(key: str) -> str:
+    """ "tp_comm_s" → "tp comm" (the estimate's breakdown keys are seconds)."""
+    return key.removesuffix("_s").replace("_", " ")
+
+
+def bar_legend(parts: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
+    """(name, color) of each part, in the order of the bars."""
+    keys = list(next(iter(parts.values()))) if parts else []
+    return [(part_name(k), COLORS[i % len(COLORS)]) for i, k in enumerate(keys)]

@@ -16,7 +16,7 @@ from ppviz.units import GIB
 
 from ...common import cluster
 from ...common.cluster import ModelState
-from . import budget, render
+from . import render
 
 MS = 1e3
 # (header, value of an Estimate): the unit in every header that has one
@@ -49,13 +49,16 @@ FORMATS = ("csv", "json", "megatron", "torchtitan")
 def estimates(state: ModelState) -> list:
     """The estimates on screen (cached); a view the page estimates in the background is refused
     with the command that gives the same numbers."""
-    budget.check(state)
-    if budget.in_background(state):
+    reading = cluster.derive(state)
+    if reading.error is not None:
+        raise reading.error
+    render.check(reading)
+    if render.in_background(reading):
         raise ValueError(
             "this view is estimated in the background: export it with the CLI: "
-            f"{cluster.cli_command(state, state.shown[0])} --json"
+            f"{reading.commands[reading.shown[0]]} --json"
         )
-    return [render.estimate_of(state, name) for name in state.shown]
+    return [render.estimate_of(reading, name) for name in reading.shown]
 
 
 def commands(state: ModelState) -> str:

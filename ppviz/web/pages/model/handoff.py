@@ -1,6 +1,6 @@
-"""The model page's hand-off controls: the config.json upload, the training plan card, and the exports
-(CSV, JSON, the ``ppviz`` command, Megatron-LM and torchtitan launch settings). Layout only; their
-callbacks are ``handoff_callbacks``."""
+"""The model page's hand-off controls: the config.json and calibration profile uploads, the training plan
+card, and the exports (CSV, JSON, the ``ppviz`` command, Megatron-LM and torchtitan launch settings).
+Layout only; their callbacks are ``handoff_callbacks``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,28 @@ PLAN_FIELDS = {  # id name -> (label, placeholder, help)
     "tokens": ("token budget", "e.g. 1e12", "tokens to train on, e.g. 15e12 for 15 trillion"),
     "price": ("price per GPU-hour (optional)", "e.g. 2.5", "in any currency: the cost is in the same one"),
 }
+
+
+def calibration_row(limit: int) -> html.Div:
+    """A drop zone for a calibration profile (``ppviz calibrate -o FILE``, up to ``limit`` bytes), and the
+    box its errors and its summary go to."""
+    zone = dcc.Upload(
+        html.Div(["drop or ", html.A("choose"), " a calibration profile (.json)"]),
+        id="calibration-upload-model",
+        # No max_size or accept: the browser would drop such files silently. The page refuses a file past the
+        # limit with a message before it travels; the server checks the rest.
+        max_size=-1,
+        className="upload",
+    )
+    return widgets.row(
+        "Calibration profile (.json)",
+        zone,
+        for_id="calibration-upload-model",
+        help_text=f"written by `ppviz calibrate -o FILE` (up to {limit / 1e6:.1f} MB): its GPU preset and its four "
+        "efficiencies fill the boxes below",
+        show_help=True,
+        message_id="calibration-msg-model",
+    )
 
 
 def upload_row() -> html.Div:

@@ -1,18 +1,18 @@
-"""Callbacks of the model page's hand-off controls (``handoff``): the upload writes the link, the plan
-card and the command follow the link, and each export button downloads what is on screen."""
+"""Callbacks of the model page's hand-off controls (``handoff``): the uploads write the link, the plan
+card and the command follow the link, and each export button downloads what is on screen. Apart from
+the view's own callback: an upload only writes the hash, which that callback then reads and draws."""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, callback, ctx, html, no_update
+from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
 from ppviz.errors import InputError
 from ppviz.estimate import planning
 
-from ...common import url_hash, widgets
-from . import exports, render, upload
+from ...common import cluster, profile_upload, url_hash, widgets
+from . import calibration, exports, render, upload
 from .handoff import EXPORT_BUTTONS
 from .ids import PATH, URL
-from .state import key_of, read
 
 
 @callback(
@@ -27,14 +27,59 @@ def upload_config(contents, filename, hash_):
     name = filename if isinstance(filename, str) and filename else "config.json"
     try:
         config = upload.read(contents, name)
-        state, notes = upload.state_with(read(hash_).state, config, name)
+        state, notes = upload.state_with(cluster.read(hash_).state, config, name)
     except InputError as e:
         field = f" ({e.field})" if e.field and e.field != upload.FIELD else ""
         return {"hash": no_update, "message": widgets.message(("error", f"{e}{field}"))}
     except (TypeError, ValueError) as e:  # a field of a type no config has (a string for a width, …)
         text = f"{name} is not a config.json ppviz reads: {e}"
         return {"hash": no_update, "message": widgets.message(("error", text))}
-    return {"hash": key_of(state), "message": widgets.notes(notes)}
+    return {"hash": cluster.key_of(state), "message": widgets.notes(notes)}
+
+
+# A profile past the page's limit is refused here, before it travels (a request carries at most
+# protocol.MAX_BODY_BYTES); one within it goes to the store, which the server reads.
+clientside_callback(
+    """function(contents, filename) {
+        var limit = LIMIT, noUpdate = window.dash_clientside.no_update;
+        if (!contents) { return [noUpdate, noUpdate]; }
+        var data = contents.slice(contents.indexOf(",") + 1);
+        var bytes = Math.floor((data.length * 3) / 4) - (data.length - data.replace(/=+$/, "").length);
+        if (bytes > limit) {
+            var text = (filename || "the file") + " is " + bytes.toLocaleString("en-US") + " bytes, larger than the " +
+                (limit / 1e6).toFixed(1) + " MB the page takes: use the CLI: ppviz estimate --calibration FILE";
+            return [noUpdate, {type: "Span", namespace: "dash_html_components",
+                               props: {children: text, className: "msg-error", role: "alert"}}];
+        }
+        return [{contents: contents, filename: filename || "", at: Date.now()}, null];
+    }""".replace("LIMIT", str(profile_upload.MAX_BYTES)),
+    Output("calibration-store-model", "data"),
+    Output("calibration-msg-model", "children", allow_duplicate=True),
+    Input("calibration-upload-model", "contents"),
+    State("calibration-upload-model", "filename"),
+    prevent_initial_call=True,
+)
+
+
+@callback(
+    output={"hash": Output(URL, "hash", allow_duplicate=True), "message": Output("calibration-msg-model", "children")},
+    inputs={"upload": Input("calibration-store-model", "data")},
+    state={"hash_": State(URL, "hash")},
+    prevent_initial_call=True,
+)
+def upload_calibration(upload, hash_):
+    """A calibration profile selects its GPU preset and fills the four efficiency boxes: written into the
+    link, so the view redraws from it (as ``ppviz estimate --calibration FILE``) and a reload keeps it. A file
+    that is not a profile gets a message and changes nothing."""
+    upload = upload if isinstance(upload, dict) else {}
+    filename = upload.get("filename")
+    name = filename if isinstance(filename, str) and filename else "the upload"
+    try:
+        prof = profile_upload.read(upload.get("contents"), name)
+    except InputError as e:
+        return {"hash": no_update, "message": widgets.message(("error", str(e)))}
+    reading = cluster.read(cluster.key_of(calibration.state_with(cluster.read(hash_).state, prof)))
+    return {"hash": reading.key, "message": widgets.message(("reason", profile_upload.line(prof, name)))}
 
 
 @callback(
@@ -58,11 +103,11 @@ def show_plan(tokens, price, hash_, pathname):
     if tokens is None:
         text = "enter a token budget, a number > 0 (e.g. 1e12), for the days, GPU-hours and cost it takes"
         return {"card": html.Div(text, className="help"), "tokens": None, "price": None}
-    state = read(hash_).state
+    state = cluster.read(hash_).state
     schedule = exports.launch_schedule(state)
     try:
         exports.estimates(state)
-        est = render.estimate_of(state, schedule)
+        est = render.estimate_of(cluster.derive(state), schedule)
     except ValueError as e:  # the view itself has an error: it is shown beside its control
         return {"card": html.Div(f"no plan: {e}", className="help"), "tokens": None, "price": None}
     try:
@@ -98,7 +143,7 @@ def show_command(hash_, shown, pathname):
     """The ``ppviz estimate`` command of each schedule on screen, for the copy button."""
     if url_hash.elsewhere(pathname, PATH):
         return no_update
-    text = exports.commands(read(hash_).state)
+    text = exports.commands(cluster.read(hash_).state)
     return no_update if text == shown else text
 
 
@@ -114,6 +159,6 @@ def download_export(clicks, hash_):
     if what is None:
         return {"data": no_update, "message": no_update}
     try:
-        return {"data": exports.download(read(hash_).state, what), "message": None}
+        return {"data": exports.download(cluster.read(hash_).state, what), "message": None}
     except ValueError as e:
         return {"data": no_update, "message": widgets.message(("error", str(e)))}

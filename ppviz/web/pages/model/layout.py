@@ -8,13 +8,23 @@ from ppviz import REGISTRY
 from ppviz.estimate import specs
 from ppviz.estimate.specs import PRECISIONS, RECOMPUTE
 
-from ...common import charts, widgets
+from ...common import charts, profile_upload, widgets
 from ...common.charts import GRAPH_CONFIG
-from ...common.cluster import GPU_FIELDS, LAYOUT_FIELDS, MAX_COMPARE, MODEL_FIELDS, NUMBER_FIELDS, ZERO, ModelState
+from ...common.cluster import (
+    GPU_FIELDS,
+    LAYOUT_FIELDS,
+    MAX_COMPARE,
+    MODEL_FIELDS,
+    NUMBER_FIELDS,
+    ZERO,
+    ModelState,
+    control_values,
+)
 from ...common.widgets import device_options
-from .handoff import export_section, plan_section, upload_row
+from .advice import ADVICE_ROWS
+from .handoff import calibration_row, export_section, plan_section, upload_row
 from .ids import URL, advice_id, bar_id, card_id, cid, msg_id
-from .render import ADVICE_ROWS, CARD_LABELS
+from .render import CARD_LABELS
 
 CONTROLS = ("mode", "schedule", "compare", "model", "gpu", *NUMBER_FIELDS, "sp", "recompute", "zero", "precision")
 CONTROLS += ("split", "lines")
@@ -31,30 +41,6 @@ RANKING_COLUMNS = ("rank", "schedule", "iteration", "tokens/s", "MFU", "bubble",
 RANKING_COLUMNS += ("vs baseline",)
 
 
-def control_values(state: ModelState) -> dict[str, object]:
-    """What each control shows for a state (number boxes: the override, else the preset's value)."""
-    values: dict[str, object] = {
-        "mode": state.mode,
-        "schedule": state.schedule,
-        "compare": list(state.compare),
-        "model": state.model,
-        "gpu": state.gpu,
-        "sp": ["on"] if state.sp else [],
-        "tpo": ["on"] if state.tpo else [],
-        "recompute": state.recompute,
-        "zero": state.zero,
-        "precision": state.precision,
-        "split": ",".join(map(str, state.split)) if state.split else "",
-        "lines": [d for d in state.lines if d < state.pp],  # the picker offers the pipeline's devices
-        "baseline": state.reference,
-        "compare_show": state.compare_show,
-        "sweep_axis": state.sweep_axis,
-    }
-    for name in NUMBER_FIELDS:
-        values[name] = state.field_value(name)
-    return values
-
-
 def model_view() -> html.Div:
     state = ModelState()
     values = control_values(state)
@@ -64,6 +50,7 @@ def model_view() -> html.Div:
             dcc.Store(id="drawn-model"),
             dcc.Store(id="sent-model"),  # digests of the small outputs on screen (see model_callbacks)
             dcc.Store(id="job-model"),
+            dcc.Store(id="calibration-store-model"),  # an upload within the page's limit (see handoff_callbacks)
             html.Aside(_panel(values), className="panel"),
             html.Section(_charts(), className="views"),
         ],
@@ -222,7 +209,15 @@ def _panel(values: dict) -> list:
             [html.H3("model"), model, upload_row(), *[_number(n, values[n]) for n in MODEL_FIELDS]],
             className="group",
         ),
-        html.Section([html.H3("GPU"), gpu, *[_number(n, values[n]) for n in GPU_FIELDS]], className="group"),
+        html.Section(
+            [
+                html.H3("GPU"),
+                gpu,
+                calibration_row(profile_upload.MAX_BYTES),
+                *[_number(n, values[n]) for n in GPU_FIELDS],
+            ],
+            className="group",
+        ),
         html.Section(
             [
                 html.H3("parallel layout"),

@@ -2,8 +2,14 @@
 
 Plain functions, no Dash. The page holds no cost logic: every number comes from the Estimate
 (iteration time, tokens/s, MFU, per-device static and activation bytes, the fit, the breakdowns);
-this module only picks units (ms on time axes, GiB = 2³⁰ bytes for memory, as nvidia-smi counts)
-and says which control an estimate error is about.
+this module only picks units (ms on time axes, GiB = 2³⁰ bytes for memory, as nvidia-smi counts),
+says which control an estimate error is about, and prices the view's work (``limits.price``, the one
+price of every page, with the estimate's extra per action) before anything is built.
+
+It is given a ``cluster.Reading``, the request read once with everything derived from it (model,
+GPU, each schedule's layout and command, microbatches, iterations): a move enters no other module of
+``ppviz/web`` but ``common.limits`` (once, for the prices), and the estimates come from a cachetools
+LRU around ``ppviz.estimate`` itself.
 """
 
 from __future__ import annotations
@@ -14,12 +20,12 @@ from dataclasses import dataclass, field, replace
 import ppviz
 from ppviz import REGISTRY, figures, units
 from ppviz import sweep as sweeps
-from ppviz.search.advice import advise
+from ppviz.errors import InputError
 from ppviz.units import GIB
 
-from ...common import caches, charts, cluster
-from ...common.cluster import ModelState
-from . import bars, budget, ids
+from ...common import caches, charts, cluster, limits
+from ...common.cluster import ITERATED, MAX_COMPARE, Reading
+from . import ids
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +45,7 @@ CARD_LABELS = {
 class ModelView:
     gantt: object  # one schedule: its Gantt with its memory chart under it, in one figure; comparing: each's
     memory: object | None  # each device's memory by part (one schedule) or peak per schedule; None hides it
-    breakdown: bars.Bars | None  # a stacked bar in ms per schedule
+    breakdown: dict[str, dict[str, float]] | None  # per schedule, its iteration's parts in seconds (the bars)
     cards: list[tuple[str, str, str, str]]  # (key, label, value, detail); detail kind "error" when over capacity
     ranking: list[dict]
     messages: dict[str, tuple[str, str]] = field(default_factory=dict)  # control -> (kind, text)
@@ -47,26 +53,18 @@ class ModelView:
     estimates: list = field(default_factory=list)
 
 
-ESTIMATES = caches.Cache(CACHE_SIZE)
+ESTIMATE = caches.memoized(CACHE_SIZE, ppviz.estimate)  # keyed by (model, GPU, layout)
 
 
-def estimate_of(state: ModelState, schedule: str) -> ppviz.Estimate:
+def estimate_of(reading: Reading, schedule: str) -> ppviz.Estimate:
     """``ppviz.estimate`` of one schedule of the view, remembering the last few (keyed by their inputs)."""
-    key = (cluster.model_of(state), cluster.gpu_of(state), cluster.layout_of(state, schedule))
-    hit = ESTIMATES.get(key)
-    if hit is None:
-        hit = ppviz.estimate(*key)
-        ESTIMATES.put(key, hit)
-    return hit
+    return ESTIMATE(reading.model, reading.gpu, reading.layouts[schedule])
 
 
 def clear_cache() -> None:
-    ESTIMATES.clear()
-    ADVICE.clear()
+    ESTIMATE.cache_clear()
 
 
-ADVICE = caches.Cache(CACHE_SIZE)  # advice is a few dozen small searches: kept like the estimates
-ADVICE_ROWS = 3
 ADVICE_PX = 120  # the advice card's height at 1280 px: the Gantt gives it up, to keep the time axis in view
 GANTT_MIN_PX = 160
 # the model page's controls (model, GPU with its reserve and efficiencies, layout, upload) stand taller than the
@@ -74,101 +72,155 @@ GANTT_MIN_PX = 160
 GANTT_MAX_PX = charts.GANTT_MAX_PX - 20
 
 
-@dataclass(frozen=True)
-class AdviceCard:
-    """Why the view's layout does not fit, and the nearest that do: (what changed and their figures, the
-    state that shows it)."""
-
-    why: str
-    rows: tuple[tuple[str, ModelState], ...]
+# --- the view's work ---------------------------------------------------------------------------
 
 
-def advice_card(state: ModelState) -> AdviceCard | None:
-    """``ppviz.search.advice.advise`` of the view's schedule when it does not fit (one schedule on screen),
-    among the layouts the page draws at once; None when it fits or cannot be estimated."""
-    if state.mode != "single" or not drawable(state):  # a background job's view: not estimated here
-        return None
-    try:
-        est = estimate_of(state, state.schedule)
-    except ValueError:
-        return None
-    if est.fits:
-        return None
-    key = (est.model, est.gpu, est.layout)
-    advised = ADVICE.get(key)
-    if advised is None:
-        advised = advise(est.model, est.gpu, est.layout, count=ADVICE_ROWS, est=est,
-                         accept=lambda lay: drawable(state_of(state, lay)))  # fmt: skip
-        ADVICE.put(key, advised)
-    rows = tuple((_advice_text(a), state_of(state, a.layout)) for a in advised.advice)
-    return AdviceCard(advised.why, rows)
+def actions(reading: Reading, name: str) -> int:
+    spec = REGISTRY.get(name)
+    m, state = reading.microbatches, reading.state
+    if spec is None or m is None:
+        return 0
+    chunks = state.vpp if spec.param("chunks") is not None else (spec.chunks or 1)
+    k = reading.iterations.get(name, 1)
+    return state.pp * m * k * chunks * (3 if spec.split_backward else 2)
 
 
-def _advice_text(a) -> str:
-    return (
-        f"{', '.join(a.changes)}: {units.duration(a.iteration_s)}, MFU {a.mfu:.1%}, peak "
-        f"{units.gib(a.peak_bytes)} of {units.gib(a.usable_bytes)} usable"
-    )
+def costs(reading: Reading) -> dict[str, int]:
+    """The price of each schedule of the view: ``limits.price``, as the abstract view's, estimated."""
+    m = reading.microbatches or 0
+    items = [(name, reading.state.pp, m, actions(reading, name)) for name in reading.shown]
+    return dict(zip(reading.shown, limits.prices(items, estimated=True), strict=True))
 
 
-def state_of(state: ModelState, lay) -> ModelState:
-    """The view at another layout of the same model and GPU (one schedule)."""
-    takes_chunks = REGISTRY[lay.schedule].param("chunks") is not None
-    return replace(
-        state, mode="single", schedule=lay.schedule, tp=lay.tp, pp=lay.pp, dp=lay.dp, cp=lay.cp, ep=lay.ep,
-        vpp=lay.vpp if takes_chunks else state.vpp, mbs=lay.mbs, gbs=lay.gbs, sp=lay.sequence_parallel,
-        recompute=lay.recompute, zero=lay.zero, split=lay.layer_split, tp_mode=lay.tp_mode, tp2d=lay.tp2d,
-        summa_blocks=lay.summa_blocks, nvlink_dp_pp=lay.nvlink_dp_pp,
-    )  # fmt: skip
+def refusal(reading: Reading, priced: dict[str, int]) -> InputError | None:
+    """Why the page does not compute this view, saying what to change (cheap: nothing is built); None if it does."""
+    state, m = reading.state, reading.microbatches
+    first = reading.shown[0] if reading.shown else state.schedule
+    if m is not None and m > limits.MAX_MICROBATCHES:
+        return InputError(
+            f"gbs {state.gbs} / (dp·mbs = {state.dp}·{state.mbs}) gives {m:,} microbatches; the page draws at most "
+            f"{limits.MAX_MICROBATCHES}: raise mbs or dp, or lower gbs, or use the CLI: {_command(reading, first)}",
+            field="gbs",
+        )
+    for name in reading.shown:
+        k = reading.iterations.get(name, 1)
+        if m is not None and k > 1 and m * k > limits.MAX_MICROBATCHES:
+            return InputError(
+                f"iterations {k} × {m} microbatches make {m * k:,} in the run; the page draws at most "
+                f"{limits.MAX_MICROBATCHES}: lower iterations or gbs, or use the CLI: {_command(reading, name)}",
+                field="iterations",
+            )
+        if priced[name] > limits.BACKGROUND_WORK:
+            return InputError(
+                f"{name} at pp {state.pp} × {m} microbatches is about {priced[name]:,} work units, past what the page "
+                f"computes ({limits.BACKGROUND_WORK:,}): lower pp or the microbatches, or use the CLI: "
+                f"{_command(reading, name)}",
+                field="pp",
+            )
+    return None
 
 
-def drawable(state: ModelState) -> bool:
+def check(reading: Reading) -> None:
+    """Raise the view's ``refusal``, if any."""
+    error = refusal(reading, costs(reading))
+    if error is not None:
+        raise error
+
+
+def work(reading: Reading) -> int:
+    """The price of the view: its schedules, and their sweep when it is on screen."""
+    return sum(costs(reading).values()) + sweep_plan(reading)[1]
+
+
+def in_background(reading: Reading) -> bool:
+    return work(reading) > limits.SYNC_WORK
+
+
+def drawable(reading: Reading) -> bool:
     """The page draws this view at once (within its bounds, no background job)."""
-    try:
-        budget.check(state)
-    except ValueError:
+    priced = costs(reading)
+    if reading.error is not None or refusal(reading, priced) is not None:
         return False
-    return not budget.in_background(state)
+    return sum(priced.values()) + sweep_plan(reading)[1] <= limits.SYNC_WORK
 
 
-def render(state: ModelState, background: bool = False) -> ModelView:
+def _command(reading: Reading, name: str) -> str:
+    return reading.commands.get(name) or "ppviz estimate"
+
+
+MAX_VPP = int(cluster.LAYOUT_FIELDS["vpp"].high)
+
+
+def sweep_values(reading: Reading) -> list[int]:
+    """Powers of two around the view's own m, vpp or pp, within the page's bounds."""
+    state = reading.state
+    if state.sweep_axis == "m":
+        return sweeps.values_around(min(reading.microbatches or 1, limits.MAX_MICROBATCHES), 1, limits.MAX_MICROBATCHES)
+    if state.sweep_axis == "p":
+        return sweeps.values_around(state.pp, 1, limits.MAX_DEVICES)
+    return sweeps.values_around(state.vpp, 1, MAX_VPP)
+
+
+def at_value(reading: Reading, value: int) -> Reading:
+    """The view with the sweep's axis at ``value`` (m sets the global batch to m·dp·mbs)."""
+    state = reading.state
+    name = {"m": "gbs", "v": "vpp", "p": "pp"}[state.sweep_axis]
+    return cluster.derive(replace(state, **{name: value * state.dp * state.mbs if state.sweep_axis == "m" else value}))
+
+
+def sweep_plan(reading: Reading) -> tuple[set[tuple[str, int]], int]:
+    """The sweep's points the page estimates, cheapest first within ``limits.SWEEP_WORK`` (the view's
+    own value is free: it is estimated anyway), and their price; the rest are gaps naming the CLI."""
+    state = reading.state
+    if state.mode != "compare" or state.compare_show != "sweep":
+        return set(), 0
+    own = {"m": reading.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
+    priced = []
+    for v in sweep_values(reading):
+        point = None if v == own else costs(at_value(reading, v))
+        priced += [(0 if point is None else point[n], n, v) for n in state.compare]
+    return limits.cheapest_within(priced, limits.SWEEP_WORK)
+
+
+# --- the view ------------------------------------------------------------------------------------
+
+
+def render(reading: Reading, background: bool = False) -> ModelView:
     """Estimate the schedules on screen and build the view; past the synchronous budget, "queued"
     (a background job draws it) unless ``background``."""
-    names = state.shown
+    state, names = reading.state, reading.shown
     if not names:
-        text = f"pick 2–{cluster.MAX_COMPARE} schedules to compare"
-        return _failed(state, text, {"compare": ("error", text)})
-    try:
-        budget.check(state)
-    except ValueError as e:
-        return _failed(state, str(e), {control_for(e, state): ("error", str(e))})
-    if not background and budget.in_background(state):
-        text = (
-            f"Estimating {' and '.join(names)} at pp {state.pp} × {state.microbatches} microbatches in the background…"
-        )
-        fig = charts.message_figure(text)
-        return ModelView(fig, None, None, [], [], {}, "queued")
+        text = f"pick 2–{MAX_COMPARE} schedules to compare"
+        return _failed(text, {"compare": ("error", text)})
+    priced = costs(reading)
+    error = reading.error or refusal(reading, priced)
+    if error is not None:
+        return _failed(str(error), {control_for(error, state.mode): ("error", str(error))})
+    if not background and sum(priced.values()) + sweep_plan(reading)[1] > limits.SYNC_WORK:
+        at = f"pp {state.pp} × {reading.microbatches} microbatches"
+        text = f"Estimating {' and '.join(names)} at {at} in the background…"
+        return ModelView(charts.message_figure(text), None, None, [], [], {}, "queued")
     estimates = []
     for name in names:
         try:
-            estimates.append(estimate_of(state, name))
+            estimates.append(estimate_of(reading, name))
         except ValueError as e:
             text = f"{name}: {e}" if len(names) > 1 else str(e)
-            return _failed(state, text, {control_for(e, state): ("error", text)})
+            return _failed(text, {control_for(e, state.mode): ("error", text)})
         except Exception as e:  # a bug, not a bad input: say so on the page, never a 500
             log.exception("estimating %s failed", name)
             text = f"ppviz failed on these settings ({type(e).__name__}: {e}); please report it"
-            return _failed(state, text, {"schedule": ("error", text)})
-    notes = _iteration_notes(state)
-    breakdown = bars.breakdown({_title(e): e.breakdown for e in estimates}, scale=MS, unit="ms")
+            return _failed(text, {"schedule": ("error", text)})
+    notes = _iteration_notes(reading)
+    breakdown = {_title(e): e.breakdown for e in estimates}
     if state.mode == "compare":
         capacity = max(e.capacity_bytes for e in estimates) / GIB
         usable = max(e.usable_bytes for e in estimates) / GIB
         peaks = {_title(e): e.peak_bytes / GIB for e in estimates}
         memory = figures.encode(figures.peaks(peaks, capacity=capacity, usable=usable, unit="GiB"))
-        table = ranking(estimates, state.reference)
+        table = ranking(estimates, reading.reference)
         if state.compare_show == "sweep":
-            return ModelView(sweep_figure(state), memory, breakdown, [], table, notes, "sweep", estimates)
+            return ModelView(sweep_figure(reading), memory, breakdown, [], table, notes, "sweep", estimates)
         fig = figures.compare_memory(
             [e.run for e in estimates],
             titles=[_title(e) for e in estimates],
@@ -179,19 +231,21 @@ def render(state: ModelState, background: bool = False) -> ModelView:
         )
         return ModelView(figures.encode(fig), memory, breakdown, [], table, notes, "bars", estimates)
     est = estimates[0]
-    gantt, drawn_as = gantt_figure(est, room=ADVICE_PX if not est.fits and drawable(state) else 0)
-    both = figures.encode(figures.stacked(gantt, memory_figure(est, charts.lines_of(state, est.run))))
-    notes = {**notes, "lines": charts.lines_reason(state, est.run, est.peak_bytes)}
+    gantt, drawn_as = gantt_figure(est, room=ADVICE_PX if not est.fits and not background else 0)
+    lines = list(reading.lines) or None
+    both = figures.encode(figures.stacked(gantt, memory_figure(est, lines)))
+    note = figures.lines_note(state.pp, charts.MEMORY_LINES, lines, est.peak_bytes)
+    notes = {**notes, "lines": ("reason", note)}
     parts = figures.encode(figures.memory_breakdown(est))
     return ModelView(both, parts, breakdown, cards(est), [], notes, drawn_as, estimates)
 
 
-def _iteration_notes(state: ModelState) -> dict[str, tuple[str, str]]:
+def _iteration_notes(reading: Reading) -> dict[str, tuple[str, str]]:
     """Beside the iterations box: which schedules on screen run one iteration whatever it says."""
-    single = [n for n in state.shown if not cluster.takes_iterations(n)]
-    if state.iterations == 1 or not single:
+    single = [n for n in reading.shown if reading.iterations[n] == 1]
+    if reading.state.iterations == 1 or not single:
         return {}
-    text = f"{', '.join(single)} run{'s' if len(single) == 1 else ''} one iteration: only {cluster.ITERATED} take more"
+    text = f"{', '.join(single)} run{'s' if len(single) == 1 else ''} one iteration: only {ITERATED} take more"
     return {"iterations": ("reason", text)}
 
 
@@ -300,7 +354,7 @@ def ranking(estimates: list, baseline: str | None = None) -> list[dict]:
     """Compare mode's table: the same model, GPU and layout under each schedule, fastest first, each
     with its change against the ``baseline`` schedule (default: the first): "−12.0% iteration, +3.10 GiB peak"."""
     base = next((e for e in estimates if e.layout.schedule == baseline), estimates[0] if estimates else None)
-    scale, unit = units.time_unit(e.iteration_s for e in estimates)  # one unit for the table's times
+    scale, unit = units.time_unit([e.iteration_s for e in estimates])  # one unit for the table's times
     rows = []
     for e in estimates:
         peak = float(e.peak_bytes.max())
@@ -339,10 +393,11 @@ SWEEP_METRICS = [
 ]
 
 
-def sweep_rows(state: ModelState) -> list[dict]:
+def sweep_rows(reading: Reading) -> list[dict]:
     """``ppviz.sweep_estimate`` of the compared schedules along the view's axis (m, vpp or pp), the
     rest of the layout as set; points past the page's work limit are gaps that say so."""
-    allowed, _ = budget.sweep_plan(state)
+    state = reading.state
+    allowed, _ = sweep_plan(reading)
 
     def guard(name: str, lay) -> str | None:
         axis = state.sweep_axis
@@ -355,34 +410,34 @@ def sweep_rows(state: ModelState) -> list[dict]:
     return sweeps.sweep_estimate(
         list(state.compare),
         state.sweep_axis,
-        budget.sweep_values(state),
-        model=cluster.model_of(state),
-        gpu=cluster.gpu_of(state),
-        layout=cluster.layout_of(state, state.compare[0]),
+        sweep_values(reading),
+        model=reading.model,
+        gpu=reading.gpu,
+        layout=reading.layouts[state.compare[0]],
         layout_for=lambda name, lay: cluster.layout_of(replace(state, pp=lay.pp, vpp=lay.vpp, gbs=lay.gbs), name),
         guard=guard,
     )
 
 
-def sweep_figure(state: ModelState) -> dict:
+def sweep_figure(reading: Reading) -> dict:
     """The sweep chart in real units: iteration and bubble in ms, peak memory in GiB with the usable HBM line."""
-    rows = sweep_rows(state)
-    current = {"m": state.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
-    capacity = ("peak_bytes", cluster.gpu_of(state).usable_bytes / GIB)
+    state = reading.state
+    rows = sweep_rows(reading)
+    current = {"m": reading.microbatches, "v": state.vpp, "p": state.pp}[state.sweep_axis]
+    capacity = ("peak_bytes", reading.gpu.usable_bytes / GIB)
     title = f"the compared schedules along {figures.SWEEP_AXES[state.sweep_axis]} ({state.model} on {state.gpu})"
     sweep = figures.sweep(rows, state.sweep_axis, SWEEP_METRICS, current=current, capacity=capacity, title=title)
     return figures.encode(sweep)
 
 
-# Words of the estimate's messages and the control each one is about (the earliest mention wins).
-def control_for(error: Exception, state: ModelState) -> str:
+def control_for(error: Exception, mode: str) -> str:
     """The control an error belongs to, by the field it names (``InputError.field``, see ``ids.FIELD_CONTROLS``);
     the schedule picker (compare's in compare mode) for the rest."""
     name = getattr(error, "field", None)
-    return ids.FIELD_CONTROLS.get(name, "schedule" if state.mode == "single" else "compare")
+    return ids.FIELD_CONTROLS.get(name, "schedule" if mode == "single" else "compare")
 
 
-def _failed(state: ModelState, text: str, messages: dict) -> ModelView:
+def _failed(text: str, messages: dict) -> ModelView:
     fig = charts.message_figure(f"Nothing to draw. {text}")
     return ModelView(fig, None, None, [], [], messages, "none")
 
@@ -390,7 +445,3 @@ def _failed(state: ModelState, text: str, messages: dict) -> ModelView:
 def _title(est) -> str:
     lay = est.layout
     return lay.schedule + (f" (vpp {lay.vpp})" if lay.vpp > 1 else "")
-
-
-def with_schedule(state: ModelState, name: str) -> ModelState:
-    return replace(state, mode="single", schedule=name)

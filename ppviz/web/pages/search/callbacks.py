@@ -11,7 +11,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, html,
 
 from ppviz.errors import InputError
 
-from ...common import charts, cluster, jobs, profile_upload, url_hash, widgets
+from ...common import charts, cluster, jobs, profile_upload, url_hash, validation, widgets
 from . import exports, render
 from . import state as search_state
 from .ids import PATH, URL, cid
@@ -51,7 +51,7 @@ def update_search(hash_, clicks, values, stored, pathname, ran):
     }
     cleared = {name: None for name in search_state.FIELDS}
     if ctx.triggered_id == "run-search":
-        bad = widgets.bad_numbers(values, search_state.FIELDS, "the search waits for it")
+        bad = validation.bad_numbers(values, search_state.FIELDS, "the search waits for it")
         if bad:  # a box holds no number in its range: say so beside it, and search nothing
             stale = "the results below are from the last search: enter valid values to search again"
             shown = {**cleared, **{n: widgets.message(m) for n, m in bad.items()}}

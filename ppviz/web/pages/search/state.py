@@ -16,7 +16,7 @@ from ppviz.estimate import profile, specs
 
 from ...common import commands, profile_upload, validation
 from ...common.cluster import Field, ModelState, read_presets
-from ...common.url_hash import read_hash
+from ...common.validation import read_hash
 
 # none named: every schedule of the registry, as `ppviz search` (``ppviz.estimate.defaults.SEARCHED``)
 DEFAULT_SCHEDULES: tuple[str, ...] = ()
