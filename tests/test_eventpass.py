@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ import ppviz
 from ppviz import Costs, DeadlockError, ScheduleError, eventpass, eventpass_reference
 from ppviz.simulator import simulate
 
+ROOT = Path(__file__).resolve().parents[1]
 NAMES = sorted(ppviz.REGISTRY)
 
 
@@ -145,18 +148,19 @@ def test_shuffled_orders_run_or_deadlock_alike(sched, costs):
     assert outcomes[0] == outcomes[1]
 
 
-def test_without_numba_the_reference_runs_after_one_warning(monkeypatch):
+def test_without_numba_the_reference_runs_after_one_warning():
     compiled = _compiled()
-    monkeypatch.setattr(eventpass, "_kernel", None)
-    monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
-    with pytest.warns(RuntimeWarning, match="compiled event pass is unavailable.*pure-Python"):
-        run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, p2p=0.25)
-    assert eventpass._kernel is eventpass_reference.run
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        again = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, p2p=0.25)
-    assert not eventpass.warm()
-    monkeypatch.setattr(eventpass, "_kernel", compiled)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(eventpass, "_kernel", None)
+        mp.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
+        with pytest.warns(RuntimeWarning, match="compiled event pass is unavailable.*pure-Python"):
+            run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, p2p=0.25)
+        assert eventpass._kernel is eventpass_reference.run
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            again = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, p2p=0.25)
+        assert not eventpass.warm()
+    assert eventpass._kernel is compiled
     assert _same_bits(run.result.start, ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, p2p=0.25).result.start)
     assert _same_bits(again.result.end, run.result.end)
 
@@ -178,3 +182,43 @@ def test_importing_ppviz_does_not_import_numba():
         "ppviz.simulate('1f1b', 2, 2); assert 'numba' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- loaded before the first request and in every background job ----------------------------
+
+LOADED = (
+    "from ppviz import eventpass, eventpass_reference; "
+    "assert eventpass._kernel not in (None, eventpass_reference.run), eventpass._kernel"
+)
+
+
+def test_the_page_loads_the_compiled_pass_before_any_request():
+    subprocess.run([sys.executable, "-c", "import app; " + LOADED], check=True, cwd=ROOT)
+
+
+def record_pass(path: str) -> None:
+    """A job body: writes whether the compiled pass was loaded before the job ran anything."""
+    from ppviz import eventpass_reference
+
+    with open(path, "w") as f:
+        f.write(str(eventpass._kernel not in (None, eventpass_reference.run)))
+
+
+def test_a_background_job_starts_with_the_compiled_pass_loaded(tmp_path, monkeypatch):
+    import app  # noqa: F401  (the page's job manager, as in tests/test_web_jobs.py)
+    from ppviz.web.common import job_runner, job_table
+
+    monkeypatch.setenv(job_table.ENV_DIR, str(tmp_path / "jobs"))
+    job_table.private_dir()
+    limits = job_table.Limits(
+        run_s=20, queue_s=20, abandoned_s=600, memory_bytes=2**30, running=2, queued=8, per_client=2
+    )
+    out = tmp_path / "loaded.txt"
+    pid = job_runner.start(record_pass, (str(out),), "a", limits)
+    try:
+        deadline = time.monotonic() + 30
+        while not (out.exists() and out.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert out.read_text() == "True"
+    finally:
+        job_table.kill(pid)
