@@ -1,10 +1,13 @@
 """The event pass compiled with numba: the same steps and floating-point operations, in the same
 order, as ``ppviz.eventpass_reference``, so start times are bit-identical and ~100× sooner.
 
-numba is imported when the pass first runs, never by ``import ppviz``. The machine code is cached
-on disk (``NUMBA_CACHE_DIR``, else ``__pycache__`` beside this file), so a new process loads it
-instead of compiling; ``warm()`` loads or compiles it ahead of a server's first request. Without
-numba, or if it fails to compile, the reference pass runs instead, after one warning.
+Loading it costs a process ~0.4 s of CPU (numba's import, then its machine code from the cache on
+disk: ``NUMBA_CACHE_DIR``, else ``__pycache__`` beside this file), ~1.5 s with an empty cache
+(compiling it there): as much as the reference pass takes for ~1M steps. So a process runs the
+reference until its passes reach ``LOAD_AFTER_STEPS`` steps, then loads the compiled one: a CLI
+run of a small schedule never imports numba, and ``import ppviz`` never does. A server calls
+``warm()`` at its start instead (``ppviz.web.common.compiled``). Without numba, or if it fails to
+compile, the reference pass runs instead, after one warning.
 """
 
 from __future__ import annotations
@@ -15,11 +18,18 @@ import numpy as np
 
 from . import eventpass_reference
 
+LOAD_AFTER_STEPS = 1_000_000  # the reference's steps in ~0.4 s, what loading the compiled pass costs
+
 _kernel = None  # the compiled pass once loaded; eventpass_reference.run when it cannot be
+_reference_steps = 0  # steps this process has timed with the reference before loading
 
 
 def run(bounds: np.ndarray, dep: np.ndarray, p2p: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The start of every step, and where each device stopped: see ``eventpass_reference.run``."""
+    global _reference_steps
+    if _kernel is None and _reference_steps + len(dur) < LOAD_AFTER_STEPS:
+        _reference_steps += len(dur)
+        return eventpass_reference.run(bounds, dep, p2p, dur)
     kernel = _kernel or _load()
     return kernel(
         np.ascontiguousarray(bounds, dtype=np.int64),

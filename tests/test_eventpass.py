@@ -152,6 +152,7 @@ def test_without_numba_the_reference_runs_after_one_warning():
     compiled = _compiled()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(eventpass, "_kernel", None)
+        mp.setattr(eventpass, "LOAD_AFTER_STEPS", 0)
         mp.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
         with pytest.warns(RuntimeWarning, match="compiled event pass is unavailable.*pure-Python"):
             run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, p2p=0.25)
@@ -170,18 +171,40 @@ def test_a_pass_that_fails_to_compile_falls_back_too(monkeypatch):
         raise RuntimeError("no LLVM target for this CPU")
 
     monkeypatch.setattr(eventpass, "_kernel", None)
+    monkeypatch.setattr(eventpass, "LOAD_AFTER_STEPS", 0)
     monkeypatch.setattr(eventpass, "_compile", broken)
     with pytest.warns(RuntimeWarning, match="RuntimeError: no LLVM target"):
         run = ppviz.simulate("1f1b", 3, 5)
     assert run.metrics.makespan == (5 + 3 - 1) * 3.0
 
 
-def test_importing_ppviz_does_not_import_numba():
-    code = (
-        "import sys, ppviz; assert 'numba' not in sys.modules; "
-        "ppviz.simulate('1f1b', 2, 2); assert 'numba' in sys.modules"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+def test_a_process_loads_numba_only_once_its_passes_would_repay_the_load():
+    """Small passes run the reference and never import numba; one whose steps (with those run
+    before) reach LOAD_AFTER_STEPS loads the compiled pass, which runs every pass after it."""
+    code = """
+import sys, ppviz
+from ppviz import eventpass, eventpass_reference
+assert 'numba' not in sys.modules
+eventpass.LOAD_AFTER_STEPS = 150
+ppviz.simulate('1f1b', 4, 8)  # 64 steps
+ppviz.simulate('1f1b', 4, 8)
+assert 'numba' not in sys.modules and eventpass._kernel is None
+ppviz.simulate('1f1b', 4, 8)  # 192 steps in all
+assert 'numba' in sys.modules and eventpass._kernel not in (None, eventpass_reference.run)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_one_pass_past_the_threshold_loads_numba_at_once():
+    code = """
+import sys, ppviz
+from ppviz import eventpass
+ppviz.simulate('1f1b', 64, 4096)  # 524,288 steps
+assert 'numba' not in sys.modules
+ppviz.simulate('1f1b', 64, 4096)  # as many again: past 1M
+assert 'numba' in sys.modules
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 # --- loaded before the first request and in every background job ----------------------------
