@@ -380,11 +380,8 @@ def _latencies(costs: Costs, step_dep: np.ndarray, step_device: np.ndarray) -> n
     link = np.asarray(costs.link_p2p, dtype=float)
     has = step_dep >= 0
     producer = step_dep[has]
-    wait = link[step_device[producer], step_device[has]]
     latency = np.zeros(len(step_dep))
-    latency[producer] = wait  # of a producer's several dependents, one wait lands here...
-    more = latency[producer] < wait
-    np.maximum.at(latency, producer[more], wait[more])  # ...and the few longer ones are raised to
+    np.maximum.at(latency, producer, link[step_device[producer], step_device[has]])
     return latency
 
 
