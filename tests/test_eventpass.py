@@ -198,9 +198,9 @@ def test_one_pass_past_the_threshold_loads_numba_at_once():
     code = """
 import sys, ppviz
 from ppviz import eventpass
-ppviz.simulate('1f1b', 64, 4096)  # 524,288 steps
-assert 'numba' not in sys.modules
-ppviz.simulate('1f1b', 64, 4096)  # as many again: past 1M
+ppviz.simulate('1f1b', 64, 768)  # 98,304 steps
+assert 'numba' not in sys.modules and 98_304 < eventpass.LOAD_AFTER_STEPS <= 262_144
+ppviz.simulate('1f1b', 64, 2048)  # 262,144 steps
 assert 'numba' in sys.modules
 """
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
