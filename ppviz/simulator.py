@@ -4,8 +4,9 @@ Each device runs its steps in order. A step starts when its device is free and e
 depends on has ended (plus the p2p latency when that action ran on another device). The pass is
 a worklist over devices: a device runs ahead until it meets an unfinished dependency, parks on
 it, and is woken when that action ends. Every step is timed once, so the cost is linear in the
-number of actions, and an order that cannot finish is reported, never looped on. The pass runs
-compiled (``ppviz.eventpass``), tested against the same pass in plain Python (``eventpass_reference``).
+number of actions, and an order that cannot finish is reported, never looped on. The pass is
+``ppviz.eventpass``: compiled with numba once a process has enough steps to time, before that its
+plain-Python reference (``eventpass_reference``), with bit-identical results.
 
 Optimizer steps between iterations (``Costs.optimizer_step``, real units) are extra steps with no
 dependency, inserted after each device's last backward slot of an iteration: the device is busy
