@@ -37,6 +37,12 @@ COPY --chown=user deploy ./deploy
 COPY --chown=user ppviz ./ppviz
 COPY --chown=user assets ./assets
 
+# The compiled event pass (ppviz.eventpass), compiled once here into numba's cache, which uid 1000
+# owns: the server loads it at its start (app.py) instead of compiling it (~1 s). On a machine
+# whose CPU differs from the builder's numba compiles it again at that start, into the same cache.
+ENV NUMBA_CACHE_DIR=/home/user/.cache/numba
+RUN python -c "from ppviz import eventpass; assert eventpass.warm(), 'the compiled event pass did not load'"
+
 EXPOSE 7860
 # Through nginx to a gunicorn worker: the page's layout, a cheap request.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \

@@ -6,7 +6,7 @@ from dash import Dash
 from flask import request
 
 from ppviz.web import protocol, shell
-from ppviz.web.common import jobs
+from ppviz.web.common import compiled, jobs  # noqa: F401  (compiled: the event pass, loaded before any request)
 from ppviz.web.pages.abstract import callbacks as abstract_callbacks  # noqa: F401  (registers its callbacks)
 from ppviz.web.pages.measured import callbacks as measured_callbacks  # noqa: F401
 from ppviz.web.pages.model import callbacks as model_callbacks  # noqa: F401

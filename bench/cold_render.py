@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def measure(view: str, link: str) -> dict:
-    from ppviz.web.common import cluster
+    from ppviz.web.common import cluster, compiled  # noqa: F401  (compiled: loaded at the server's start, not per view)
     from ppviz.web.pages.abstract import budget, render
     from ppviz.web.pages.abstract import state as url_state
     from ppviz.web.pages.model import render as model_render

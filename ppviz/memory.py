@@ -85,7 +85,9 @@ def static(result: Result) -> StaticMemory:
     sched = result.schedule
     share = sched.devices / sched.stages
     held = sched.placement.held()
-    used = set(zip(_dirs(result).tolist(), result.stage.tolist()))
+    seen = np.zeros((len(sched.placement.devices_of), sched.stages), dtype=bool)
+    seen[_dirs(result), result.stage] = True  # an array pass, not a set of one tuple per action
+    used = set(map(tuple, np.argwhere(seen).tolist()))
     chunks = [sum(1 for h in hs if h in used) for hs in held]
     # Directions that carry no microbatch hold no weights; DualPipe's two pipes both count.
     params = [round(c * share * sched.param_versions, 9) for c in chunks]

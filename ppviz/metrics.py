@@ -38,13 +38,10 @@ def compute(result: Result, formula_makespan: float | None = None) -> Metrics:
     if len(result.slot_start) == 0:
         raise ValueError("the schedule has no actions to measure")
     busy = np.bincount(dev, weights=result.slot_end - result.slot_start, minlength=p)
-    first = np.full(p, np.inf)
-    last = np.full(p, -np.inf)
-    np.minimum.at(first, dev, result.slot_start)
-    np.maximum.at(last, dev, result.slot_end)
-    active = np.isfinite(first)
-    span = np.where(active, last - first, 0.0)
-    makespan = float(last[active].max() - first[active].min())
+    first, last, active = _device_extent(result)
+    span = np.zeros(p)
+    span[active] = last - first
+    makespan = float(last.max() - first.min())
     total = float(busy.sum())
     bubble = 1.0 - total / (p * makespan) if makespan > 0 else 0.0
     longest = int(np.argmax(span))
@@ -66,6 +63,16 @@ def compute(result: Result, formula_makespan: float | None = None) -> Metrics:
         formula_makespan=formula_makespan,
         formula_bubble_fraction=None if formula_bubble is None else _round(formula_bubble),
     )
+
+
+def _device_extent(result: Result) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """First start and last end of each device that runs anything, and which devices do.
+
+    Slots are numbered device by device, so each device's slots are one run of the columns."""
+    bounds = np.searchsorted(result.slot_device, np.arange(result.schedule.devices + 1))
+    active = bounds[1:] > bounds[:-1]
+    lo = bounds[:-1][active]
+    return np.minimum.reduceat(result.slot_start, lo), np.maximum.reduceat(result.slot_end, lo), active
 
 
 def _round(x: float) -> float:

@@ -4,7 +4,9 @@ Each device runs its steps in order. A step starts when its device is free and e
 depends on has ended (plus the p2p latency when that action ran on another device). The pass is
 a worklist over devices: a device runs ahead until it meets an unfinished dependency, parks on
 it, and is woken when that action ends. Every step is timed once, so the cost is linear in the
-number of actions, and an order that cannot finish is reported, never looped on.
+number of actions, and an order that cannot finish is reported, never looped on. The pass is
+``ppviz.eventpass``: compiled with numba once a process has enough steps to time, before that its
+plain-Python reference (``eventpass_reference``), with bit-identical results.
 
 Optimizer steps between iterations (``Costs.optimizer_step``, real units) are extra steps with no
 dependency, inserted after each device's last backward slot of an iteration: the device is busy
@@ -13,7 +15,6 @@ for their time, and nothing else changes. Without them (the abstract view) nothi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,6 +22,7 @@ from itertools import chain
 
 import numpy as np
 
+from . import eventpass
 from .costs import Costs
 from .errors import InputError
 from .ir import KIND_INDEX, KINDS, Action, Kind, Overlap, Schedule, iterations
@@ -276,11 +278,11 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
             )
     bounds = np.searchsorted(slot_device[step_slot], np.arange(schedule.devices + 1))
 
-    def deadlock(stuck):
-        _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device)
-
     latency = _latencies(costs, step_dep, slot_device[step_slot])
-    start = np.array(_run(bounds.tolist(), step_dep.tolist(), latency, step_dur.tolist(), deadlock))
+    start, stopped = eventpass.run(bounds, step_dep, latency, step_dur)
+    stuck = [(d, int(stopped[d])) for d in np.flatnonzero(stopped < bounds[1:]).tolist()]
+    if stuck:
+        _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device)
     slot_start = start if plain else start[main]
     slot_end = slot_start + step_dur[main]  # the same float sum as in the pass, so exact
     start, end = (slot_start, slot_end) if plain else (slot_start[slot], slot_end[slot])
@@ -370,66 +372,18 @@ def _with_optimizer_steps(step_dep, step_dur, step_slot, main, after, times):
     return dep, dur, slot, new_of_old[main]
 
 
-def _latencies(costs: Costs, step_dep: np.ndarray, step_device: np.ndarray) -> list[float]:
+def _latencies(costs: Costs, step_dep: np.ndarray, step_device: np.ndarray) -> np.ndarray:
     """Per step, the latency its dependents wait after it ends: ``p2p``, or with ``link_p2p`` the
     slowest link from its device to a dependent's (a step's dependents sit on one other device,
     except an overlapped pair's, whose two actions may send two ways)."""
     if not costs.link_p2p:
-        return [costs.p2p] * len(step_dep)
+        return np.full(len(step_dep), float(costs.p2p))
     link = np.asarray(costs.link_p2p, dtype=float)
     has = step_dep >= 0
     producer = step_dep[has]
     latency = np.zeros(len(step_dep))
     np.maximum.at(latency, producer, link[step_device[producer], step_device[has]])
-    return latency.tolist()
-
-
-def _run(bounds, dep, p2p, dur, on_deadlock):
-    """The event pass: returns the start of every step, or calls on_deadlock(stuck).
-
-    Every dependency left is on another device, so each step records when its dependents may
-    start: its end plus its latency ``p2p[i]`` (``ready``). ``ready`` has one extra entry, -inf, so a missing
-    dependency (index -1) never delays a step; ``None`` marks a step not yet run. A parked
-    device is noted in ``waiter`` of the step it waits for (``more`` holds a rare second one).
-    """
-    n = len(dur)
-    start = [0.0] * n
-    ready: list = [None] * n + [-math.inf]
-    waiter = [-1] * n
-    more: dict[int, list[int]] = {}
-    devices = len(bounds) - 1
-    ptr = bounds[:-1]
-    free = [0.0] * devices
-    todo = list(range(devices - 1, -1, -1))
-    while todo:
-        d = todo.pop()
-        i, hi, t_free = ptr[d], bounds[d + 1], free[d]
-        while i < hi:
-            t = ready[dep[i]]
-            if t is None:
-                a = dep[i]
-                if waiter[a] < 0:
-                    waiter[a] = d
-                else:
-                    more.setdefault(a, []).append(d)
-                break
-            if t < t_free:
-                t = t_free
-            start[i] = t
-            t_free = t + dur[i]
-            ready[i] = t_free + p2p[i]
-            w = waiter[i]
-            if w >= 0:
-                todo.append(w)
-                if more:
-                    todo.extend(more.pop(i, ()))
-            i += 1
-        ptr[d] = i
-        free[d] = t_free
-    stuck = [(d, ptr[d]) for d in range(devices) if ptr[d] < bounds[d + 1]]
-    if stuck:
-        on_deadlock(stuck)
-    return start
+    return latency
 
 
 def _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device):

@@ -52,13 +52,15 @@ _job: Job | None = None  # set in a job process: the running job's own state
 
 def context():
     """The forkserver context; its server imports once the modules of every background callback
-    registered so far (a job imports its own module too, should it come later)."""
+    registered so far (a job imports its own module too, should it come later) and loads the
+    compiled event pass."""
     global _context
     if _context is None:
         from dash.background_callback.managers import BaseBackgroundCallbackManager as Managers
 
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["psutil", *sorted({fn.__module__ for _, fn, _ in Managers.functions})])
+        callbacks = sorted({fn.__module__ for _, fn, _ in Managers.functions})
+        ctx.set_forkserver_preload(["psutil", "ppviz.web.common.compiled", *callbacks])
         _context = ctx
     return _context
 

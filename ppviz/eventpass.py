@@ -1,0 +1,116 @@
+"""The event pass compiled with numba: the same steps and floating-point operations, in the same
+order, as ``ppviz.eventpass_reference``, so start times are bit-identical and ~100× sooner.
+
+Loading it costs a process ~0.5 s of CPU (numba's import, then its machine code from the cache on
+disk: ``NUMBA_CACHE_DIR``, else ``__pycache__`` beside this file), ~1.5 s with an empty cache
+(compiling it there): as much as the reference pass takes for ~1M steps, but the reference also
+holds ~170 B a step at its peak in Python lists and floats. So a process runs the reference until
+its passes reach ``LOAD_AFTER_STEPS`` steps, then loads the compiled one: a CLI run of a usual
+size never imports numba (nor does ``import ppviz``), and a large one never builds those lists. A
+server calls ``warm()`` at its start instead (``ppviz.web.common.compiled``). Without numba, or if
+it fails to compile, the reference pass runs instead, after one warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from . import eventpass_reference
+
+LOAD_AFTER_STEPS = 250_000  # the reference's steps in ~0.1 s and ~40 MB: past them the load pays
+
+_kernel = None  # the compiled pass once loaded; eventpass_reference.run when it cannot be
+_reference_steps = 0  # steps this process has timed with the reference before loading
+
+
+def run(bounds: np.ndarray, dep: np.ndarray, p2p: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The start of every step, and where each device stopped: see ``eventpass_reference.run``."""
+    global _reference_steps
+    if _kernel is None and _reference_steps + len(dur) < LOAD_AFTER_STEPS:
+        _reference_steps += len(dur)
+        return eventpass_reference.run(bounds, dep, p2p, dur)
+    kernel = _kernel or _load()
+    return kernel(
+        np.ascontiguousarray(bounds, dtype=np.int64),
+        np.ascontiguousarray(dep, dtype=np.int64),
+        np.ascontiguousarray(p2p, dtype=np.float64),
+        np.ascontiguousarray(dur, dtype=np.float64),
+    )
+
+
+def warm() -> bool:
+    """Load (or compile and cache) the compiled pass now; False if the reference pass will run."""
+    return (_kernel or _load()) is not eventpass_reference.run
+
+
+def _load():
+    global _kernel
+    try:
+        _kernel = _compile()
+    except Exception as e:  # numba missing, or unable to compile on this machine
+        warnings.warn(
+            f"ppviz: the compiled event pass is unavailable ({type(e).__name__}: {e}); "
+            "using the pure-Python pass, about 50× slower",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        _kernel = eventpass_reference.run
+    return _kernel
+
+
+def _compile():
+    import numba
+
+    signature = "Tuple((float64[::1], int64[::1]))(int64[::1], int64[::1], float64[::1], float64[::1])"
+    return numba.njit(signature, cache=True, nogil=True)(_pass)
+
+
+def _pass(bounds, dep, p2p, dur):
+    """``eventpass_reference.run`` over arrays. ``done`` replaces its ``None``; a parked device is
+    pushed on the list of the step it waits for (``waiter`` → ``next_waiter``), as a device waits
+    for one step at a time."""
+    n = len(dur)
+    devices = len(bounds) - 1
+    start = np.zeros(n)
+    ready = np.empty(n + 1)
+    ready[n] = -np.inf
+    done = np.zeros(n + 1, dtype=np.bool_)
+    done[n] = True
+    waiter = np.full(n, -1, dtype=np.int64)
+    next_waiter = np.full(devices, -1, dtype=np.int64)
+    ptr = bounds[:-1].copy()
+    free = np.zeros(devices)
+    todo = np.empty(devices, dtype=np.int64)
+    for k in range(devices):
+        todo[k] = devices - 1 - k
+    top = devices
+    while top > 0:
+        top -= 1
+        d = todo[top]
+        i, hi, t_free = ptr[d], bounds[d + 1], free[d]
+        while i < hi:
+            a = dep[i]
+            if a < 0:
+                a = n
+            if not done[a]:
+                next_waiter[d] = waiter[a]
+                waiter[a] = d
+                break
+            t = ready[a]
+            if t < t_free:
+                t = t_free
+            start[i] = t
+            t_free = t + dur[i]
+            ready[i] = t_free + p2p[i]
+            done[i] = True
+            w = waiter[i]
+            while w >= 0:
+                todo[top] = w
+                top += 1
+                w = next_waiter[w]
+            i += 1
+        ptr[d] = i
+        free[d] = t_free
+    return start, ptr
