@@ -128,7 +128,7 @@ def _label(stage: int, mb: int, kind: int) -> str:
 
 
 def _index_type(n: int) -> np.dtype:
-    """int32 for indices into up to 2³¹ actions (half the memory of int64), int64 past that."""
+    """int32 for indices below n < 2³¹ (half the memory of int64), int64 past that."""
     return np.dtype(np.int32 if n < 2**31 else np.int64)
 
 
@@ -159,9 +159,8 @@ def _prepare(schedule: Schedule):
             f"device {dev[i]} runs {_label(stage[i], mb[i], kind[i])}, but the schedule has stages "
             f"0..{S - 1} and microbatches 0..{M - 1}"
         )
-    directions = _directions(schedule)
-    placement = np.array(schedule.placement.devices_of, dtype=np.int64)
-    home = placement[directions[mb], stage]
+    placement = np.array(schedule.placement.devices_of, dtype=dev.dtype)
+    home = placement[0, stage] if schedule.directions is None else placement[_directions(schedule)[mb], stage]
     bad = np.flatnonzero(home != dev)
     if len(bad):
         i = bad[0]
@@ -169,24 +168,30 @@ def _prepare(schedule: Schedule):
             f"{_label(stage[i], mb[i], kind[i])} is on device {dev[i]}, but stage {stage[i]} "
             f"of microbatch {mb[i]} belongs on device {home[i]}"
         )
-    key = (kind.astype(np.int64) * S + stage) * M + mb
-    seen = np.bincount(key, minlength=len(KINDS) * S * M).reshape(len(KINDS), S, M)
-    if seen.max(initial=0) > 1:
+    del home
+    key = kind.astype(_index_type(len(KINDS) * S * M))  # (kind · S + stage) · M + microbatch, in place
+    key *= S
+    key += stage
+    key *= M
+    key += mb
+    pos = np.full(len(KINDS) * S * M, -1, dtype=_index_type(len(key)))
+    pos[key] = np.arange(len(key), dtype=pos.dtype)
+    if np.count_nonzero(pos >= 0) < len(key):  # a key written twice
+        seen = np.bincount(key, minlength=len(pos)).reshape(len(KINDS), S, M)
         k, s, m = np.argwhere(seen > 1)[0]
         raise ScheduleError(f"action {_label(s, m, k)} appears {seen[k, s, m]} times; each must appear once")
+    seen = (pos >= 0).reshape(len(KINDS), S, M)  # each action at most once from here
     problems = [
-        (seen[_F] == 0, "forward {} never runs"),
-        ((seen[_B] + seen[_BW]) == 0, "backward of {} never runs (need B and W, or BW)"),
-        ((seen[_B] == 1) & (seen[_BW] == 1), "{} has both a split backward (B) and a full one (BW)"),
-        ((seen[_B] == 1) & (seen[_W] == 0), "{} has B but no W"),
-        ((seen[_W] == 1) & (seen[_B] == 0), "{} has W but no B"),
+        (~seen[_F], "forward {} never runs"),
+        (~(seen[_B] | seen[_BW]), "backward of {} never runs (need B and W, or BW)"),
+        (seen[_B] & seen[_BW], "{} has both a split backward (B) and a full one (BW)"),
+        (seen[_B] & ~seen[_W], "{} has B but no W"),
+        (seen[_W] & ~seen[_B], "{} has W but no B"),
     ]
     for mask, text in problems:
         if mask.any():
             s, m = np.argwhere(mask)[0]
             raise ScheduleError(text.format(f"stage {s} microbatch {m}"))
-    pos = np.full(len(KINDS) * S * M, -1, dtype=_index_type(len(key)))
-    pos[key] = np.arange(len(key))
     return dev, stage, mb, kind, slot, slot_device, key, pos
 
 
