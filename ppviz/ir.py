@@ -176,6 +176,12 @@ class Columns:
     slot: np.ndarray | None = None
     widths: tuple[int, ...] | None = None
 
+    def __post_init__(self) -> None:
+        # Schedules and results share these arrays: read-only, so no one changes another's steps.
+        for column in (self.kind, self.stage, self.microbatch, self.bounds, self.slot):
+            if column is not None:
+                column.flags.writeable = False
+
     def __len__(self) -> int:
         return len(self.kind)
 
