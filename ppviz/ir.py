@@ -229,11 +229,13 @@ class Columns:
 
 
 class Row(NamedTuple):
-    """One device's steps as columns (every step one action), while a generator builds them."""
+    """One device's steps as columns, while a generator builds them. ``slot``, when given, is
+    each action's step in the row (a pair's two actions share one); None: every step one action."""
 
     kind: np.ndarray
     stage: np.ndarray
     microbatch: np.ndarray
+    slot: np.ndarray | None = None
 
     @staticmethod
     def of(kind: Kind, stage, microbatch) -> Row:
@@ -242,25 +244,39 @@ class Row(NamedTuple):
         return Row(np.full(len(mb), KIND_INDEX[kind], dtype=np.int8), np.broadcast_to(stage, mb.shape), mb)
 
     def __add__(self, other: Row) -> Row:  # type: ignore[override]
-        return Row(*(np.concatenate(pair) for pair in zip(self, other)))
+        """The two rows' actions one after the other (both of single-action steps)."""
+        return Row(*(np.concatenate(pair) for pair in zip(self[:3], other[:3])))
 
     def take(self, index: np.ndarray) -> Row:
-        return Row(*(c[index] for c in self))
+        return Row(*(c[index] for c in self[:3]))
 
 
 def stack_rows(rows: Iterable[Row], stages: int, microbatches: int) -> Columns:
     """Columns from per-device rows, each cast to the narrow types as it comes (so a generator
     that yields its rows holds one wide row at a time)."""
     st, mb = narrowest(0, max(stages - 1, 0)), narrowest(0, max(microbatches - 1, 0))
-    kinds, stage, micro, lengths = [], [], [], []
+    kinds, stage, micro, slots, lengths = [], [], [], [], []
     for row in rows:
         kinds.append(row.kind.astype(np.int8, copy=False))
         stage.append(np.asarray(row.stage).astype(st))
         micro.append(np.asarray(row.microbatch).astype(mb))
+        slots.append(row.slot)
         lengths.append(len(row.kind))
     cat = np.concatenate
-    return Columns(cat(kinds or [np.zeros(0, np.int8)]), cat(stage or [np.zeros(0, st)]),
-                   cat(micro or [np.zeros(0, mb)]), _offsets(lengths))  # fmt: skip
+    kind, stage, micro = (cat(c) if c else np.zeros(0, t) for c, t in ((kinds, np.int8), (stage, st), (micro, mb)))
+    if all(s is None for s in slots):
+        return Columns(kind, stage, micro, _offsets(lengths))
+    slots = [np.arange(n) if s is None else s for s, n in zip(slots, lengths)]
+    widths = [int(s[-1]) + 1 if len(s) else 0 for s in slots]
+    return _with_slots(kind, stage, micro, _offsets(lengths), cat(slots), widths)
+
+
+def _with_slots(kind, stage, microbatch, bounds, slot, widths) -> Columns:
+    """Columns with a slot column, dropped when every step is one action (the canonical form)."""
+    in_row = np.arange(len(slot)) - np.repeat(bounds[:-1], np.diff(bounds))
+    if len(slot) == sum(widths) and np.array_equal(slot, in_row):
+        return Columns(kind, stage, microbatch, bounds)
+    return Columns(kind, stage, microbatch, bounds, narrow(slot), tuple(widths))
 
 
 _KIND_BY_ID = {id(k): i for k, i in KIND_INDEX.items()}
@@ -282,13 +298,7 @@ def columns_of_order(order: Sequence[Sequence[Step | None]]) -> Columns:
         parts.append((*fast, np.arange(len(steps))) if fast is not None else _step_columns(steps))
     kind, stage, mb, slot = (np.concatenate(c) for c in zip(*parts)) if parts else [np.zeros(0, np.int64)] * 4
     bounds = _offsets([len(p[0]) for p in parts])
-    # every step one action: the same columns a generator makes
-    plain = len(slot) == sum(lengths) and np.array_equal(
-        slot, np.arange(len(slot)) - np.repeat(bounds[:-1], np.diff(bounds))
-    )
-    if plain:
-        return Columns(kind.astype(np.int8), narrow(stage), narrow(mb), bounds)
-    return Columns(kind.astype(np.int8), narrow(stage), narrow(mb), bounds, narrow(slot), tuple(lengths))
+    return _with_slots(kind.astype(np.int8), narrow(stage), narrow(mb), bounds, slot, lengths)
 
 
 def _plain_columns(steps):

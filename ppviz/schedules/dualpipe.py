@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..costs import Costs
 from ..errors import InputError
-from ..ir import BW, Action, B, F, Overlap, Placement, Schedule, Step, W, make_schedule
-from .interleaved import CHUNKS, GROUP_SIZE, check_interleaved, megatron_table
+from ..ir import BW, Action, B, F, Overlap, Placement, Row, Schedule, Step, W, make_schedule, stack_rows
+from . import rows
+from .interleaved import CHUNKS, GROUP_SIZE, check_interleaved, table_columns
 from .registry import Spec, register
 
 
@@ -148,32 +151,23 @@ def _symmetric(c: Costs) -> bool:
 # --- 1F1B with overlapped pairs ---------------------------------------------------------------
 
 
-def _paired_rows(fwd: list[list[Action]], bwd: list[list[Action]], warmup: list[int]) -> list[list[Step]]:
-    """Warm-up forwards, then each forward overlapped with the oldest backward, then the rest."""
-    order = []
-    for d, (fs, bs) in enumerate(zip(fwd, bwd)):
-        n = min(warmup[d], len(fs))
-        row: list[Step] = list(fs[:n])
-        row += [Overlap(f, b) for f, b in zip(fs[n:], bs)]
-        row += bs[len(fs) - n :]
-        order.append(row)
-    return order
-
-
 def one_f_one_b_overlap(p: int, m: int) -> Schedule:
-    fwd = [[Action(d, j, F) for j in range(m)] for d in range(p)]
-    bwd = [[Action(d, j, BW) for j in range(m)] for d in range(p)]
-    return make_schedule(Placement.standard(p), m, _paired_rows(fwd, bwd, [2 * (p - d - 1) + 1 for d in range(p)]))
+    """1F1B with 2(p−d−1)+1 warm-up forwards, then each forward overlapped with the oldest backward."""
+    mb = np.arange(m)
+    device_rows = (rows.paired(Row.of(F, d, mb), Row.of(BW, d, mb), min(2 * (p - d - 1) + 1, m)) for d in range(p))
+    return Schedule(Placement.standard(p), m, stack_rows(device_rows, p, m))
 
 
 def interleaved_overlap(p: int, m: int, chunks: int = 2, group_size: int | None = None) -> Schedule:
     """Megatron's interleaved table, one more warm-up forward, and F & BW pairs in the steady state."""
     v, n = chunks, group_size or p
-    table = megatron_table(m, v, n)
-    fwd = [[Action(c * p + d, mb, F) for mb, c in table] for d in range(p)]
-    bwd = [[Action((v - 1 - c) * p + d, mb, BW) for mb, c in table] for d in range(p)]
-    warm = [2 * (p - d - 1) + (v - 1) * n + 1 for d in range(p)]
-    return make_schedule(Placement.looped(p, v), m, _paired_rows(fwd, bwd, warm))
+    micro, chunk = table_columns(m, v, n)
+
+    def row(d: int) -> Row:
+        warm = min(2 * (p - d - 1) + (v - 1) * n + 1, len(micro))
+        return rows.paired(Row.of(F, chunk * p + d, micro), Row.of(BW, (v - 1 - chunk) * p + d, micro), warm)
+
+    return Schedule(Placement.looped(p, v), m, stack_rows(map(row, range(p)), p * v, m))
 
 
 def _check_interleaved_overlap(p: int, m: int, chunks: int, group_size: int | None) -> None:

@@ -26,6 +26,15 @@ def one_f_one_b(fwd: Row, bwd: Row, warm: int) -> Row:
     return (fwd + bwd).take(idx)
 
 
+def paired(fwd: Row, bwd: Row, warm: int) -> Row:
+    """``warm`` forwards, then each further forward overlapped with the oldest backward (one slot
+    for the pair), then the remaining backwards."""
+    n = len(fwd.kind)
+    k = n - warm
+    slot = np.concatenate([np.arange(warm), warm + np.repeat(np.arange(k), 2), warm + k + np.arange(n - k)])
+    return one_f_one_b(fwd, bwd, warm)._replace(slot=slot)
+
+
 def zero_bubble(fwd: Row, bwd: Row, wgt: Row, warm: int, hold: int) -> Row:
     """``warm`` forwards; then for each k: the next forward (while any), backward k, and weight
     pass k − ``hold`` once k ≥ ``hold``; then the weight passes held back."""
