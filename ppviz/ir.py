@@ -165,7 +165,7 @@ class Columns:
     Device d's actions are ``[bounds[d], bounds[d + 1])``. ``kind`` indexes ``KINDS``; stage and
     microbatch are in the narrowest type that holds them. ``slot`` is each action's step in its
     device's row, counting idle steps; the two actions of a pair share one. Where every step is
-    one action (every generated schedule but DualPipe's) ``slot`` and ``widths`` are None;
+    one action (every generated schedule without overlapped pairs) ``slot`` and ``widths`` are None;
     otherwise ``widths`` holds each row's length in steps, so idle steps survive a round trip.
     """
 
