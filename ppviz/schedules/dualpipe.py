@@ -18,105 +18,119 @@ import numpy as np
 
 from ..costs import Costs
 from ..errors import InputError
-from ..ir import BW, Action, B, F, Overlap, Placement, Row, Schedule, Step, W, make_schedule, stack_rows
+from ..ir import BW, KIND_INDEX, B, F, Placement, Row, Schedule, W, stack_rows
 from . import rows
 from .interleaved import CHUNKS, GROUP_SIZE, check_interleaved, table_columns
 from .registry import Spec, register
 
+_F, _B, _W, _BW = (KIND_INDEX[k] for k in (F, B, W, BW))
+
 
 @dataclass
 class _Device:
-    """One device's two chunks (stage and microbatch sequence each) and its running counters."""
+    """One device's two chunks (stage and microbatch sequence each), its running counters and
+    its row as columns (kind, stage, microbatch, slot): actions are (kind, stage, microbatch)."""
 
     stages: tuple[int, int]
     microbatches: tuple[list[int], list[int]]
-    row: list[Step] = field(default_factory=list)
+    columns: tuple[list[int], ...] = field(default_factory=lambda: ([], [], [], []))
+    steps: int = 0
     next_f: list[int] = field(default_factory=lambda: [0, 0])
     next_b: list[int] = field(default_factory=lambda: [0, 0])
     weights: deque = field(default_factory=deque)  # split backwards whose W is still to run
 
-    def forward(self, c: int) -> Action:
-        a = Action(self.stages[c], self.microbatches[c][self.next_f[c]], F)
+    def forward(self, c: int) -> tuple[int, int, int]:
+        a = (_F, self.stages[c], self.microbatches[c][self.next_f[c]])
         self.next_f[c] += 1
         return a
 
-    def backward(self, c: int, split: bool) -> Action:
-        a = Action(self.stages[c], self.microbatches[c][self.next_b[c]], B if split else BW)
+    def backward(self, c: int, split: bool) -> tuple[int, int, int]:
+        a = (_B if split else _BW, self.stages[c], self.microbatches[c][self.next_b[c]])
         self.next_b[c] += 1
         if split:
-            self.weights.append(a._replace(kind=W))
+            self.weights.append((_W, *a[1:]))
         return a
+
+    def run(self, *actions: tuple[int, int, int]) -> None:
+        """One step: an action, or two overlapped as a pair (one slot)."""
+        for a in actions:
+            for column, value in zip(self.columns, (*a, self.steps)):
+                column.append(value)
+        self.steps += 1
 
     def weight(self) -> None:
         if self.weights:
-            self.row.append(self.weights.popleft())
+            self.run(self.weights.popleft())
+
+    def row(self) -> Row:
+        kind, stage, micro, slot = (np.array(c, dtype=np.int64) for c in self.columns)
+        return Row(kind, stage, micro, slot)
 
 
-def _dual_row(dev: _Device, n: int, h: int, per_chunk: int) -> list[Step]:
+def _dual_row(dev: _Device, n: int, h: int, per_chunk: int) -> Row:
     """DeepSeek's eight phases for a device at half rank h of n, with per_chunk microbatches a chunk."""
-    row = dev.row
     # Step 1: nF0
     for _ in range(2 * (n - h - 1)):
-        row.append(dev.forward(0))
+        dev.run(dev.forward(0))
     # Step 2: nF0F1
     for _ in range(h + 1):
-        row.append(dev.forward(0))
-        row.append(dev.forward(1))
+        dev.run(dev.forward(0))
+        dev.run(dev.forward(1))
     # Step 3: nB1W1F1 (split backward: its W fills the gap)
     for _ in range(n - h - 1):
-        row.append(dev.backward(1, split=True))
+        dev.run(dev.backward(1, split=True))
         dev.weight()
-        row.append(dev.forward(1))
+        dev.run(dev.forward(1))
     # Step 4 (main): n(F0 & B1)(F1 & B0); the middle device runs its first pair apart
     for i in range(per_chunk - 2 * n + h + 1):
         if i == 0 and h == n - 1:
-            row.append(dev.forward(0))
-            row.append(dev.backward(1, split=False))
+            dev.run(dev.forward(0))
+            dev.run(dev.backward(1, split=False))
         else:
-            row.append(Overlap(dev.forward(0), dev.backward(1, split=False)))
-        row.append(Overlap(dev.forward(1), dev.backward(0, split=False)))
+            dev.run(dev.forward(0), dev.backward(1, split=False))
+        dev.run(dev.forward(1), dev.backward(0, split=False))
     # Step 5: nB1(F1 & B0)
     for _ in range(n - h - 1):
-        row.append(dev.backward(1, split=False))
-        row.append(Overlap(dev.forward(1), dev.backward(0, split=False)))
+        dev.run(dev.backward(1, split=False))
+        dev.run(dev.forward(1), dev.backward(0, split=False))
     # Step 6: nB1B0, the second half with split backward
     split = False
     for i in range(h + 1):
         if i == (h + 1) // 2 and h % 2 == 1:
             split = True
-        row.append(dev.backward(1, split))
+        dev.run(dev.backward(1, split))
         if i == (h + 1) // 2 and h % 2 == 0:
             split = True
-        row.append(dev.backward(0, split))
+        dev.run(dev.backward(0, split))
     # Step 7: nWB0
     for _ in range(n - h - 1):
         dev.weight()
-        row.append(dev.backward(0, split=True))
+        dev.run(dev.backward(0, split=True))
     # Step 8: nW
     while dev.weights:
         dev.weight()
-    return row
+    return dev.row()
 
 
 def dualpipe(p: int, m: int) -> Schedule:
     """Microbatches 0..m/2−1 flow down from device 0, m/2..m−1 flow up from device p−1."""
     half = m // 2
     pipes = (list(range(half)), list(range(half, m)))
-    order = []
+    device_rows = []
     for r in range(p):
         h = min(r, p - 1 - r)
         first = 0 if r < p // 2 else 1  # the pipe in which device r is an early stage
         dev = _Device((h, p - 1 - h), (pipes[first], pipes[1 - first]))
-        order.append(_dual_row(dev, p // 2, h, half))
+        device_rows.append(_dual_row(dev, p // 2, h, half))
     directions = tuple([0] * half + [1] * (m - half))
-    return make_schedule(Placement.dualpipe(p), m, order, directions=directions)
+    return Schedule(Placement.dualpipe(p), m, stack_rows(device_rows, p, m), directions=directions)
 
 
 def dualpipe_v(p: int, m: int) -> Schedule:
     """The V fold: device r runs stage r on the way down and stage 2p−1−r on the way up."""
     every = list(range(m))
-    order = [_dual_row(_Device((r, 2 * p - 1 - r), (every, every)), p, r, m) for r in range(p)]
-    return make_schedule(Placement.vshape(p), m, order)
+    device_rows = (_dual_row(_Device((r, 2 * p - 1 - r), (every, every)), p, r, m) for r in range(p))
+    return Schedule(Placement.vshape(p), m, stack_rows(device_rows, 2 * p, m))
 
 
 def _check_dualpipe(p: int, m: int) -> None:
