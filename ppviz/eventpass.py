@@ -32,12 +32,14 @@ def run(bounds: np.ndarray, dep: np.ndarray, p2p: np.ndarray, dur: np.ndarray) -
         _reference_steps += len(dur)
         return eventpass_reference.run(bounds, dep, p2p, dur)
     kernel = _kernel or _load()
-    return kernel(
-        np.ascontiguousarray(bounds, dtype=np.int64),
-        np.ascontiguousarray(dep, dtype=np.int64),
-        np.ascontiguousarray(p2p, dtype=np.float64),
-        np.ascontiguousarray(dur, dtype=np.float64),
-    )
+    return kernel(*typed(bounds, dep, p2p, dur))
+
+
+def typed(bounds, dep, p2p, dur) -> tuple[np.ndarray, ...]:
+    """The pass's inputs in the one signature it is compiled for (the simulator's index columns are as
+    narrow as they can be: int32 below 2³¹ actions)."""
+    ints = (np.ascontiguousarray(a, dtype=np.int64) for a in (bounds, dep))
+    return (*ints, np.ascontiguousarray(p2p, dtype=np.float64), np.ascontiguousarray(dur, dtype=np.float64))
 
 
 def warm() -> bool:

@@ -10,10 +10,17 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from itertools import repeat
+from functools import cached_property
+from itertools import chain, pairwise, repeat
 from typing import NamedTuple
 
+import numpy as np
+
 from .errors import InputError
+
+
+class ScheduleError(InputError):
+    """The order is not a valid schedule (missing, duplicate or misplaced actions)."""
 
 
 class Kind(StrEnum):
@@ -38,15 +45,6 @@ class Action(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.stage}{_TO_TORCH[self.kind]}{self.microbatch}"
-
-
-def actions(stages: Iterable[int], microbatches: Iterable[int], kind: Kind) -> list[Action]:
-    """Actions of one kind from parallel columns of stages and microbatches.
-
-    ``tuple.__new__`` mapped over the columns builds them without a Python-level call per
-    action: about twice as fast as calling ``Action(...)`` for large generated orders.
-    """
-    return list(map(tuple.__new__, repeat(Action), zip(stages, microbatches, repeat(kind))))
 
 
 class Overlap(NamedTuple):
@@ -135,16 +133,233 @@ class Placement:
         return out
 
 
-@dataclass(frozen=True)
+_WIDTHS = (np.int8, np.int16, np.int32, np.int64)
+
+
+def narrowest(low: int, high: int) -> np.dtype:
+    """The smallest signed integer type holding every value in ``low..high``."""
+    for t in _WIDTHS:
+        info = np.iinfo(t)
+        if info.min <= low and high <= info.max:
+            return np.dtype(t)
+    raise OverflowError(f"{low}..{high} does not fit 64 bits")
+
+
+def narrow(values: np.ndarray) -> np.ndarray:
+    """``values`` (integers) in the narrowest type that holds them."""
+    if not len(values):
+        return values.astype(np.int8)
+    return values.astype(narrowest(int(values.min()), int(values.max())), copy=False)
+
+
+def _offsets(lengths: Sequence[int]) -> np.ndarray:
+    bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
+    return bounds
+
+
+@dataclass(frozen=True, eq=False)
+class Columns:
+    """A schedule's steps as typed columns, one entry per action, in device order.
+
+    Device d's actions are ``[bounds[d], bounds[d + 1])``. ``kind`` indexes ``KINDS``; stage and
+    microbatch are in the narrowest type that holds them. ``slot`` is each action's step in its
+    device's row, counting idle steps; the two actions of a pair share one. Where every step is
+    one action (every generated schedule without overlapped pairs) ``slot`` and ``widths`` are None;
+    otherwise ``widths`` holds each row's length in steps, so idle steps survive a round trip.
+    """
+
+    kind: np.ndarray
+    stage: np.ndarray
+    microbatch: np.ndarray
+    bounds: np.ndarray
+    slot: np.ndarray | None = None
+    widths: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # Schedules and results share these arrays: read-only, so no one changes another's steps.
+        for column in (self.kind, self.stage, self.microbatch, self.bounds, self.slot):
+            if column is not None:
+                column.flags.writeable = False
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @property
+    def devices(self) -> int:
+        return len(self.bounds) - 1
+
+    def device(self) -> np.ndarray:
+        """The device of every action."""
+        p = self.devices
+        return np.repeat(np.arange(p, dtype=narrowest(0, max(p - 1, 0))), np.diff(self.bounds))
+
+    def actions(self) -> list[Action]:
+        """Every action as an ``Action``, in device order (a pair's two halves one after the other)."""
+        kinds = map(KINDS.__getitem__, self.kind.tolist())
+        return list(map(tuple.__new__, repeat(Action), zip(self.stage.tolist(), self.microbatch.tolist(), kinds)))
+
+    def rows(self) -> tuple[tuple[Step | None, ...], ...]:
+        """The order: per device a tuple of steps (``Action``, ``Overlap`` or ``None``)."""
+        acts = self.actions()
+        bounds = self.bounds.tolist()
+        if self.slot is None:
+            return tuple(tuple(acts[lo:hi]) for lo, hi in pairwise(bounds))
+        slot = self.slot.tolist()
+        out = []
+        for (lo, hi), width in zip(pairwise(bounds), self.widths or ()):
+            row: list[Step | None] = [None] * width
+            for i in range(lo, hi):
+                if i > lo and slot[i] == slot[i - 1]:
+                    row[slot[i]] = Overlap(acts[i - 1], acts[i])
+                else:
+                    row[slot[i]] = acts[i]
+            out.append(tuple(row))
+        return tuple(out)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Columns):
+            return NotImplemented
+        same = self.widths == other.widths and (self.slot is None) == (other.slot is None)
+        pairs = ((self.kind, other.kind), (self.stage, other.stage), (self.microbatch, other.microbatch))
+        pairs += ((self.bounds, other.bounds),) + (((self.slot, other.slot),) if self.slot is not None else ())
+        return same and all(np.array_equal(a, b) for a, b in pairs)
+
+    __hash__ = None  # type: ignore[assignment]  # arrays: equal by value, not hashable
+
+
+class Row(NamedTuple):
+    """One device's steps as columns, while a generator builds them. ``slot``, when given, is
+    each action's step in the row (a pair's two actions share one); None: every step one action."""
+
+    kind: np.ndarray
+    stage: np.ndarray
+    microbatch: np.ndarray
+    slot: np.ndarray | None = None
+
+    @staticmethod
+    def of(kind: Kind, stage, microbatch) -> Row:
+        """Actions of one kind; ``stage`` may be one number for all."""
+        mb = np.asarray(microbatch, dtype=np.int64)
+        return Row(np.full(len(mb), KIND_INDEX[kind], dtype=np.int8), np.broadcast_to(stage, mb.shape), mb)
+
+    def __add__(self, other: Row) -> Row:  # type: ignore[override]
+        """The two rows' actions one after the other (both of single-action steps)."""
+        return Row(*(np.concatenate(pair) for pair in zip(self[:3], other[:3])))
+
+    def take(self, index: np.ndarray) -> Row:
+        return Row(*(c[index] for c in self[:3]))
+
+
+def stack_rows(rows: Iterable[Row], stages: int, microbatches: int) -> Columns:
+    """Columns from per-device rows, each cast to the narrow types as it comes (so a generator
+    that yields its rows holds one wide row at a time)."""
+    st, mb = narrowest(0, max(stages - 1, 0)), narrowest(0, max(microbatches - 1, 0))
+    kinds, stage, micro, slots, lengths = [], [], [], [], []
+    for row in rows:
+        kinds.append(row.kind.astype(np.int8, copy=False))
+        stage.append(np.asarray(row.stage).astype(st))
+        micro.append(np.asarray(row.microbatch).astype(mb))
+        slots.append(row.slot)
+        lengths.append(len(row.kind))
+    cat = np.concatenate
+    kind, stage, micro = (cat(c) if c else np.zeros(0, t) for c, t in ((kinds, np.int8), (stage, st), (micro, mb)))
+    if all(s is None for s in slots):
+        return Columns(kind, stage, micro, _offsets(lengths))
+    slots = [np.arange(n) if s is None else s for s, n in zip(slots, lengths)]
+    widths = [int(s[-1]) + 1 if len(s) else 0 for s in slots]
+    return _with_slots(kind, stage, micro, _offsets(lengths), cat(slots), widths)
+
+
+def _with_slots(kind, stage, microbatch, bounds, slot, widths) -> Columns:
+    """Columns with a slot column, dropped when every step is one action (the canonical form)."""
+    in_row = np.arange(len(slot)) - np.repeat(bounds[:-1], np.diff(bounds))
+    if len(slot) == sum(widths) and np.array_equal(slot, in_row):
+        return Columns(kind, stage, microbatch, bounds)
+    return Columns(kind, stage, microbatch, bounds, narrow(slot), tuple(widths))
+
+
+_KIND_BY_ID = {id(k): i for k, i in KIND_INDEX.items()}
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+
+
+def columns_of_order(order: Sequence[Sequence[Step | None]]) -> Columns:
+    """Read an order into columns: a whole order of plain actions is transposed at C speed in
+    one go; otherwise each row of plain actions is, and rows with pairs or idle slots (or plain
+    tuples and kind strings) take the per-step path. Raises ScheduleError for what is no action."""
+    lengths = [len(steps) for steps in order]
+    fast = _plain_columns(list(chain.from_iterable(order)))
+    if fast is not None:
+        kind, stage, mb = fast
+        return Columns(kind, narrow(stage), narrow(mb), _offsets(lengths))
+    parts = []
+    for steps in order:
+        fast = _plain_columns(steps)
+        parts.append((*fast, np.arange(len(steps))) if fast is not None else _step_columns(steps))
+    kind, stage, mb, slot = (np.concatenate(c) for c in zip(*parts)) if parts else [np.zeros(0, np.int64)] * 4
+    bounds = _offsets([len(p[0]) for p in parts])
+    return _with_slots(kind.astype(np.int8), narrow(stage), narrow(mb), bounds, slot, lengths)
+
+
+def _plain_columns(steps):
+    """(kind, stage, microbatch) columns of a sequence of plain Actions; None if it holds others."""
+    try:
+        flat = list(chain.from_iterable(steps))
+    except TypeError:  # an idle slot (None)
+        return None
+    if len(flat) != 3 * len(steps):
+        return None
+    st, mb, kd = flat[0::3], flat[1::3], flat[2::3]
+    ids = np.fromiter(map(id, kd), dtype=np.int64, count=len(kd))
+    kind = np.full(len(kd), -1, dtype=np.int8)
+    for k_id, i in _KIND_BY_ID.items():
+        kind[ids == k_id] = i
+    if (kind < 0).any():
+        return None
+    stage, micro = np.array(st), np.array(mb)  # dtype inferred, so 1.5 is not read as 1
+    if stage.dtype != np.int64 or micro.dtype != np.int64:
+        return None
+    return kind, stage, micro
+
+
+def _step_columns(steps):
+    """Per-step path: pairs, idle slots, plain tuples and kind strings; slot = position in the row."""
+    stage, mb, kind, slot = [], [], [], []
+    for n, step in enumerate(steps):
+        if step is None:
+            continue
+        for a in step if isinstance(step, Overlap) else (step,):
+            try:
+                s, m, k = a
+                k = KIND_INDEX[Kind(k)]
+            except (TypeError, ValueError):
+                raise ScheduleError(f"cannot read step {step!r}: expected (stage, microbatch, kind)") from None
+            if not (isinstance(s, (int, np.integer)) and isinstance(m, (int, np.integer))):
+                raise ScheduleError(f"step {step!r} needs whole-number stage and microbatch")
+            if not (_INT64_MIN <= s <= _INT64_MAX and _INT64_MIN <= m <= _INT64_MAX):
+                raise ScheduleError(f"step {step!r} names a stage or microbatch far out of range")
+            stage.append(s)
+            mb.append(m)
+            kind.append(k)
+            slot.append(n)
+    return tuple(np.array(x, dtype=np.int64) for x in (kind, stage, mb, slot))
+
+
+@dataclass(frozen=True, eq=False)
 class Schedule:
-    """The ordered steps each device runs. ``None`` is a deliberate idle slot (kept for CSV)."""
+    """The ordered steps each device runs, held as ``Columns`` (or as the order it was given,
+    read into columns on first use, so a malformed order is reported by the validator).
+
+    ``order`` gives the steps as ``Action``/``Overlap`` tuples per device, ``None`` for a
+    deliberate idle slot (kept for CSV); it is built on demand for the code that reads actions.
+    """
 
     placement: Placement
     microbatches: int
-    order: tuple[tuple[Step | None, ...], ...]
+    steps: Columns | tuple[tuple[Step | None, ...], ...]
     name: str = "custom"
     directions: tuple[int, ...] | None = None  # per microbatch; None means all direction 0
-    params: dict = field(default_factory=dict, compare=False)
+    params: dict = field(default_factory=dict)
     param_versions: int = 1  # weight versions each chunk keeps (PipeDream-2BW keeps two)
 
     @property
@@ -155,25 +370,44 @@ class Schedule:
     def stages(self) -> int:
         return self.placement.stages
 
+    @cached_property
+    def columns(self) -> Columns:
+        """The steps as columns; raises ScheduleError for a step that is not an action."""
+        return self.steps if isinstance(self.steps, Columns) else columns_of_order(self.steps)
+
+    @cached_property
+    def order(self) -> tuple[tuple[Step | None, ...], ...]:
+        return self.steps.rows() if isinstance(self.steps, Columns) else self.steps
+
     def direction(self, microbatch: int) -> int:
         return self.directions[microbatch] if self.directions is not None else 0
 
     def actions(self) -> Iterable[tuple[int, Action]]:
         """Every action with its device, in device order (pairs yield both halves)."""
-        for dev, steps in enumerate(self.order):
-            for step in steps:
-                if step is None:
-                    continue
-                if isinstance(step, Overlap):
-                    yield dev, step.first
-                    yield dev, step.second
-                else:
-                    yield dev, step
+        c = self.columns
+        return zip(c.device().tolist(), c.actions())
 
     @property
     def size(self) -> int:
         """Number of actions (an overlapped pair counts two)."""
-        return sum((2 if isinstance(s, Overlap) else 1) for steps in self.order for s in steps if s is not None)
+        return len(self.columns)
+
+    def _head(self) -> tuple:
+        return (self.placement, self.microbatches, self.name, self.directions, self.param_versions)
+
+    def __eq__(self, other: object) -> bool:
+        """Same placement, name, directions and steps (``params`` are not compared)."""
+        if not isinstance(other, Schedule):
+            return NotImplemented
+        if self._head() != other._head():
+            return False
+        try:
+            return self.columns == other.columns
+        except ScheduleError:  # a malformed order: compare the steps as given
+            return self.order == other.order
+
+    def __hash__(self) -> int:
+        return hash(self._head())
 
 
 def make_schedule(
@@ -183,6 +417,7 @@ def make_schedule(
     name: str = "custom",
     **kw,
 ) -> Schedule:
+    """A schedule from per-device rows of steps (read into columns on first use)."""
     return Schedule(placement, microbatches, tuple(tuple(o) for o in order), name, **kw)
 
 

@@ -16,47 +16,58 @@ for their time, and nothing else changes. Without them (the abstract view) nothi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
 
 import numpy as np
 
 from . import eventpass
 from .costs import Costs
-from .errors import InputError
-from .ir import KIND_INDEX, KINDS, Action, Kind, Overlap, Schedule, iterations
+from .ir import KIND_INDEX, KINDS, Action, Columns, Kind, Schedule, ScheduleError, iterations, narrow, narrowest
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
-
-
-class ScheduleError(InputError):
-    """The order is not a valid schedule (missing, duplicate or misplaced actions)."""
 
 
 class DeadlockError(ScheduleError):
     """The order cannot run: some device waits forever."""
 
 
-@dataclass(frozen=True, eq=False)
 class Result:
     """A timed schedule, as columns: one row per action in device order.
 
     The two actions of an overlapped pair share a slot, so they have the same start and end.
+    Integer columns are in the narrowest type that holds them (cast to int64 before computing
+    indices from them); start and end are float64, exact. Without pairs each action is its own
+    slot, so the slot columns are the action columns themselves, not copies.
     """
 
-    schedule: Schedule
-    costs: Costs
-    device: np.ndarray
-    stage: np.ndarray
-    microbatch: np.ndarray
-    kind: np.ndarray  # index into ir.KINDS
-    slot: np.ndarray  # slot of each action; a pair's two actions share one
-    start: np.ndarray
-    end: np.ndarray
-    slot_device: np.ndarray
-    slot_start: np.ndarray
-    slot_end: np.ndarray
+    def __init__(self, schedule: Schedule, costs: Costs, device, stage, microbatch, kind, slot, start, end,
+                 slot_device, slot_start, slot_end):  # fmt: skip
+        self.schedule, self.costs = schedule, costs
+        self.device, self.stage, self.microbatch, self.kind = (narrow(c) for c in (device, stage, microbatch, kind))
+        self.start, self.end = start, end
+        own = len(slot_start) == len(start) and all(
+            a is b or np.array_equal(a, b) for a, b in ((slot_start, start), (slot_end, end), (slot_device, device))
+        )
+        self._slots = None if own else (narrow(slot), narrow(slot_device), slot_start, slot_end)
+
+    @cached_property
+    def slot(self) -> np.ndarray:
+        """Slot of each action; a pair's two actions share one."""
+        if self._slots is None:
+            return np.arange(len(self), dtype=narrowest(0, len(self)))
+        return self._slots[0]
+
+    @property
+    def slot_device(self) -> np.ndarray:
+        return self.device if self._slots is None else self._slots[1]
+
+    @property
+    def slot_start(self) -> np.ndarray:
+        return self.start if self._slots is None else self._slots[2]
+
+    @property
+    def slot_end(self) -> np.ndarray:
+        return self.end if self._slots is None else self._slots[3]
 
     def __len__(self) -> int:
         return len(self.start)
@@ -101,88 +112,26 @@ def _directions(schedule: Schedule) -> np.ndarray:
 def _flatten(schedule: Schedule):
     """Columns of every action in device order, plus the device of each slot.
 
-    A schedule of plain actions is transposed at C speed in one go; otherwise each row of
-    plain actions is, and rows with pairs or idle slots take the per-step path.
+    Read from the schedule's columns; slots number the steps that hold actions (an idle step is
+    no slot, a pair is two actions in one slot).
     """
-    lengths = [len(steps) for steps in schedule.order]
-    fast = _fast_rows(list(chain.from_iterable(schedule.order)))
-    if fast is not None:
-        stage, mb, kind = fast
-        dev = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        slot = np.arange(len(stage), dtype=np.int64)
-        return dev, stage, mb, kind, slot, dev
-    cols: list[tuple[np.ndarray, ...]] = []
-    n = 0
-    for d, steps in enumerate(schedule.order):
-        fast = _fast_rows(steps)
-        if fast is not None:
-            stage, mb, kind = fast
-            slot = np.arange(len(steps), dtype=np.int64)
-        else:
-            stage, mb, kind, slot = _slow_row(steps)
-        cols.append((np.full(len(stage), d, dtype=np.int64), stage, mb, kind, slot + n))
-        n += int(slot[-1]) + 1 if len(slot) else 0
-    dev, stage, mb, kind, slot = (np.concatenate(c) for c in zip(*cols))
-    slot_device = np.empty(n, dtype=np.int64)
-    slot_device[slot] = dev
-    return dev, stage, mb, kind, slot, slot_device
-
-
-_KIND_BY_ID = {id(k): i for k, i in KIND_INDEX.items()}
-
-
-def _fast_rows(steps):
-    """(stage, microbatch, kind) columns of a sequence of plain Actions; None if it holds others."""
-    try:
-        flat = list(chain.from_iterable(steps))
-    except TypeError:  # an idle slot (None)
-        return None
-    if len(flat) != 3 * len(steps):
-        return None
-    st, mb, kd = flat[0::3], flat[1::3], flat[2::3]
-    ids = np.fromiter(map(id, kd), dtype=np.int64, count=len(kd))
-    kind = np.full(len(kd), -1, dtype=np.int64)
-    for k_id, i in _KIND_BY_ID.items():
-        kind[ids == k_id] = i
-    if (kind < 0).any():
-        return None
-    stage, micro = np.array(st), np.array(mb)  # dtype inferred, so 1.5 is not read as 1
-    if stage.dtype != np.int64 or micro.dtype != np.int64:
-        return None
-    return stage, micro, kind
-
-
-_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
-
-
-def _slow_row(steps):
-    """Per-step path: pairs, idle slots, plain tuples and kind strings."""
-    stage, mb, kind, slot = [], [], [], []
-    n = 0
-    for step in steps:
-        if step is None:
-            continue
-        actions = step if isinstance(step, Overlap) else (step,)
-        for a in actions:
-            try:
-                s, m, k = a
-                k = KIND_INDEX[Kind(k)]
-            except (TypeError, ValueError):
-                raise ScheduleError(f"cannot read step {step!r}: expected (stage, microbatch, kind)") from None
-            if not (isinstance(s, (int, np.integer)) and isinstance(m, (int, np.integer))):
-                raise ScheduleError(f"step {step!r} needs whole-number stage and microbatch")
-            if not (_INT64_MIN <= s <= _INT64_MAX and _INT64_MIN <= m <= _INT64_MAX):
-                raise ScheduleError(f"step {step!r} names a stage or microbatch far out of range")
-            stage.append(s)
-            mb.append(m)
-            kind.append(k)
-            slot.append(n)
-        n += 1
-    return tuple(np.array(x, dtype=np.int64) for x in (stage, mb, kind, slot))
+    c = schedule.columns
+    dev = c.device()
+    if c.slot is None:
+        return dev, c.stage, c.microbatch, c.kind, np.arange(len(c), dtype=narrowest(0, len(c))), dev
+    new = np.ones(len(c), dtype=bool)
+    new[1:] = (dev[1:] != dev[:-1]) | (c.slot[1:] != c.slot[:-1])
+    slot = np.cumsum(new, dtype=np.int64) - 1
+    return dev, c.stage, c.microbatch, c.kind, slot.astype(narrowest(0, len(c)), copy=False), dev[new]
 
 
 def _label(stage: int, mb: int, kind: int) -> str:
     return str(Action(stage, mb, KINDS[kind]))
+
+
+def _index_type(n: int) -> np.dtype:
+    """int32 for indices below n < 2³¹ (half the memory of int64), int64 past that."""
+    return np.dtype(np.int32 if n < 2**31 else np.int64)
 
 
 def validate(schedule: Schedule) -> None:
@@ -193,8 +142,9 @@ def validate(schedule: Schedule) -> None:
 def _prepare(schedule: Schedule):
     """Validate and build the key → action index table used for dependencies."""
     S, M, P = schedule.stages, schedule.microbatches, schedule.devices
-    if len(schedule.order) != P:
-        raise ScheduleError(f"the order has {len(schedule.order)} device rows but the placement has {P} devices")
+    rows = schedule.steps.devices if isinstance(schedule.steps, Columns) else len(schedule.steps)
+    if rows != P:
+        raise ScheduleError(f"the order has {rows} device rows but the placement has {P} devices")
     if M < 1:
         raise ScheduleError(f"a schedule needs at least one microbatch (got {M})")
     if schedule.directions is not None and len(schedule.directions) != M:
@@ -211,9 +161,8 @@ def _prepare(schedule: Schedule):
             f"device {dev[i]} runs {_label(stage[i], mb[i], kind[i])}, but the schedule has stages "
             f"0..{S - 1} and microbatches 0..{M - 1}"
         )
-    directions = _directions(schedule)
-    placement = np.array(schedule.placement.devices_of, dtype=np.int64)
-    home = placement[directions[mb], stage]
+    placement = np.array(schedule.placement.devices_of, dtype=dev.dtype)
+    home = placement[0, stage] if schedule.directions is None else placement[_directions(schedule)[mb], stage]
     bad = np.flatnonzero(home != dev)
     if len(bad):
         i = bad[0]
@@ -221,24 +170,30 @@ def _prepare(schedule: Schedule):
             f"{_label(stage[i], mb[i], kind[i])} is on device {dev[i]}, but stage {stage[i]} "
             f"of microbatch {mb[i]} belongs on device {home[i]}"
         )
-    key = (kind * S + stage) * M + mb
-    seen = np.bincount(key, minlength=len(KINDS) * S * M).reshape(len(KINDS), S, M)
-    if seen.max(initial=0) > 1:
+    del home
+    key = kind.astype(_index_type(len(KINDS) * S * M))  # (kind · S + stage) · M + microbatch, in place
+    key *= S
+    key += stage
+    key *= M
+    key += mb
+    pos = np.full(len(KINDS) * S * M, -1, dtype=_index_type(len(key)))
+    pos[key] = np.arange(len(key), dtype=pos.dtype)
+    if np.count_nonzero(pos >= 0) < len(key):  # a key written twice
+        seen = np.bincount(key, minlength=len(pos)).reshape(len(KINDS), S, M)
         k, s, m = np.argwhere(seen > 1)[0]
         raise ScheduleError(f"action {_label(s, m, k)} appears {seen[k, s, m]} times; each must appear once")
+    seen = (pos >= 0).reshape(len(KINDS), S, M)  # each action at most once from here
     problems = [
-        (seen[_F] == 0, "forward {} never runs"),
-        ((seen[_B] + seen[_BW]) == 0, "backward of {} never runs (need B and W, or BW)"),
-        ((seen[_B] == 1) & (seen[_BW] == 1), "{} has both a split backward (B) and a full one (BW)"),
-        ((seen[_B] == 1) & (seen[_W] == 0), "{} has B but no W"),
-        ((seen[_W] == 1) & (seen[_B] == 0), "{} has W but no B"),
+        (~seen[_F], "forward {} never runs"),
+        (~(seen[_B] | seen[_BW]), "backward of {} never runs (need B and W, or BW)"),
+        (seen[_B] & seen[_BW], "{} has both a split backward (B) and a full one (BW)"),
+        (seen[_B] & ~seen[_W], "{} has B but no W"),
+        (seen[_W] & ~seen[_B], "{} has W but no B"),
     ]
     for mask, text in problems:
         if mask.any():
             s, m = np.argwhere(mask)[0]
             raise ScheduleError(text.format(f"stage {s} microbatch {m}"))
-    pos = np.full(len(KINDS) * S * M, -1, dtype=np.int64)
-    pos[key] = np.arange(len(key))
     return dev, stage, mb, kind, slot, slot_device, key, pos
 
 
@@ -413,7 +368,7 @@ def dependencies(result: Result) -> np.ndarray:
     """For each action of ``result``, the index of the action it waits for (-1: none), by the
     simulator's own rule, so exports draw exactly the dependencies that timed the run."""
     s = result.schedule
-    key = (result.kind * s.stages + result.stage) * s.microbatches + result.microbatch
-    pos = np.full(len(KINDS) * s.stages * s.microbatches, -1, dtype=np.int64)
+    key = (result.kind.astype(np.int64) * s.stages + result.stage) * s.microbatches + result.microbatch
+    pos = np.full(len(KINDS) * s.stages * s.microbatches, -1, dtype=_index_type(len(key)))
     pos[key] = np.arange(len(key))
     return _dependency_table(pos.reshape(len(KINDS), s.stages, s.microbatches)).ravel()[key]

@@ -45,7 +45,7 @@ def assert_valid(run, *, exact: bool = True) -> None:
     key = (kind * S + stage) * M + mb
     counts = np.bincount(key, minlength=len(KINDS) * S * M)
     _check(counts.max(initial=0) <= 1, lambda: f"{label(np.flatnonzero(counts[key] > 1)[0])} appears twice")
-    r_key = (np.asarray(result.kind) * S + np.asarray(result.stage)) * M + np.asarray(result.microbatch)
+    r_key = (np.asarray(result.kind, dtype=np.int64) * S + result.stage) * M + result.microbatch
     _check(np.array_equal(np.sort(r_key), np.sort(key)), "the result's ops are not the order's actions")
     pos = np.full(len(counts), -1, dtype=np.int64)
     pos[r_key] = np.arange(n)

@@ -39,7 +39,7 @@ def both(monkeypatch):
     compiled, calls = _compiled(), []
 
     def run(bounds, dep, p2p, dur):
-        got = compiled(bounds, dep, p2p, dur)
+        got = compiled(*eventpass.typed(bounds, dep, p2p, dur))
         want = eventpass_reference.run(bounds, dep, p2p, dur)
         assert _same_bits(got[0], want[0]), "the compiled pass's start times differ from the reference's"
         assert np.array_equal(got[1], want[1]), "the compiled pass stopped elsewhere than the reference"
@@ -127,7 +127,7 @@ def shuffled(draw):
     for row in rows:
         if rng.random() < 0.5:
             rng.shuffle(row)
-    return dataclasses.replace(sched, order=tuple(map(tuple, rows)))
+    return dataclasses.replace(sched, steps=tuple(map(tuple, rows)))
 
 
 @given(shuffled(), st.sampled_from([Costs(), Costs(1.0, 2.0, 0.5, p2p=0.5), Costs(overlap=0.6, p2p=0.1)]))

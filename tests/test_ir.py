@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from checks import schedule_kwargs
 
@@ -14,12 +15,13 @@ from ppviz.ir import (
     Kind,
     Overlap,
     Placement,
+    Row,
     W,
-    actions,
     from_torch_csv,
     make_schedule,
     parse_action,
     parse_torch_rows,
+    stack_rows,
     to_torch_csv,
 )
 
@@ -213,7 +215,7 @@ def test_a_stage_number_beyond_the_order_is_refused_by_name():
 
 
 def test_actions_from_columns_are_real_actions():
-    built = actions([3, 1], [0, 2], Kind.B)
+    built = stack_rows([Row.of(Kind.B, np.array([3, 1]), [0, 2])], 4, 3).actions()
     assert built == [Action(3, 0, Kind.B), Action(1, 2, Kind.B)]
     assert all(type(a) is Action for a in built)
     assert built[1].stage == 1 and built[1].microbatch == 2 and built[1].kind is Kind.B

@@ -135,7 +135,7 @@ def test_a_step_after_an_overlapped_pair():
     row = list(sched.order[0])
     i = row.index(Action(0, 2, Kind.F))
     row[i : i + 2] = [Overlap(row[i], row[i + 1])]
-    paired = dataclasses.replace(sched, order=(tuple(row), sched.order[1]))
+    paired = dataclasses.replace(sched, steps=(tuple(row), sched.order[1]))
     r = ppviz.evaluate(paired, ppviz.Costs(optimizer_step=[5.0, 5.0])).result
     st = optimizer_steps(r)
     assert st.device.tolist() == [0, 1] and st.start.tolist() == [10.0, 7.0] and st.end.tolist() == [15.0, 12.0]

@@ -134,7 +134,7 @@ def mutated_orders(draw):
         if not isinstance(row[i], Overlap):
             field = rng.choice(["stage", "microbatch"])
             row[i] = row[i]._replace(**{field: draw(st.sampled_from([2.5, 1.0, "1", None, 10**30, -(10**30)]))})
-    return dataclasses.replace(sched, order=tuple(map(tuple, rows)))
+    return dataclasses.replace(sched, steps=tuple(map(tuple, rows)))
 
 
 @given(mutated_orders(), st.sampled_from([Costs(), Costs(1.0, 2.0, 0.5, p2p=0.5), Costs(overlap=0.6)]))

@@ -11,7 +11,7 @@ from checks import assert_valid
 import ppviz
 from ppviz import Costs, DeadlockError, ScheduleError
 from ppviz.ir import BW, Action, B, F, Overlap, Placement, W, make_schedule
-from ppviz.simulator import simulate
+from ppviz.simulator import Result, simulate
 
 
 def _times(result) -> dict[str, tuple[float, float]]:
@@ -200,7 +200,7 @@ def test_pair_whose_halves_depend_on_each_other_is_a_deadlock():
 def test_large_cyclic_order_is_reported_not_looped_on():
     """Reversing every row of a 1F1B with 4096 actions deadlocks at once and says so."""
     sched = ppviz.build("1f1b", 8, 256)
-    reverse = dataclasses.replace(sched, order=tuple(tuple(reversed(r)) for r in sched.order))
+    reverse = dataclasses.replace(sched, steps=tuple(tuple(reversed(r)) for r in sched.order))
     with pytest.raises(DeadlockError, match="device 7 is stuck at step 0"):
         simulate(reverse)
 
@@ -301,7 +301,13 @@ def _tampered(result, **columns):
             slot_col = np.zeros(len(result.slot_start))
             slot_col[result.slot] = columns[name]
             columns[f"slot_{name}"] = slot_col
-    return dataclasses.replace(result, **columns)
+    return _replaced(result, **columns)
+
+
+def _replaced(result, **columns):
+    """A new Result with ``columns`` in place of the result's own."""
+    names = ("device", "stage", "microbatch", "kind", "slot", "start", "end", "slot_device", "slot_start", "slot_end")
+    return Result(result.schedule, result.costs, **{n: columns.get(n, getattr(result, n)) for n in names})
 
 
 def test_validator_accepts_the_simulators_result(tiny_1f1b):
@@ -378,7 +384,7 @@ def test_validator_catches_slot_columns_that_disagree_with_the_ops(tiny_1f1b):
     """Metrics read slot_start/slot_end, so they must match the ops."""
     result = simulate(tiny_1f1b)
     with pytest.raises(AssertionError, match="slot columns"):
-        assert_valid(dataclasses.replace(result, slot_end=result.slot_end + 1.0))
+        assert_valid(_replaced(result, slot_end=result.slot_end + 1.0))
 
 
 def test_a_direction_the_placement_does_not_have_is_a_schedule_error():

@@ -52,7 +52,7 @@ def occupancy(run: Run, bins: int, window: tuple[float, float] | None = None) ->
     b = np.clip((r.slot_end - t0) / width, 0, bins)
     ia = np.minimum(np.floor(a).astype(np.int64), bins - 1)
     ib = np.minimum(np.floor(b).astype(np.int64), bins - 1)
-    row = (r.slot_device * n_cls + cls) * (bins + 1)
+    row = (r.slot_device.astype(np.int64) * n_cls + cls) * (bins + 1)  # narrow ints: widen first
     size = p * n_cls * (bins + 1)
     one = ia == ib
     many = ~one

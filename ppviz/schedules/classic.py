@@ -7,38 +7,29 @@ in splitting the backward, and in flushing between iterations.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+import numpy as np
 
 from ..costs import Costs
 from ..errors import InputError
-from ..ir import BW, Action, B, F, Placement, Schedule, Step, W, make_schedule
+from ..ir import BW, F, Placement, Row, Schedule, stack_rows
+from . import rows
 from .registry import Param, Spec, register
 
 
-def _one_f_one_b(p: int, m: int, warmup: Callable[[int], int], backward: Callable[[int, int], list[Step]]):
-    """Per device: ``warmup(d)`` forwards, then F/backward alternating, then the rest backward."""
-    order = []
+def _one_f_one_b(p: int, m: int, warmup: Callable[[int], int]) -> Iterator[Row]:
+    """Per device: ``warmup(d)`` forwards, then F/BW alternating, then the rest BW."""
+    mb = np.arange(m)
     for d in range(p):
-        n_warm = min(warmup(d), m)
-        row: list[Step] = [Action(d, j, F) for j in range(n_warm)]
-        for k in range(m - n_warm):
-            row.append(Action(d, n_warm + k, F))
-            row.extend(backward(d, k))
-        for k in range(m - n_warm, m):
-            row.extend(backward(d, k))
-        order.append(row)
-    return order
-
-
-def _full_backward(d: int, k: int) -> list[Step]:
-    return [Action(d, k, BW)]
+        yield rows.one_f_one_b(Row.of(F, d, mb), Row.of(BW, d, mb), min(warmup(d), m))
 
 
 def _work(costs: Costs) -> float:
     return costs.f + costs.b + costs.w
 
 
-def _with_flushes(p: int, m: int, iterations: int, one: Callable[[int, int], list[list[Step]]]) -> list[list[Step]]:
+def _flushed(p: int, m: int, iterations: int, one: Callable[[int, int], Iterator[Row]]) -> Schedule:
     """``iterations`` copies of one iteration's order, microbatches renumbered k·m + j, per device
     one after the other.
 
@@ -47,26 +38,22 @@ def _with_flushes(p: int, m: int, iterations: int, one: Callable[[int, int], lis
     stage's next forward follows device 0's. So the next iteration starts once the whole pipeline
     has drained (the optimizer step sits there), and no simulator change is needed.
     """
-    rows = one(p, m)
-    if iterations == 1:
-        return rows
-    return [[Action(a.stage, k * m + a.microbatch, a.kind) for k in range(iterations) for a in row] for row in rows]
+    total = m * iterations
+    device_rows = (rows.repeated(row, m, iterations) for row in one(p, m))
+    return Schedule(Placement.standard(p), total, stack_rows(device_rows, p, total))
 
 
-def _flushed(p: int, m: int, iterations: int, one) -> Schedule:
-    return make_schedule(Placement.standard(p), m * iterations, _with_flushes(p, m, iterations, one))
+def _gpipe_rows(p: int, m: int) -> Iterator[Row]:
+    mb = np.arange(m)
+    return (Row.of(F, d, mb) + Row.of(BW, d, mb) for d in range(p))
 
 
-def _gpipe_rows(p: int, m: int) -> list[list[Step]]:
-    return [[Action(d, j, F) for j in range(m)] + [Action(d, j, BW) for j in range(m)] for d in range(p)]
+def _1f1b_rows(p: int, m: int) -> Iterator[Row]:
+    return _one_f_one_b(p, m, lambda d: p - d - 1)
 
 
-def _1f1b_rows(p: int, m: int) -> list[list[Step]]:
-    return _one_f_one_b(p, m, lambda d: p - d - 1, _full_backward)
-
-
-def _eager_rows(p: int, m: int) -> list[list[Step]]:
-    return _one_f_one_b(p, m, lambda d: 2 * (p - d - 1), _full_backward)
+def _eager_rows(p: int, m: int) -> Iterator[Row]:
+    return _one_f_one_b(p, m, lambda d: 2 * (p - d - 1))
 
 
 def gpipe(p: int, m: int, iterations: int = 1) -> Schedule:
@@ -84,16 +71,16 @@ def eager_one_f_one_b(p: int, m: int, iterations: int = 1) -> Schedule:
 def pipedream_2bw(p: int, m: int, iterations: int = 1) -> Schedule:
     """No flush: the iterations' microbatches run as one continuous 1F1B stream."""
     total = m * iterations
-    order = _one_f_one_b(p, total, lambda d: p - d - 1, _full_backward)
-    return make_schedule(Placement.standard(p), total, order, param_versions=2)
+    order = stack_rows(_one_f_one_b(p, total, lambda d: p - d - 1), p, total)
+    return Schedule(Placement.standard(p), total, order, param_versions=2)
 
 
 def eager_pipedream_2bw(p: int, m: int, iterations: int = 1) -> Schedule:
     """No flush, eager warm-up: one continuous stream of k·m microbatches, device d warming up
     min(2(p−d−1), m) forwards (at most one iteration ahead, so two weight versions suffice)."""
     total = m * iterations
-    order = _one_f_one_b(p, total, lambda d: min(2 * (p - d - 1), m), _full_backward)
-    return make_schedule(Placement.standard(p), total, order, param_versions=2)
+    order = stack_rows(_one_f_one_b(p, total, lambda d: min(2 * (p - d - 1), m)), p, total)
+    return Schedule(Placement.standard(p), total, order, param_versions=2)
 
 
 def _check_2bw(p: int, m: int, iterations: int) -> None:
@@ -128,22 +115,7 @@ _NO_FLUSH = Param("iterations", int, 1, 1, 64, "training iterations run back to 
 
 def zb_h1(p: int, m: int) -> Schedule:
     """ZB-H1: warm-up p-1-d forwards; then F (while any), B, and W once k ≥ d; leftover W last."""
-    order = []
-    for d in range(p):
-        n_warm = min(p - 1 - d, m)
-        row: list[Step] = [Action(d, j, F) for j in range(n_warm)]
-        next_f, next_w = n_warm, 0
-        for k in range(m):
-            if next_f < m:
-                row.append(Action(d, next_f, F))
-                next_f += 1
-            row.append(Action(d, k, B))
-            if k >= d:
-                row.append(Action(d, next_w, W))
-                next_w += 1
-        row.extend(Action(d, j, W) for j in range(next_w, m))
-        order.append(row)
-    return make_schedule(Placement.standard(p), m, order)
+    return Schedule(Placement.standard(p), m, stack_rows(rows.handcrafted_zb(p, m, 1), p, m))
 
 
 def _zb_h1_formula(p: int, m: int, c: Costs) -> float | None:

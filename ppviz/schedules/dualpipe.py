@@ -14,106 +14,123 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..costs import Costs
 from ..errors import InputError
-from ..ir import BW, Action, B, F, Overlap, Placement, Schedule, Step, W, make_schedule
-from .interleaved import CHUNKS, GROUP_SIZE, check_interleaved, megatron_table
+from ..ir import BW, KIND_INDEX, B, F, Placement, Row, Schedule, W, stack_rows
+from . import rows
+from .interleaved import CHUNKS, GROUP_SIZE, check_interleaved, table_columns
 from .registry import Spec, register
+
+_F, _B, _W, _BW = (KIND_INDEX[k] for k in (F, B, W, BW))
 
 
 @dataclass
 class _Device:
-    """One device's two chunks (stage and microbatch sequence each) and its running counters."""
+    """One device's two chunks (stage and microbatch sequence each), its running counters and
+    its row as columns (kind, stage, microbatch, slot): actions are (kind, stage, microbatch)."""
 
     stages: tuple[int, int]
     microbatches: tuple[list[int], list[int]]
-    row: list[Step] = field(default_factory=list)
+    columns: tuple[list[int], ...] = field(default_factory=lambda: ([], [], [], []))
+    steps: int = 0
     next_f: list[int] = field(default_factory=lambda: [0, 0])
     next_b: list[int] = field(default_factory=lambda: [0, 0])
     weights: deque = field(default_factory=deque)  # split backwards whose W is still to run
 
-    def forward(self, c: int) -> Action:
-        a = Action(self.stages[c], self.microbatches[c][self.next_f[c]], F)
+    def forward(self, c: int) -> tuple[int, int, int]:
+        a = (_F, self.stages[c], self.microbatches[c][self.next_f[c]])
         self.next_f[c] += 1
         return a
 
-    def backward(self, c: int, split: bool) -> Action:
-        a = Action(self.stages[c], self.microbatches[c][self.next_b[c]], B if split else BW)
+    def backward(self, c: int, split: bool) -> tuple[int, int, int]:
+        a = (_B if split else _BW, self.stages[c], self.microbatches[c][self.next_b[c]])
         self.next_b[c] += 1
         if split:
-            self.weights.append(a._replace(kind=W))
+            self.weights.append((_W, *a[1:]))
         return a
+
+    def run(self, *actions: tuple[int, int, int]) -> None:
+        """One step: an action, or two overlapped as a pair (one slot)."""
+        for a in actions:
+            for column, value in zip(self.columns, (*a, self.steps)):
+                column.append(value)
+        self.steps += 1
 
     def weight(self) -> None:
         if self.weights:
-            self.row.append(self.weights.popleft())
+            self.run(self.weights.popleft())
+
+    def row(self) -> Row:
+        kind, stage, micro, slot = (np.array(c, dtype=np.int64) for c in self.columns)
+        return Row(kind, stage, micro, slot)
 
 
-def _dual_row(dev: _Device, n: int, h: int, per_chunk: int) -> list[Step]:
+def _dual_row(dev: _Device, n: int, h: int, per_chunk: int) -> Row:
     """DeepSeek's eight phases for a device at half rank h of n, with per_chunk microbatches a chunk."""
-    row = dev.row
     # Step 1: nF0
     for _ in range(2 * (n - h - 1)):
-        row.append(dev.forward(0))
+        dev.run(dev.forward(0))
     # Step 2: nF0F1
     for _ in range(h + 1):
-        row.append(dev.forward(0))
-        row.append(dev.forward(1))
+        dev.run(dev.forward(0))
+        dev.run(dev.forward(1))
     # Step 3: nB1W1F1 (split backward: its W fills the gap)
     for _ in range(n - h - 1):
-        row.append(dev.backward(1, split=True))
+        dev.run(dev.backward(1, split=True))
         dev.weight()
-        row.append(dev.forward(1))
+        dev.run(dev.forward(1))
     # Step 4 (main): n(F0 & B1)(F1 & B0); the middle device runs its first pair apart
     for i in range(per_chunk - 2 * n + h + 1):
         if i == 0 and h == n - 1:
-            row.append(dev.forward(0))
-            row.append(dev.backward(1, split=False))
+            dev.run(dev.forward(0))
+            dev.run(dev.backward(1, split=False))
         else:
-            row.append(Overlap(dev.forward(0), dev.backward(1, split=False)))
-        row.append(Overlap(dev.forward(1), dev.backward(0, split=False)))
+            dev.run(dev.forward(0), dev.backward(1, split=False))
+        dev.run(dev.forward(1), dev.backward(0, split=False))
     # Step 5: nB1(F1 & B0)
     for _ in range(n - h - 1):
-        row.append(dev.backward(1, split=False))
-        row.append(Overlap(dev.forward(1), dev.backward(0, split=False)))
+        dev.run(dev.backward(1, split=False))
+        dev.run(dev.forward(1), dev.backward(0, split=False))
     # Step 6: nB1B0, the second half with split backward
     split = False
     for i in range(h + 1):
         if i == (h + 1) // 2 and h % 2 == 1:
             split = True
-        row.append(dev.backward(1, split))
+        dev.run(dev.backward(1, split))
         if i == (h + 1) // 2 and h % 2 == 0:
             split = True
-        row.append(dev.backward(0, split))
+        dev.run(dev.backward(0, split))
     # Step 7: nWB0
     for _ in range(n - h - 1):
         dev.weight()
-        row.append(dev.backward(0, split=True))
+        dev.run(dev.backward(0, split=True))
     # Step 8: nW
     while dev.weights:
         dev.weight()
-    return row
+    return dev.row()
 
 
 def dualpipe(p: int, m: int) -> Schedule:
     """Microbatches 0..m/2−1 flow down from device 0, m/2..m−1 flow up from device p−1."""
     half = m // 2
     pipes = (list(range(half)), list(range(half, m)))
-    order = []
+    device_rows = []
     for r in range(p):
         h = min(r, p - 1 - r)
         first = 0 if r < p // 2 else 1  # the pipe in which device r is an early stage
         dev = _Device((h, p - 1 - h), (pipes[first], pipes[1 - first]))
-        order.append(_dual_row(dev, p // 2, h, half))
+        device_rows.append(_dual_row(dev, p // 2, h, half))
     directions = tuple([0] * half + [1] * (m - half))
-    return make_schedule(Placement.dualpipe(p), m, order, directions=directions)
+    return Schedule(Placement.dualpipe(p), m, stack_rows(device_rows, p, m), directions=directions)
 
 
 def dualpipe_v(p: int, m: int) -> Schedule:
     """The V fold: device r runs stage r on the way down and stage 2p−1−r on the way up."""
     every = list(range(m))
-    order = [_dual_row(_Device((r, 2 * p - 1 - r), (every, every)), p, r, m) for r in range(p)]
-    return make_schedule(Placement.vshape(p), m, order)
+    device_rows = (_dual_row(_Device((r, 2 * p - 1 - r), (every, every)), p, r, m) for r in range(p))
+    return Schedule(Placement.vshape(p), m, stack_rows(device_rows, 2 * p, m))
 
 
 def _check_dualpipe(p: int, m: int) -> None:
@@ -148,32 +165,23 @@ def _symmetric(c: Costs) -> bool:
 # --- 1F1B with overlapped pairs ---------------------------------------------------------------
 
 
-def _paired_rows(fwd: list[list[Action]], bwd: list[list[Action]], warmup: list[int]) -> list[list[Step]]:
-    """Warm-up forwards, then each forward overlapped with the oldest backward, then the rest."""
-    order = []
-    for d, (fs, bs) in enumerate(zip(fwd, bwd)):
-        n = min(warmup[d], len(fs))
-        row: list[Step] = list(fs[:n])
-        row += [Overlap(f, b) for f, b in zip(fs[n:], bs)]
-        row += bs[len(fs) - n :]
-        order.append(row)
-    return order
-
-
 def one_f_one_b_overlap(p: int, m: int) -> Schedule:
-    fwd = [[Action(d, j, F) for j in range(m)] for d in range(p)]
-    bwd = [[Action(d, j, BW) for j in range(m)] for d in range(p)]
-    return make_schedule(Placement.standard(p), m, _paired_rows(fwd, bwd, [2 * (p - d - 1) + 1 for d in range(p)]))
+    """1F1B with 2(p−d−1)+1 warm-up forwards, then each forward overlapped with the oldest backward."""
+    mb = np.arange(m)
+    device_rows = (rows.paired(Row.of(F, d, mb), Row.of(BW, d, mb), min(2 * (p - d - 1) + 1, m)) for d in range(p))
+    return Schedule(Placement.standard(p), m, stack_rows(device_rows, p, m))
 
 
 def interleaved_overlap(p: int, m: int, chunks: int = 2, group_size: int | None = None) -> Schedule:
     """Megatron's interleaved table, one more warm-up forward, and F & BW pairs in the steady state."""
     v, n = chunks, group_size or p
-    table = megatron_table(m, v, n)
-    fwd = [[Action(c * p + d, mb, F) for mb, c in table] for d in range(p)]
-    bwd = [[Action((v - 1 - c) * p + d, mb, BW) for mb, c in table] for d in range(p)]
-    warm = [2 * (p - d - 1) + (v - 1) * n + 1 for d in range(p)]
-    return make_schedule(Placement.looped(p, v), m, _paired_rows(fwd, bwd, warm))
+    micro, chunk = table_columns(m, v, n)
+
+    def row(d: int) -> Row:
+        warm = min(2 * (p - d - 1) + (v - 1) * n + 1, len(micro))
+        return rows.paired(Row.of(F, chunk * p + d, micro), Row.of(BW, (v - 1 - chunk) * p + d, micro), warm)
+
+    return Schedule(Placement.looped(p, v), m, stack_rows(map(row, range(p)), p * v, m))
 
 
 def _check_interleaved_overlap(p: int, m: int, chunks: int, group_size: int | None) -> None:

@@ -20,7 +20,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from ..costs import Costs
-from ..ir import Action, B, F, Kind, Placement, W
+from ..ir import Action, B, Columns, F, Kind, Placement, Schedule, W
 
 _EPS = 1e-9
 
@@ -261,14 +261,13 @@ def order_peak(order: list[list[Action]], unit: float) -> float:
     return peak
 
 
-def score(placement: Placement, m: int, order: list[list[Action]], limit: float, costs: Costs):
-    """(key, schedule) of one order, key = (longest span, makespan, peak) as ``pick_best`` ranks
-    them; None when its peak passes ``limit``."""
-    from ..ir import make_schedule
+def score(placement: Placement, m: int, order: list[list[Action]] | Columns, limit: float, costs: Costs):
+    """(key, schedule) of one order (rows of actions, or columns), key = (longest span, makespan,
+    peak) as ``pick_best`` ranks them; None when its peak passes ``limit``."""
     from ..memory import activation
     from ..simulator import simulate
 
-    schedule = make_schedule(placement, m, order)
+    schedule = Schedule(placement, m, order if isinstance(order, Columns) else tuple(map(tuple, order)))
     result = simulate(schedule, costs)
     peak = float(activation(result).peak.max())
     if peak > limit + _EPS:
@@ -281,7 +280,7 @@ def score(placement: Placement, m: int, order: list[list[Action]], limit: float,
     return (span, float(result.slot_end.max()), peak), schedule
 
 
-def pick_best(placement: Placement, m: int, orders: list[list[list[Action]]], limit: float, costs: Costs):
+def pick_best(placement: Placement, m: int, orders: list[list[list[Action]] | Columns], limit: float, costs: Costs):
     """The order with the shortest longest span (the zero-bubble papers' measure), then the
     shortest makespan, then the lowest peak, among those within ``limit``; None if none fits."""
     best = None

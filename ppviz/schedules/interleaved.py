@@ -7,8 +7,11 @@ Megatron's interleaved 1F1B walks microbatches in groups of N (``group_size``, M
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import InputError
-from ..ir import BW, Action, F, Placement, Schedule, Step, actions, make_schedule
+from ..ir import BW, F, Placement, Row, Schedule, stack_rows
+from . import rows
 from .registry import Param, Spec, register
 
 CHUNKS = Param("chunks", int, 2, 1, 16, "model chunks per device (virtual pipeline size v)")
@@ -32,22 +35,22 @@ def megatron_table(m: int, v: int, group: int) -> list[tuple[int, int]]:
     return table
 
 
+def table_columns(m: int, v: int, group: int) -> tuple[np.ndarray, np.ndarray]:
+    """``megatron_table`` as two columns: microbatch, chunk."""
+    micro, chunk = np.array(megatron_table(m, v, group), dtype=np.int64).reshape(-1, 2).T
+    return micro, chunk
+
+
 def interleaved_1f1b(p: int, m: int, chunks: int = 2, group_size: int | None = None) -> Schedule:
     v, n = chunks, group_size or p
-    table = megatron_table(m, v, n)
-    total = len(table)
-    micro = [mb for mb, _ in table]
-    chunk = [c for _, c in table]
-    order = []
-    for d in range(p):
+    micro, chunk = table_columns(m, v, n)
+    total = len(micro)
+
+    def row(d: int) -> Row:
         warm = min(2 * (p - d - 1) + (v - 1) * n, total)
-        fwd = actions([c * p + d for c in chunk], micro, F)
-        bwd = actions([(v - 1 - c) * p + d for c in chunk], micro, BW)
-        steady: list[Step] = [None] * (2 * (total - warm))  # one forward, one backward, in turn
-        steady[0::2] = fwd[warm:]
-        steady[1::2] = bwd[: total - warm]
-        order.append(fwd[:warm] + steady + bwd[total - warm :])
-    return make_schedule(Placement.looped(p, v), m, order)
+        return rows.one_f_one_b(Row.of(F, chunk * p + d, micro), Row.of(BW, (v - 1 - chunk) * p + d, micro), warm)
+
+    return Schedule(Placement.looped(p, v), m, stack_rows(map(row, range(p)), p * v, m))
 
 
 def check_interleaved(p: int, m: int, chunks: int, group_size: int | None) -> None:
@@ -72,12 +75,12 @@ def check_interleaved(p: int, m: int, chunks: int, group_size: int | None) -> No
 
 
 def looped_bfs(p: int, m: int, chunks: int = 2) -> Schedule:
-    order = []
-    for d in range(p):
-        row = [Action(c * p + d, mb, F) for c in range(chunks) for mb in range(m)]
-        row += [Action(c * p + d, mb, BW) for c in reversed(range(chunks)) for mb in range(m)]
-        order.append(row)
-    return make_schedule(Placement.looped(p, chunks), m, order)
+    micro, chunk = np.tile(np.arange(m), chunks), np.repeat(np.arange(chunks), m)
+
+    def row(d: int) -> Row:
+        return Row.of(F, chunk * p + d, micro) + Row.of(BW, (chunks - 1 - chunk) * p + d, micro)
+
+    return Schedule(Placement.looped(p, chunks), m, stack_rows(map(row, range(p)), p * chunks, m))
 
 
 def _interleaved_formula(p, m, c, chunks, group_size=None):

@@ -9,35 +9,26 @@ interleaved 1F1B's, and the bubble is ZB-H1's divided by v.
 
 from __future__ import annotations
 
-from collections import deque
-
 from ..errors import InputError
-from ..ir import Action, B, F, Placement, Schedule, Step, W, make_schedule
-from .interleaved import CHUNKS, GROUP_SIZE, check_interleaved, megatron_table
+from ..ir import B, F, Placement, Row, Schedule, W, stack_rows
+from . import rows
+from .interleaved import CHUNKS, GROUP_SIZE, check_interleaved, table_columns
 from .registry import Spec, register
 
 
 def interleaved_zb(p: int, m: int, chunks: int = 2, group_size: int | None = None) -> Schedule:
     v, n = chunks, group_size or p
-    table = megatron_table(m, v, n)
-    total = len(table)
-    order = []
-    for r in range(p):
+    micro, chunk = table_columns(m, v, n)
+    total = len(micro)
+
+    def row(r: int) -> Row:
         warm = min((v - 1) * n + (p - 1 - r), total)
-        fwd = [Action(c * p + r, mb, F) for mb, c in table]
-        bwd = [Action((v - 1 - c) * p + r, mb, B) for mb, c in table]
-        row: list[Step] = list(fwd[:warm])
-        weights: deque[Action] = deque()
-        for k, back in enumerate(bwd):
-            if warm + k < total:
-                row.append(fwd[warm + k])
-            row.append(back)
-            weights.append(back._replace(kind=W))
-            if k >= r:
-                row.append(weights.popleft())
-        row.extend(weights)
-        order.append(row)
-    return make_schedule(Placement.looped(p, v), m, order)
+        back = (v - 1 - chunk) * p + r
+        return rows.zero_bubble(
+            Row.of(F, chunk * p + r, micro), Row.of(B, back, micro), Row.of(W, back, micro), warm, r
+        )
+
+    return Schedule(Placement.looped(p, v), m, stack_rows(map(row, range(p)), p * v, m))
 
 
 def _check(p: int, m: int, chunks: int, group_size: int | None) -> None:

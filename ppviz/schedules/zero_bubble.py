@@ -11,33 +11,14 @@ from __future__ import annotations
 
 from ..costs import Costs
 from ..errors import InputError
-from ..ir import Action, B, F, Placement, Schedule, Step, W, make_schedule
+from ..ir import B, Columns, F, Placement, Schedule, Step, stack_rows
+from . import rows
 from .greedy import Candidate, greedy_order, pick_best
 from .registry import Param, Spec, register
 
 
-def zb_handcrafted(p: int, m: int, depth: int) -> list[list[Step]]:
-    """Device r: depth·(p−1−r) forwards, then F (while any), B, and W once k ≥ depth·r."""
-    order = []
-    for r in range(p):
-        n_warm = min(depth * (p - 1 - r), m)
-        row: list[Step] = [Action(r, j, F) for j in range(n_warm)]
-        next_f, next_w = n_warm, 0
-        for k in range(m):
-            if next_f < m:
-                row.append(Action(r, next_f, F))
-                next_f += 1
-            row.append(Action(r, k, B))
-            if k >= depth * r:
-                row.append(Action(r, next_w, W))
-                next_w += 1
-        row.extend(Action(r, j, W) for j in range(next_w, m))
-        order.append(row)
-    return order
-
-
 def zb_h2(p: int, m: int) -> Schedule:
-    return make_schedule(Placement.standard(p), m, zb_handcrafted(p, m, 2))
+    return Schedule(Placement.standard(p), m, stack_rows(rows.handcrafted_zb(p, m, 2), p, m))
 
 
 def _zb_h2_makespan(p: int, m: int, c: Costs) -> float | None:
@@ -64,11 +45,11 @@ def zb_auto(p: int, m: int, max_memory: float | None = None, costs: Costs | None
     costs = costs or Costs()
     limit = 2 * p - 1 if max_memory is None else max_memory
     placement = Placement.standard(p)
-    candidates: list[list[list[Step]]] = []
+    candidates: list[list[list[Step]] | Columns] = []
     if limit >= min(p, m):
-        candidates.append(zb_handcrafted(p, m, 1))
+        candidates.append(stack_rows(rows.handcrafted_zb(p, m, 1), p, m))
     if limit >= min(2 * p - 1, m):
-        candidates.append(zb_handcrafted(p, m, 2))
+        candidates.append(stack_rows(rows.handcrafted_zb(p, m, 2), p, m))
     for warm in sorted({w for w in (p - 1, p, 2 * p - 2, 2 * p - 1, int(limit)) if 1 <= w <= limit}):
         order = greedy_order(placement, m, costs, limit, _zb_priority(warm))
         if order is not None:

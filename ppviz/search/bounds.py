@@ -25,7 +25,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ..ir import KIND_INDEX, Kind, Overlap, Placement, Schedule
+from ..ir import KIND_INDEX, Kind, Placement, Schedule
+from ..simulator import _flatten
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
 SAFETY = 1e-9  # relative slack when comparing a computed peak with a capacity (float summation order)
@@ -145,37 +146,10 @@ class Order:
 
 def columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """(stage, kind, slot) of every action in device order and the device of every slot, as the
-    simulator numbers them (an idle step is no slot, an overlapped pair is two actions in one slot):
-    one pass over a built schedule's order, for the activation curve. A row of plain actions is
-    transposed at C speed; a row with pairs or idle steps is read step by step."""
-    parts: list[tuple[np.ndarray, ...]] = []
-    n = 0
-    for d, steps in enumerate(schedule.order):
-        try:
-            cols = list(zip(*steps))
-        except TypeError:  # an idle step (None)
-            cols = []
-        if len(cols) == 3:  # every step is one (stage, microbatch, kind) action
-            k = len(steps)
-            stage = np.fromiter(cols[0], np.int64, k)
-            kind = np.fromiter(map(KIND_INDEX.__getitem__, cols[2]), np.int64, k)
-            slot = np.arange(n, n + k, dtype=np.int64)
-            n += k
-        else:
-            stage_l, kind_l, slot_l = [], [], []
-            for step in steps:
-                if step is None:
-                    continue
-                for a in step if type(step) is Overlap else (step,):
-                    stage_l.append(a[0])
-                    kind_l.append(KIND_INDEX[a[2]])
-                    slot_l.append(n)
-                n += 1
-            stage, kind, slot = (np.asarray(x, dtype=np.int64) for x in (stage_l, kind_l, slot_l))
-        parts.append((stage, kind, slot, np.full(len(np.unique(slot)), d, dtype=np.int64)))
-    if not parts:
-        return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
-    return tuple(np.concatenate(c) for c in zip(*parts))
+    simulator numbers them (an idle step is no slot, an overlapped pair is two actions in one slot),
+    read from the schedule's columns, for the activation curve (int64, for index arithmetic)."""
+    _, stage, _, kind, slot, slot_device = _flatten(schedule)
+    return tuple(c.astype(np.int64) for c in (stage, kind, slot, slot_device))
 
 
 def order_of(schedule: Schedule, split_backward: bool) -> Order:
