@@ -359,7 +359,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _write(args.output, figures.to_html(run, limit=args.limit))
             print(f"wrote {args.output} ({len(run.result):,} ops, makespan {run.metrics.makespan:g})")
         elif args.json:
-            sys.stdout.write(json.dumps(run.to_dict()) + "\n")
+            from . import formats
+
+            sys.stdout.write(formats.run_json(run))
+            sys.stdout.write("\n")
         elif args.csv:
             from . import formats
 

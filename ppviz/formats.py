@@ -14,6 +14,7 @@ import numpy as np
 from . import ir
 from .api import Run
 from .ir import KINDS, Overlap, Schedule
+from .ops_json import ops_json
 from .simulator import validate
 
 OPS_HEADER = "device,stage,microbatch,kind,start,end"
@@ -30,8 +31,10 @@ def ops_csv(run: Run, time_unit: str = "") -> str:
 
 
 def run_json(run: Run) -> str:
-    """The CLI's ``--json`` contract: the summary fields plus ``ops[]``."""
-    return json.dumps(run.to_dict())
+    """The CLI's ``--json`` contract: the summary fields plus ``ops[]`` (compact; ``ops`` written
+    column-wise, see ``ppviz.ops_json``)."""
+    head = json.dumps(run.summary(), separators=(",", ":"))
+    return ops_json(run.result, head=head[:-1] + ',"ops":', tail="}")
 
 
 def chrome_trace(

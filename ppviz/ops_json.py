@@ -1,0 +1,51 @@
+"""The ``ops[]`` array of the JSON contract, written from the result's columns.
+
+A dict per op costs more than the simulation itself (0.45 s to build and 0.86 s for ``json.dumps``
+at 524k ops); here each row is a few shared strings and two numbers joined once: the integers come
+from small tables indexed by numpy, the times from orjson's float formatting of whole columns
+(shortest round-trip digits, as ``repr``), so the parsed values are the simulator's exact float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+
+from .ir import KINDS
+from .simulator import Result
+
+_NUMPY = orjson.OPT_SERIALIZE_NUMPY
+
+
+def ops_json(result: Result, head: str = "", tail: str = "") -> str:
+    """``[{"device":…,"stage":…,"microbatch":…,"kind":…,"start":…,"end":…}, …]``, compact, in device
+    order, between ``head`` and ``tail`` (the text around it, joined in the same single copy)."""
+    n = len(result)
+    if n == 0:
+        return head + "[]" + tail
+    kinds = len(KINDS)
+    micro = [f',"microbatch":{m},"kind":"{k.value}","start":' for m in range(_top(result.microbatch)) for k in KINDS]
+    pieces = [',"end":'] * (6 * n)
+    pieces[0::6] = _table('},{"device":', _top(result.device))[result.device].tolist()
+    pieces[1::6] = _table(',"stage":', _top(result.stage))[result.stage].tolist()
+    pieces[2::6] = np.array(micro, dtype=object)[result.microbatch.astype(np.int64) * kinds + result.kind].tolist()
+    pieces[3::6] = _numbers(result.start)
+    pieces[5::6] = _numbers(result.end)
+    pieces[0] = head + "[" + pieces[0][2:]  # the first row opens the array, no "},"
+    pieces.append("}]" + tail)
+    return "".join(pieces)
+
+
+def _top(column: np.ndarray) -> int:
+    return int(column.max()) + 1
+
+
+def _table(prefix: str, size: int) -> np.ndarray:
+    """``prefix + str(i)`` for every i below ``size``, to index with a column."""
+    return np.array([f"{prefix}{i}" for i in range(size)], dtype=object)
+
+
+def _numbers(column: np.ndarray) -> list[str]:
+    """Each float of ``column`` as JSON text."""
+    text = orjson.dumps(np.ascontiguousarray(column), option=_NUMPY).decode()
+    return text[1:-1].split(",")
