@@ -31,10 +31,10 @@ def ops_csv(run: Run, time_unit: str = "") -> str:
 
 
 def run_json(run: Run) -> str:
-    """The CLI's ``--json`` contract: the summary fields plus ``ops[]`` (compact; ``ops`` written
-    column-wise, see ``ppviz.ops_json``)."""
-    head = json.dumps(run.summary(), separators=(",", ":"))
-    return ops_json(run.result, head=head[:-1] + ',"ops":', tail="}")
+    """The CLI's ``--json`` contract: the summary fields plus ``ops[]`` (written column-wise, see
+    ``ppviz.ops_json``)."""
+    head = json.dumps(run.summary())
+    return ops_json(run.result, head=head[:-1] + ', "ops": ', tail="}")
 
 
 def chrome_trace(

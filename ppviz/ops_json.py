@@ -18,20 +18,23 @@ _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
 def ops_json(result: Result, head: str = "", tail: str = "") -> str:
-    """``[{"device":…,"stage":…,"microbatch":…,"kind":…,"start":…,"end":…}, …]``, compact, in device
-    order, between ``head`` and ``tail`` (the text around it, joined in the same single copy)."""
+    """``[{"device": …, "stage": …, "microbatch": …, "kind": …, "start": …, "end": …}, …]`` in device
+    order, spaced as ``json.dumps`` spaces it, between ``head`` and ``tail`` (the text around it,
+    joined in the same single copy)."""
     n = len(result)
     if n == 0:
         return head + "[]" + tail
     kinds = len(KINDS)
-    micro = [f',"microbatch":{m},"kind":"{k.value}","start":' for m in range(_top(result.microbatch)) for k in KINDS]
-    pieces = [',"end":'] * (6 * n)
-    pieces[0::6] = _table('},{"device":', _top(result.device))[result.device].tolist()
-    pieces[1::6] = _table(',"stage":', _top(result.stage))[result.stage].tolist()
+    micro = [
+        f', "microbatch": {m}, "kind": "{k.value}", "start": ' for m in range(_top(result.microbatch)) for k in KINDS
+    ]
+    pieces = [', "end": '] * (6 * n)
+    pieces[0::6] = _table('}, {"device": ', _top(result.device))[result.device].tolist()
+    pieces[1::6] = _table(', "stage": ', _top(result.stage))[result.stage].tolist()
     pieces[2::6] = np.array(micro, dtype=object)[result.microbatch.astype(np.int64) * kinds + result.kind].tolist()
     pieces[3::6] = _numbers(result.start)
     pieces[5::6] = _numbers(result.end)
-    pieces[0] = head + "[" + pieces[0][2:]  # the first row opens the array, no "},"
+    pieces[0] = head + "[" + pieces[0][3:]  # the first row opens the array, no "}, "
     pieces.append("}]" + tail)
     return "".join(pieces)
 

@@ -39,3 +39,9 @@ def test_floats_round_trip_exactly():
     ops = json.loads(ops_json(run.result))
     assert [o["start"] for o in ops] == run.result.start.tolist()
     assert [o["end"] for o in ops] == run.result.end.tolist()
+
+
+@pytest.mark.parametrize("name", ["1f1b", "dualpipe", "zb-v"])
+def test_plain_times_give_the_same_text_as_json_dumps(name):
+    run = ppviz.simulate(name, 4, 8)
+    assert formats.run_json(run) == json.dumps(run.to_dict())
