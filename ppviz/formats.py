@@ -14,7 +14,7 @@ import numpy as np
 from . import ir
 from .api import Run
 from .ir import KINDS, Overlap, Schedule
-from .ops_json import ops_json
+from .ops_json import dumps_with_ops
 from .simulator import validate
 
 OPS_HEADER = "device,stage,microbatch,kind,start,end"
@@ -33,8 +33,7 @@ def ops_csv(run: Run, time_unit: str = "") -> str:
 def run_json(run: Run) -> str:
     """The CLI's ``--json`` contract: the summary fields plus ``ops[]`` (written column-wise, see
     ``ppviz.ops_json``)."""
-    head = json.dumps(run.summary())
-    return ops_json(run.result, head=head[:-1] + ', "ops": ', tail="}")
+    return dumps_with_ops(run.summary(), run.result)
 
 
 def chrome_trace(

@@ -8,6 +8,9 @@ from small tables indexed by numpy, the times from orjson's float formatting of 
 
 from __future__ import annotations
 
+import json
+import uuid
+
 import numpy as np
 import orjson
 
@@ -37,6 +40,20 @@ def ops_json(result: Result, head: str = "", tail: str = "") -> str:
     pieces[0] = head + "[" + pieces[0][3:]  # the first row opens the array, no "}, "
     pieces.append("}]" + tail)
     return "".join(pieces)
+
+
+def dumps_with_ops(obj: dict, result: Result, at: tuple[str, ...] = ()) -> str:
+    """``json.dumps(obj)`` with ``result``'s ``ops[]`` added as the last field of the dict at path
+    ``at`` in ``obj`` (``obj`` itself left as it was): the rest keeps ``json.dumps``'s own rules."""
+    marker = json.dumps(f"ops-{uuid.uuid4().hex}")  # a placeholder no value of obj can spell
+    head, found, tail = json.dumps(_with(obj, (*at, "ops"), json.loads(marker))).partition(marker)
+    assert found
+    return ops_json(result, head=head, tail=tail)
+
+
+def _with(obj: dict, at: tuple[str, ...], value) -> dict:
+    """A copy of ``obj`` along the path ``at`` with ``value`` set at its end."""
+    return {**obj, at[0]: value if len(at) == 1 else _with(obj[at[0]], at[1:], value)}
 
 
 def _top(column: np.ndarray) -> int:

@@ -8,7 +8,7 @@ from test_formats import overlapped_run
 
 import ppviz
 from ppviz import formats
-from ppviz.ops_json import ops_json
+from ppviz.ops_json import dumps_with_ops, ops_json
 
 # times whose shortest text differs between writers (exponents, long fractions, big values)
 AWKWARD = {"f": 0.1, "b": 1 / 3, "w": 1e-05, "p2p": 1e-9, "stage_times": {1: (123456789.125, 2.0, 0.7)}}
@@ -45,3 +45,11 @@ def test_floats_round_trip_exactly():
 def test_plain_times_give_the_same_text_as_json_dumps(name):
     run = ppviz.simulate(name, 4, 8)
     assert formats.run_json(run) == json.dumps(run.to_dict())
+
+
+def test_ops_go_into_a_nested_dict_which_is_left_as_it_was():
+    run = ppviz.simulate("zb-h1", 4, 8, **AWKWARD)
+    outer = {"model": "ops-", "run": run.summary(), "after": [1.5, None]}
+    text = dumps_with_ops(outer, run.result, at=("run",))
+    assert json.loads(text) == json.loads(json.dumps({**outer, "run": run.to_dict()}))
+    assert "ops" not in outer["run"]
