@@ -35,8 +35,7 @@ def ops_json(result: Result, head: str = "", tail: str = "") -> str:
     pieces[0::6] = _table('}, {"device": ', _top(result.device))[result.device].tolist()
     pieces[1::6] = _table(', "stage": ', _top(result.stage))[result.stage].tolist()
     pieces[2::6] = np.array(micro, dtype=object)[result.microbatch.astype(np.int64) * kinds + result.kind].tolist()
-    pieces[3::6] = _numbers(result.start)
-    pieces[5::6] = _numbers(result.end)
+    pieces[3::6], pieces[5::6] = _times(result.start, result.end)
     pieces[0] = head + "[" + pieces[0][3:]  # the first row opens the array, no "}, "
     pieces.append("}]" + tail)
     return "".join(pieces)
@@ -65,7 +64,34 @@ def _table(prefix: str, size: int) -> np.ndarray:
     return np.array([f"{prefix}{i}" for i in range(size)], dtype=object)
 
 
+def _times(start: np.ndarray, end: np.ndarray) -> tuple[list[str], list[str]]:
+    """Each time of the two columns as JSON text (as ``repr`` writes it).
+
+    Times that are all multiples of one 1/2^k (abstract units with costs such as 1, 1.5 or a 1/v
+    chunk share) come from one table of ``repr(i / 2^k)``, shared strings; others from orjson's
+    formatting of each whole column.
+    """
+    scale = _binary_scale(end)
+    if scale is not None and _binary_scale(start, scale, int(end.max() * scale)):
+        steps = np.array([repr(i / scale) for i in range(int(end.max() * scale) + 1)], dtype=object)
+        return steps[(start * scale).astype(np.int64)].tolist(), steps[(end * scale).astype(np.int64)].tolist()
+    return _numbers(start), _numbers(end)
+
+
+def _binary_scale(column: np.ndarray, scale: int | None = None, top: int | None = None) -> int | None:
+    """The least 2^k (k ≤ 6, or ``scale``) that makes every value of ``column`` a whole number in
+    0 … ``top`` (by default: fewer than half the values, so that the table pays), if one does."""
+    top = len(column) // 2 if top is None else top
+    sample = column[:256]
+    for s in [scale] if scale else [1 << k for k in range(7)]:
+        if np.array_equal(np.floor(sample * s), sample * s):
+            steps = column * s
+            whole = np.array_equal(np.floor(steps), steps) and steps.min() >= 0 and steps.max() <= top
+            return s if whole else None
+    return None
+
+
 def _numbers(column: np.ndarray) -> list[str]:
-    """Each float of ``column`` as JSON text."""
+    """Each float of ``column`` as JSON text: orjson's shortest round-trip digits."""
     text = orjson.dumps(np.ascontiguousarray(column), option=_NUMPY).decode()
     return text[1:-1].split(",")

@@ -41,9 +41,13 @@ def test_floats_round_trip_exactly():
     assert [o["end"] for o in ops] == run.result.end.tolist()
 
 
-@pytest.mark.parametrize("name", ["1f1b", "dualpipe", "zb-v"])
-def test_plain_times_give_the_same_text_as_json_dumps(name):
-    run = ppviz.simulate(name, 4, 8)
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("1f1b", {}), ("dualpipe", {}), ("zb-v", {"f": 1.5}), ("interleaved-1f1b", {"chunks": 4, "b": 0.75})],
+)
+def test_plain_times_give_the_same_text_as_json_dumps(name, params):
+    """Times on a 1/2^k grid (whole costs, chunk shares) come from a table of repr's: the same text."""
+    run = ppviz.simulate(name, 4, 8, **params)
     assert formats.run_json(run) == json.dumps(run.to_dict())
 
 
