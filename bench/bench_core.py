@@ -3,6 +3,10 @@ figures; not a test.
 
     .venv/bin/python bench/bench_core.py [--repeat 3] [--anchor DIR] [--only N] [--json PATH]
 
+First the cost of ``import ppviz``, ``from ppviz import simulate``, ``ppviz --help`` and a small
+``ppviz simulate`` in fresh interpreters (CPU ms of that code alone; ``--json PATH`` also writes
+this table beside PATH, as ``NAME-imports.json``). Then the cases.
+
 Each case runs in a fresh process, so memory is measured above that process's import baseline:
 ``peak B/act`` is the peak RSS (``getrusage``) above the RSS after imports and a warm-up run,
 ``kept B/act`` the RSS still held while the ``Run`` lives, ``traced B/act`` the peak of Python's
@@ -155,6 +159,44 @@ def _cli_cpu(name: str, p: int, m: int, v: int, repeat: int) -> float:
     return statistics.median(times)
 
 
+# what importing and starting costs, each in a fresh interpreter (CPU seconds of the code itself)
+CLI = (
+    "import contextlib, io\nimport ppviz.__main__ as cli\nwith contextlib.redirect_stdout(io.StringIO()): cli.main({})"
+)
+IMPORTS = {
+    "import ppviz": "import ppviz",
+    "from ppviz import simulate": "from ppviz import simulate",
+    "ppviz --help": CLI.format(["--help"]),
+    "ppviz simulate 1f1b -p 8 -m 32": CLI.format(["simulate", "1f1b", "-p", "8", "-m", "32"]),
+}
+PROBE = """
+import time
+t = time.process_time()
+try:
+    exec(compile(CODE, "probe", "exec"))
+except SystemExit:
+    pass
+print(time.process_time() - t)
+"""
+
+
+def import_rows(repeat: int) -> list[list]:
+    """Per probe: its median CPU ms and how many ppviz modules it leaves loaded."""
+    rows = []
+    for what, code in IMPORTS.items():
+        probe = (
+            PROBE.replace("CODE", repr(code))
+            + "import sys\nprint(len([m for m in sys.modules if m.startswith('ppviz')]))"
+        )
+        times, count = [], 0
+        for _ in range(max(repeat, 5)):
+            r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+            t, count = r.stdout.split()
+            times.append(float(t))
+        rows.append([what, round(1e3 * statistics.median(times), 1), int(count)])
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
@@ -178,6 +220,9 @@ def main() -> None:
             "kept B/act", "traced B/act", "json s", "simulate s", "cli/sim"]  # fmt: skip
     if args.anchor:
         cols += ["anchor s", "anchor ÷ ppviz time", "anchor peak MB", "ppviz peak MB", "ppviz ÷ anchor RSS"]
+    imports = import_rows(args.repeat)
+    for what, ms, count in imports:
+        print(f"{what}: {ms} ms CPU, {count} ppviz modules loaded")
     print(" | ".join(cols))
     for i in args.only or range(len(CASES)):
         name, p, m, v = CASES[i]
@@ -197,6 +242,9 @@ def main() -> None:
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in end)}")
     if args.json:
         json_out.write(args.json, cols, rows, load)
+        path = Path(args.json)
+        json_out.write(str(path.with_name(f"{path.stem}-imports.json")), ["what", "CPU ms", "ppviz modules loaded"],
+                       imports, load)  # fmt: skip
 
 
 if __name__ == "__main__":
