@@ -86,7 +86,8 @@ def ppviz_case(name: str, p: int, m: int, v: int, repeat: int) -> dict:
     gc.collect()
     base = _rss()
     run = ppviz.simulate(name, p, m, **params)
-    peak, kept = _peak_rss() - base, _rss() - base
+    peak_rss = _peak_rss()
+    peak, kept = peak_rss - base, _rss() - base
     n = len(run.result)
     del run
     gc.collect()
@@ -101,7 +102,7 @@ def ppviz_case(name: str, p: int, m: int, v: int, repeat: int) -> dict:
             "peak": peak,
             "kept": kept,
             "traced": traced,
-            "peak_rss": _peak_rss(),
+            "peak_rss": peak_rss,
             "gen": _cpu(repeat, schedules.build, name, p, m, **params),
             "sim": _cpu(repeat, simulate, sched, Costs()),
             "simulate": _cpu(repeat, ppviz.simulate, name, p, m, **params),

@@ -178,8 +178,7 @@ def _check_applies(args: argparse.Namespace, run: api.Run) -> None:
     """An option given for something the schedule does not have is a mistake worth saying."""
     from .ir import KIND_INDEX, Kind
 
-    kinds = set(run.result.kind.tolist())
-    if args.b_frees is not None and KIND_INDEX[Kind.B] not in kinds:
+    if args.b_frees is not None and not (run.result.kind == KIND_INDEX[Kind.B]).any():
         raise UsageError(
             f"--b-frees does not apply: {run.schedule.name} runs a fused backward (BW) that frees everything at once; "
             "drop it, or pick a schedule with split backward (e.g. zb-h1)"
