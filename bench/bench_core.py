@@ -203,6 +203,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--anchor", metavar="DIR", help="a checkout of the Victarry visualizer, run on the same cases")
     ap.add_argument("--anchor-repeat", type=int, default=1, help="repeats of the anchor (slow: 155 s at 524k)")
+    ap.add_argument("--anchor-max", type=int, default=600_000, metavar="ACTIONS",
+                    help="run the anchor up to this many actions (its 1M case takes minutes of CPU)")  # fmt: skip
     ap.add_argument("--only", type=int, action="append", help="run only case N (0-based; repeatable)")
     ap.add_argument("--json", metavar="PATH", help="also write the table as JSON (the handbook's performance page)")
     ap.add_argument("--worker", choices=["ppviz", "anchor"], help=argparse.SUPPRESS)
@@ -232,13 +234,18 @@ def main() -> None:
         row = [name, p, m, v, n, n / got["gen"] / 1e6, n / got["sim"] / 1e6, n / got["simulate"] / 1e6,
                got["peak"] / n, got["kept"] / n, got["traced"] / n, got["json"], got["simulate"],
                _cli_cpu(name, p, m, v, args.repeat) / got["simulate"]]  # fmt: skip
-        if args.anchor:
+        if args.anchor and n > args.anchor_max:
+            row += [None] * 5
+        elif args.anchor:
             them = _in_fresh_process("--worker", "anchor", "--case", str(i), "--anchor", args.anchor,
                                      "--anchor-repeat", str(args.anchor_repeat))  # fmt: skip
             row += [them["time"], them["time"] / got["simulate"], them["peak_rss"] / MB, got["peak_rss"] / MB,
                     got["peak_rss"] / them["peak_rss"]]  # fmt: skip
         rows.append([round(x, 4) if isinstance(x, float) else x for x in row])
-        print(" | ".join(f"{x:,.3g}" if isinstance(x, float) else str(x) for x in rows[-1]), flush=True)
+        print(
+            " | ".join(f"{x:,.3g}" if isinstance(x, float) else "—" if x is None else str(x) for x in rows[-1]),
+            flush=True,
+        )
     end = os.getloadavg()
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in end)}")
     if args.json:
