@@ -51,12 +51,23 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_HOMES})
 
 
-class _Package(ModuleType):
-    """The import system sets a loaded subpackage as its parent's attribute (``ppviz.estimate`` the
-    package); these properties keep ``ppviz.estimate`` and ``ppviz.search`` the functions."""
+def _function(name: str) -> property:
+    """``ppviz.<name>``: the function, though the import system sets the loaded subpackage of the
+    same name as this package's attribute; any other value set (a test's stand-in) is kept."""
 
-    estimate = property(lambda self: __getattr__("estimate"), lambda self, value: None)
-    search = property(lambda self: __getattr__("search"), lambda self, value: None)
+    def get(self):
+        value = self.__dict__.get(name)
+        return __getattr__(name) if value is None or isinstance(value, ModuleType) else value
+
+    def set_(self, value) -> None:
+        self.__dict__[name] = value
+
+    return property(get, set_)
+
+
+class _Package(ModuleType):
+    estimate = _function("estimate")
+    search = _function("search")
 
 
 sys.modules[__name__].__class__ = _Package

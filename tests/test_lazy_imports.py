@@ -83,6 +83,13 @@ def test_every_public_name_imports_and_the_functions_keep_their_names():
         _ = ppviz.no_such_name
 
 
+def test_a_stand_in_for_a_shadowed_function_is_kept(monkeypatch):
+    monkeypatch.setattr(ppviz, "estimate", len)
+    assert ppviz.estimate is len
+    monkeypatch.undo()
+    assert ppviz.estimate.__module__ == "ppviz.estimate.iteration"
+
+
 def _helps(parser) -> dict[str, str]:
     action = next(a for a in parser._actions if a.dest == "command")
     return {a.dest: a.help for a in action._choices_actions}
