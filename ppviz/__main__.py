@@ -382,7 +382,7 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
-        _parser().print_help()
+        _parser(only="").print_help()  # every command as its help line
         return 0
     try:
         sub, args = _parse(argv)

@@ -35,6 +35,14 @@ def loaded(*argv: str) -> set[str]:
     return set(json.loads(r.stderr.rpartition("MODULES ")[2]))
 
 
+def loaded_by_bare_ppviz() -> set[str]:
+    """The modules after ``ppviz`` with no arguments (it prints the help)."""
+    code = "import contextlib, io, json, sys\nimport ppviz.__main__ as cli\n"
+    code += "with contextlib.redirect_stdout(io.StringIO()): cli.main([])\nprint(json.dumps(sorted(sys.modules)))"
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return set(json.loads(r.stdout))
+
+
 def heavy(modules: set[str]) -> set[str]:
     return {m for m in modules if m.startswith(HEAVY)}
 
@@ -44,8 +52,9 @@ def test_import_ppviz_loads_neither_numpy_nor_any_layer():
     assert "ppviz" in modules and "numpy" not in modules and heavy(modules) == set()
 
 
-def test_the_help_loads_no_command():
-    modules = loaded("--help")
+@pytest.mark.parametrize("argv", [["--help"], []])
+def test_the_help_loads_no_command(argv):
+    modules = loaded(*argv) if argv else loaded_by_bare_ppviz()
     assert "numpy" not in modules and heavy(modules) == set()
     assert not {m for m in modules if m.startswith(("ppviz.schedules", "ppviz.simulator", "ppviz.api"))}
 
