@@ -11,17 +11,30 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from . import REGISTRY, __version__, api, cli_limits
+from . import __version__
 from .cli_types import NEGATIVE_NUMBER, NUMBER_TYPES, ascii_float, ascii_int
-from .estimate import calibrate_cli
-from .estimate import cli as estimate_cli
-from .ir import KIND_INDEX, NAMINGS, Kind, to_torch_csv
-from .measured import cli as measured_cli
-from .search import cli as search_cli
 from .units import GIB, duration
 
+if TYPE_CHECKING:
+    from . import api
+
 MAX_ORDER_BYTES = 5_000_000
+
+# every command and its one-line help: `ppviz --help` lists them without importing any; a command's
+# own parser (and the layers it runs) is built only when that command is given
+COMMANDS = {
+    "list": "list the schedules",
+    "table": "print the schedule table (Markdown), measured at p=8, m=32",
+    "presets": "list the model and GPU presets of `ppviz estimate`",
+    "estimate": "estimate one training iteration in seconds and bytes",
+    "calibrate": "fit the estimate's efficiencies to measured runs: a calibration profile",
+    "search": "rank every parallel layout of a model on N GPUs by simulated iteration time",
+    "measured": "fit a measured run's costs and compare it with its simulation",
+    "simulate": "simulate a schedule and print its metrics",
+    "render": "write a standalone HTML page with the Gantt and memory charts",
+}
 
 
 class UsageError(Exception):
@@ -40,6 +53,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _all_params() -> dict[str, object]:
     """Every schedule-specific parameter across the registry, by name (first definition wins)."""
+    from .schedules import REGISTRY
+
     out: dict[str, object] = {}
     for spec in REGISTRY.values():
         for p in spec.params:
@@ -56,20 +71,48 @@ def _stage_time(text: str) -> tuple[int, tuple[float, float, float]]:
         raise argparse.ArgumentTypeError(f"--stage-time wants SHARE:F,B,W such as 3:1.5,3,1.5 (got {text!r})") from None
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; given ``only`` (the command line's first word), only that command's
+    subparser is built in full and the others are their help line."""
     ap = _Parser(prog="ppviz", description="Exact simulator of pipeline-parallel training schedules.")
     ap.add_argument("--version", action="version", version=f"ppviz {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    ls = sub.add_parser("list", help="list the schedules")
-    ls.add_argument("--json", action="store_true", help="print the registry as JSON")
-    sub.add_parser("table", help="print the schedule table (Markdown), measured at p=8, m=32")
-    estimate_cli.add_parsers(sub)
-    calibrate_cli.add_parser(sub)
-    search_cli.add_parser(sub)
-    measured_cli.add_parser(sub)
-    for name, help_ in (("simulate", "simulate a schedule and print its metrics"),
-                        ("render", "write a standalone HTML page with the Gantt and memory charts")):  # fmt: skip
-        p = sub.add_parser(name, help=help_, epilog=RENDER_EPILOG if name == "render" else None)
+    for name, help_ in COMMANDS.items():
+        if name in sub.choices:
+            continue
+        if only is None or name == only or {name, only} <= {"presets", "estimate"}:
+            _add_command(sub, name)
+        else:
+            sub.add_parser(name, help=help_)
+    return ap
+
+
+def _add_command(sub, name: str) -> None:
+    """The full subparser of command ``name``, importing the layer that defines it."""
+    if name in ("presets", "estimate"):
+        from .estimate import cli as estimate_cli
+
+        estimate_cli.add_parsers(sub)  # both at once
+    elif name == "calibrate":
+        from .estimate import calibrate_cli
+
+        calibrate_cli.add_parser(sub)
+    elif name == "search":
+        from .search import cli as search_cli
+
+        search_cli.add_parser(sub)
+    elif name == "measured":
+        from .measured import cli as measured_cli
+
+        measured_cli.add_parser(sub)
+    elif name == "list":
+        sub.add_parser(name, help=COMMANDS[name]).add_argument(
+            "--json", action="store_true", help="print the registry as JSON"
+        )
+    elif name == "table":
+        sub.add_parser(name, help=COMMANDS[name])
+    else:
+        p = sub.add_parser(name, help=COMMANDS[name], epilog=RENDER_EPILOG if name == "render" else None)
         _add_abstract_args(p)
         if name == "simulate":
             out = p.add_mutually_exclusive_group()
@@ -78,7 +121,6 @@ def _parser() -> argparse.ArgumentParser:
             out.add_argument("--torch-csv", action="store_true", help="print the order as PyTorch compute-only CSV")
         else:
             _add_page_args(p)
-    return ap
 
 
 RENDER_EPILOG = "in real units: ppviz render SCHEDULE --model M --gpu G [layout flags] -o page.html (ms and GiB)"
@@ -87,6 +129,8 @@ RENDER_EPILOG = "in real units: ppviz render SCHEDULE --model M --gpu G [layout 
 def _render_units_parser() -> argparse.ArgumentParser:
     """`ppviz render` in real units: the schedule, the page's own flags and `ppviz estimate`'s model,
     GPU and layout flags (ms and GiB on the page)."""
+    from .estimate import cli as estimate_cli
+
     p = _Parser(prog="ppviz render", description="Write a standalone HTML page of an estimate: Gantt in ms, "
                 "memory in GiB against the HBM less its reserve.")  # fmt: skip
     _add_page_args(p)
@@ -101,6 +145,8 @@ def _add_page_args(p: argparse.ArgumentParser) -> None:
 
 def _add_abstract_args(p: argparse.ArgumentParser) -> None:
     """The schedule and its costs in abstract units (`ppviz simulate` and `ppviz render`)."""
+    from .ir import NAMINGS
+
     p.add_argument("schedule", nargs="?", help="schedule name (see `ppviz list`)")
     p.add_argument("--order", metavar="FILE.csv", help="simulate a PyTorch order CSV instead (any form torch writes)")
     p.add_argument("--naming", choices=NAMINGS,
@@ -134,8 +180,9 @@ def _run(args: argparse.Namespace) -> api.Run:
 
 def _check_applies(args: argparse.Namespace, run: api.Run) -> None:
     """An option given for something the schedule does not have is a mistake worth saying."""
-    kinds = set(run.result.kind.tolist())
-    if args.b_frees is not None and KIND_INDEX[Kind.B] not in kinds:
+    from .ir import KIND_INDEX, Kind
+
+    if args.b_frees is not None and not (run.result.kind == KIND_INDEX[Kind.B]).any():
         raise UsageError(
             f"--b-frees does not apply: {run.schedule.name} runs a fused backward (BW) that frees everything at once; "
             "drop it, or pick a schedule with split backward (e.g. zb-h1)"
@@ -148,6 +195,9 @@ def _check_applies(args: argparse.Namespace, run: api.Run) -> None:
 
 
 def _simulate(args: argparse.Namespace) -> api.Run:
+    from . import api
+    from .schedules import REGISTRY
+
     costs = dict(f=_or(args.f, 1.0), b=_or(args.b, 1.0), w=_or(args.w, 1.0), p2p=_or(args.p2p, 0.0),
                  overlap=1.0 if args.overlap is None else args.overlap,
                  b_frees=0.0 if args.b_frees is None else args.b_frees,
@@ -236,19 +286,22 @@ def _abstract_flags(render: argparse.ArgumentParser, units: argparse.ArgumentPar
 
 def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     """The parser of the command ``argv`` gives (a subcommand's, or real-units render's) and its arguments."""
-    parser = _parser()
-    render, units = _subparser(parser, "render"), _render_units_parser()
-    if argv[0] == "render" and _in_real_units(render, units, argv[1:]):
-        rest, abstract = _abstract_flags(render, units, argv[1:])
-        args = units.parse_args(rest)
-        args.command, args.abstract_flag = "render-units", abstract
-        return units, args
+    parser = _parser(argv[0])
+    if argv[0] == "render":
+        render, units = _subparser(parser, "render"), _render_units_parser()
+        if _in_real_units(render, units, argv[1:]):
+            rest, abstract = _abstract_flags(render, units, argv[1:])
+            args = units.parse_args(rest)
+            args.command, args.abstract_flag = "render-units", abstract
+            return units, args
     args = parser.parse_args(argv)
     return _subparser(parser, args.command), args
 
 
 def _render_estimate(args: argparse.Namespace) -> int:
     """`ppviz render` in real units: the estimate's run drawn in ms, memory in GiB against the HBM."""
+    from .estimate import cli as estimate_cli
+
     missing = [f"--{n}" for n in ("model", "gpu") if getattr(args, n) is None]
     if missing:
         raise UsageError(
@@ -294,6 +347,8 @@ def _print_summary(run: api.Run) -> None:
 
 
 def _list(as_json: bool) -> None:
+    from .schedules import REGISTRY
+
     if as_json:
         rows = [
             {
@@ -335,10 +390,12 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
-        _parser().print_help()
+        _parser(only="").print_help()  # every command as its help line
         return 0
     try:
         sub, args = _parse(argv)
+        from . import cli_limits
+
         cli_limits.check(sub, args)
         if args.command == "render-units":
             return _render_estimate(args)
@@ -346,12 +403,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             _list(args.json)
             return 0
         if args.command in ("estimate", "presets"):
+            from .estimate import cli as estimate_cli
+
             return estimate_cli.main(args)
         if args.command == "search":
+            from .search import cli as search_cli
+
             return search_cli.main(args)
         if args.command == "calibrate":
+            from .estimate import calibrate_cli
+
             return calibrate_cli.main(args)
         if args.command == "measured":
+            from .measured import cli as measured_cli
+
             return measured_cli.main(args)
         if args.command == "table":
             from .report import schedule_table
@@ -365,12 +430,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             _write(args.output, figures.to_html(run, limit=args.limit))
             print(f"wrote {args.output} ({len(run.result):,} ops, makespan {run.metrics.makespan:g})")
         elif args.json:
-            sys.stdout.write(json.dumps(run.to_dict()) + "\n")
+            from . import formats
+
+            sys.stdout.write(formats.run_json(run))
+            sys.stdout.write("\n")
         elif args.csv:
             from . import formats
 
             sys.stdout.write(formats.ops_csv(run))
         elif args.torch_csv:
+            from .ir import to_torch_csv
+
             sys.stdout.write(to_torch_csv(run.schedule))
         else:
             _print_summary(run)

@@ -15,6 +15,7 @@ from . import ir
 from .api import Run
 from .errors import InputError
 from .ir import KINDS, Overlap, Schedule
+from .ops_json import dumps_with_ops
 from .simulator import validate
 
 OPS_HEADER = "device,stage,microbatch,kind,start,end"
@@ -31,8 +32,9 @@ def ops_csv(run: Run, time_unit: str = "") -> str:
 
 
 def run_json(run: Run) -> str:
-    """The CLI's ``--json`` contract: the summary fields plus ``ops[]``."""
-    return json.dumps(run.to_dict())
+    """The CLI's ``--json`` contract: the summary fields plus ``ops[]`` (written column-wise, see
+    ``ppviz.ops_json``)."""
+    return dumps_with_ops(run.summary(), run.result)
 
 
 def chrome_trace(

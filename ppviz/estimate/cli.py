@@ -13,6 +13,7 @@ import sys
 from .. import formats, handoff
 from ..cli_limits import DEVICES
 from ..cli_types import NUMBER_TYPES, ascii_float, ascii_int, ascii_ints
+from ..ops_json import dumps_with_ops
 from ..schedules import REGISTRY
 from ..search.advice import Advised, advise
 from ..units import GIB, duration, gib, time_unit
@@ -227,14 +228,14 @@ def main(args: argparse.Namespace) -> int:
     if not est.fits and not args.no_advice:  # within the CLI's bound on pipeline devices (cli_limits.DEVICES)
         advised = advise(est.model, est.gpu, est.layout, est=est, accept=lambda lay: lay.pp <= DEVICES)
     if args.json:
-        out = est.to_dict(ops=not args.no_ops)
+        out = est.to_dict(ops=False)  # the ops are written column-wise below
         if plan is not None:
             out["plan"] = plan.to_dict()
         if args.launch:
             out["launch"] = handoff.launch(args.launch, est.model, est.layout).to_dict()
         out["why"] = advised.why if advised is not None else ""
         out["advice"] = [a.to_dict() for a in advised.advice] if advised is not None else []
-        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.write((json.dumps(out) if args.no_ops else dumps_with_ops(out, est.run.result, at=("run",))) + "\n")
     elif args.launch:
         sys.stdout.write(handoff.launch(args.launch, est.model, est.layout).text)
     elif args.csv:
