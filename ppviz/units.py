@@ -1,5 +1,6 @@
 """How every surface shows memory and time: GiB (2³⁰ bytes, what ``nvidia-smi`` counts in), ms below
-10 s and s from 10 s on, thousands separators everywhere. Data (JSON) stays in bytes and seconds."""
+10 s and s from 10 s on, thousands separators everywhere, differences signed with a true minus. Data
+(JSON) stays in bytes and seconds."""
 
 from __future__ import annotations
 
@@ -27,4 +28,18 @@ def duration(seconds: float, digits: int = 1) -> str:
     return f"{seconds * scale:,.{digits if unit == 'ms' else 2}f} {unit}"
 
 
-__all__ = ["GIB", "MIB", "SECONDS_FROM", "duration", "gib", "time_unit"]
+def percent_change(value: float, base: float) -> str:
+    """``value`` against ``base`` in percent, signed with a true minus: "−12.0%" (n/a against 0)."""
+    if base == 0:
+        return "±0%" if value == 0 else "n/a %"
+    return signed(100 * (value - base) / base, ".1f") + "%"
+
+
+def signed(delta: float, fmt: str = "g") -> str:
+    """A difference with its sign and a true minus, ± for none: "+3.1", "−0.5", "±0"."""
+    if abs(delta) < 1e-12:
+        return "±0"
+    return ("+" if delta > 0 else "−") + format(abs(delta), fmt)
+
+
+__all__ = ["GIB", "MIB", "SECONDS_FROM", "duration", "gib", "percent_change", "signed", "time_unit"]

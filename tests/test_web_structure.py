@@ -8,6 +8,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 import app
 import ppviz.web
 
@@ -118,15 +120,16 @@ def web_entries(run, code) -> list[str]:
     return order
 
 
-def model_move() -> list[str]:
+def model_move(hash_: str = "") -> list[str]:
     """The web modules one model-page move enters: the global batch changed, as the browser sends it
-    through Dash's dispatch (caches warm: a move the page has seen before, drawn synchronously)."""
+    through Dash's dispatch (caches warm: a move the page has seen before, drawn synchronously), on the
+    page opened at ``hash_``."""
     from web_dispatch import Page, answer
 
     from ppviz.web.common import cluster
     from ppviz.web.pages.model import callbacks
 
-    page = Page.open(app.server, cluster.MODEL_PATH)
+    page = Page.open(app.server, cluster.MODEL_PATH, hash_)
     page.load()
     dep = page.callback("drawn-model.data")
     answer(page.fire(dep, [("gbs-model", "value")], {("gbs-model", "value"): 72}))
@@ -152,7 +155,10 @@ def test_a_model_page_move_enters_no_more_web_modules_than_today():
     ], Counter(order)
 
 
-def test_a_model_page_move_passes_through_at_most_5_web_modules_each_once():
-    """Issue #19: control → state → validation → core → render → outputs, at most 5 modules of ppviz/web, each once."""
-    counts = Counter(model_move())
+@pytest.mark.parametrize("hash_", ["", "#mode=compare&compare=1f1b,zb-h1,zb-v"], ids=["one schedule", "compare"])
+def test_a_model_page_move_passes_through_at_most_5_web_modules_each_once(hash_):
+    """Issue #19: control → state → validation → core → render → outputs, at most 5 modules of ppviz/web, each
+    once, with one schedule and comparing three (the comparison's text formats its differences with
+    ``ppviz.units``, not a web module)."""
+    counts = Counter(model_move(hash_))
     assert len(counts) <= 5 and set(counts.values()) == {1}, counts

@@ -60,20 +60,6 @@ def message_figure(text: str) -> dict:
     }
 
 
-def percent_change(value: float, base: float) -> str:
-    """``value`` against ``base`` in percent, signed with a true minus: "−12.0%" (n/a against 0)."""
-    if base == 0:
-        return "±0%" if value == 0 else "n/a %"
-    return signed(100 * (value - base) / base, ".1f") + "%"
-
-
-def signed(delta: float, fmt: str = "g") -> str:
-    """A difference with its sign and a true minus, ± for none: "+3.1", "−0.5", "±0"."""
-    if abs(delta) < 1e-12:
-        return "±0"
-    return ("+" if delta > 0 else "−") + format(abs(delta), fmt)
-
-
 def lines_of(state, run: ppviz.Run) -> list[int] | None:
     """The chosen devices the run has, to draw as lines over the memory band; None: the automatic pair."""
     chosen = [d for d in state.lines if d < run.schedule.devices]

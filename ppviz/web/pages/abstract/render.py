@@ -17,6 +17,7 @@ from ppviz import REGISTRY, figures, formats
 from ppviz import sweep as sweeps
 from ppviz.errors import InputError
 from ppviz.ir import KIND_INDEX, Kind
+from ppviz.units import percent_change, signed
 
 from ...common import caches, limits, validation
 from ...common.charts import (
@@ -27,8 +28,6 @@ from ...common.charts import (
     lines_of,
     lines_reason,
     message_figure,
-    percent_change,
-    signed,
 )
 from . import budget, ids
 from .state import CUSTOM, MAX_ORDER_CHARS, ViewState, batch_error, pack_order

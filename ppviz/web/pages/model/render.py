@@ -21,7 +21,7 @@ import ppviz
 from ppviz import REGISTRY, figures, units
 from ppviz import sweep as sweeps
 from ppviz.errors import InputError
-from ppviz.units import GIB
+from ppviz.units import GIB, percent_change, signed
 
 from ...common import caches, charts, cluster, limits
 from ...common.cluster import ITERATED, MAX_COMPARE, Reading
@@ -380,10 +380,7 @@ def ranking(estimates: list, baseline: str | None = None) -> list[dict]:
 def _delta(est, base) -> str:
     """An estimate against the baseline's: iteration time in percent, peak memory in GiB."""
     peak = (float(est.peak_bytes.max()) - float(base.peak_bytes.max())) / GIB
-    return (
-        f"{charts.percent_change(est.iteration_s, base.iteration_s)} iteration, "
-        f"{charts.signed(round(peak, 2), '.2f')} GiB peak"
-    )
+    return f"{percent_change(est.iteration_s, base.iteration_s)} iteration, {signed(round(peak, 2), '.2f')} GiB peak"
 
 
 SWEEP_METRICS = [
