@@ -35,7 +35,8 @@ def pages() -> list[Page]:
 
 def test_the_views_have_callbacks_to_fuzz(pages):
     own = [d for d in pages[0].server_callbacks() if d["output"] in OWN]
-    assert len(own) == 15  # list_baselines, the advice card's two, the hand-off's two uploads, plan, commands, exports
+    assert len(own) == 16  # list_baselines, the advice card's two, the model page's three uploads, plan, commands,
+    # exports, and the search page's calibration upload
     assert all(any(page.has(dep) for page in pages) for dep in own)  # each on its page
 
 

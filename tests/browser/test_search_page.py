@@ -151,7 +151,7 @@ def test_a_calibration_profile_sets_the_gpu_and_a_file_too_large_is_refused_in_t
     page.driver.refresh()
     upload = "#calibration-upload-search input[type=file]"
     page.find_element(upload).send_keys(str(prof))
-    page.wait_for_contains_text("#msg-calibration-search", "calibration jean-zay.json: v100-sxm2-32gb", timeout=20)
+    page.wait_for_contains_text("#msg-calibration-search", "calibrated: jean-zay.json, v100-sxm2-32gb;", timeout=20)
     assert "matmul 0.58 (fitted)" in page.find_element("#msg-calibration-search").text
     page.wait_for_contains_text("#gpu-search", "v100-sxm2-32gb", timeout=10)
     for name, value in (("gpus", "16"), ("gbs", "32"), ("seq", "2048")):  # a small search
