@@ -36,10 +36,15 @@ def run(bounds: np.ndarray, dep: np.ndarray, p2p: np.ndarray, dur: np.ndarray) -
 
 
 def typed(bounds, dep, p2p, dur) -> tuple[np.ndarray, ...]:
-    """The pass's inputs in the one signature it is compiled for (the simulator's index columns are as
-    narrow as they can be: int32 below 2³¹ actions)."""
-    ints = (np.ascontiguousarray(a, dtype=np.int64) for a in (bounds, dep))
-    return (*ints, np.ascontiguousarray(p2p, dtype=np.float64), np.ascontiguousarray(dur, dtype=np.float64))
+    """The pass's inputs in a type it is compiled for, copying only what is not: ``dep`` int32 (the
+    simulator's, below 2³¹ steps) or int64, the rest int64 and float64."""
+    index = dep.dtype if dep.dtype in (np.int32, np.int64) else np.int64
+    return (
+        np.ascontiguousarray(bounds, dtype=np.int64),
+        np.ascontiguousarray(dep, dtype=index),
+        np.ascontiguousarray(p2p, dtype=np.float64),
+        np.ascontiguousarray(dur, dtype=np.float64),
+    )
 
 
 def warm() -> bool:
@@ -63,28 +68,31 @@ def _load():
 
 
 def _compile():
+    """The pass for int32 step indices (what the simulator gives), loaded now; the int64 one (2³¹
+    steps and more, or a caller's int64) is loaded by numba on its first call."""
     import numba
 
-    signature = "Tuple((float64[::1], int64[::1]))(int64[::1], int64[::1], float64[::1], float64[::1])"
-    return numba.njit(signature, cache=True, nogil=True)(_pass)
+    kernel = numba.njit(cache=True, nogil=True)(_pass)
+    kernel(*typed(np.zeros(2), np.full(1, -1, dtype=np.int32), np.zeros(1), np.ones(1)))
+    return kernel
 
 
 def _pass(bounds, dep, p2p, dur):
-    """``eventpass_reference.run`` over arrays. ``done`` replaces its ``None``; a parked device is
-    pushed on the list of the step it waits for (``waiter`` → ``next_waiter``), as a device waits
-    for one step at a time."""
+    """``eventpass_reference.run`` over arrays, with the same float operations in the same order.
+    When a step ends its dependents may start at ``start + dur + p2p``: recomputed when read, the
+    same sum as the reference's ``ready``, so no array holds it. ``p2p`` of length 1 is every step's
+    latency. A parked device is pushed on the list of the step it waits for (``waiter`` →
+    ``next_waiter``), as a device waits for one step at a time."""
     n = len(dur)
     devices = len(bounds) - 1
+    uniform = len(p2p) == 1
     start = np.zeros(n)
-    ready = np.empty(n + 1)
-    ready[n] = -np.inf
-    done = np.zeros(n + 1, dtype=np.bool_)
-    done[n] = True
-    waiter = np.full(n, -1, dtype=np.int64)
-    next_waiter = np.full(devices, -1, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)
+    waiter = np.full(n, -1, dtype=np.int32)
+    next_waiter = np.full(devices, -1, dtype=np.int32)
     ptr = bounds[:-1].copy()
     free = np.zeros(devices)
-    todo = np.empty(devices, dtype=np.int64)
+    todo = np.empty(devices, dtype=np.int32)
     for k in range(devices):
         todo[k] = devices - 1 - k
     top = devices
@@ -94,18 +102,17 @@ def _pass(bounds, dep, p2p, dur):
         i, hi, t_free = ptr[d], bounds[d + 1], free[d]
         while i < hi:
             a = dep[i]
-            if a < 0:
-                a = n
-            if not done[a]:
-                next_waiter[d] = waiter[a]
-                waiter[a] = d
-                break
-            t = ready[a]
-            if t < t_free:
-                t = t_free
+            t = t_free
+            if a >= 0:
+                if not done[a]:
+                    next_waiter[d] = waiter[a]
+                    waiter[a] = d
+                    break
+                t = start[a] + dur[a] + (p2p[0] if uniform else p2p[a])
+                if t < t_free:
+                    t = t_free
             start[i] = t
             t_free = t + dur[i]
-            ready[i] = t_free + p2p[i]
             done[i] = True
             w = waiter[i]
             while w >= 0:

@@ -18,12 +18,14 @@ def run(bounds: np.ndarray, dep: np.ndarray, p2p: np.ndarray, dur: np.ndarray) -
 
     Steps ``bounds[d]..bounds[d + 1]`` run on device d. Every dependency left is on another
     device, so each step records when its dependents may start: its end plus its latency
-    ``p2p[i]`` (``ready``). ``ready`` has one extra entry, -inf, so a missing dependency (index -1)
+    ``p2p[i]`` (``ready``; a ``p2p`` of length 1 is every step's latency). ``ready`` has one extra entry, -inf, so a missing dependency (index -1)
     never delays a step; ``None`` marks a step not yet run. A parked device is noted in ``waiter``
     of the step it waits for (``more`` holds a rare second one).
     """
     bounds, dep, p2p, dur = bounds.tolist(), dep.tolist(), p2p.tolist(), dur.tolist()
     n = len(dur)
+    if len(p2p) == 1:
+        p2p *= n
     start = [0.0] * n
     ready: list = [None] * n + [-math.inf]
     waiter = [-1] * n
