@@ -1,14 +1,15 @@
 """The event pass compiled with numba: the same steps and floating-point operations, in the same
-order, as ``ppviz.eventpass_reference``, so start times are bit-identical and ~100× sooner.
+order, as ``ppviz.eventpass_reference``, so start times are bit-identical and ~70× sooner.
 
-Loading it costs a process ~0.5 s of CPU (numba's import, then its machine code from the cache on
-disk: ``NUMBA_CACHE_DIR``, else ``__pycache__`` beside this file), ~1.5 s with an empty cache
-(compiling it there): as much as the reference pass takes for ~1M steps, but the reference also
-holds ~170 B a step at its peak in Python lists and floats. So a process runs the reference until
-its passes reach ``LOAD_AFTER_STEPS`` steps, then loads the compiled one: a CLI run of a usual
-size never imports numba (nor does ``import ppviz``), and a large one never builds those lists. A
-server calls ``warm()`` at its start instead (``ppviz.web.common.compiled``). Without numba, or if
-it fails to compile, the reference pass runs instead, after one warning.
+Loading it costs a process ~0.35–0.4 s of CPU and ~114 MB (numba's import, then its machine code
+from the cache on disk: ``NUMBA_CACHE_DIR``, else ``__pycache__`` beside this file), ~1.5 s with
+an empty cache (compiling it there). The reference takes ~0.4 µs and holds ~9 B a step (the
+compiled pass ~13 B), so it costs less memory at any size and less time below ~1M steps. So a
+process runs the reference until its passes reach ``LOAD_AFTER_STEPS`` steps, then loads the
+compiled one: a one-off CLI run below 1M actions never imports numba (nor does ``import ppviz``),
+and repeated use loads it once it pays. A server calls ``warm()`` at its start instead
+(``ppviz.web.common.compiled``). Without numba, or if it fails to compile, the reference pass
+runs instead, after one warning.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from . import eventpass_reference
 
-LOAD_AFTER_STEPS = 250_000  # the reference's steps in ~0.1 s and ~40 MB: past them the load pays
+LOAD_AFTER_STEPS = 1_000_000  # the reference's steps in ~0.4 s, numba's load: past them the load pays
 
 _kernel = None  # the compiled pass once loaded; eventpass_reference.run when it cannot be
 _reference_steps = 0  # steps this process has timed with the reference before loading
@@ -59,7 +60,7 @@ def _load():
     except Exception as e:  # numba missing, or unable to compile on this machine
         warnings.warn(
             f"ppviz: the compiled event pass is unavailable ({type(e).__name__}: {e}); "
-            "using the pure-Python pass, about 50× slower",
+            "using the pure-Python pass, about 70× slower",
             RuntimeWarning,
             stacklevel=3,
         )
