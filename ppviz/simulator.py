@@ -292,8 +292,8 @@ def _paired_steps(dep_act, act_dur, slot, slot_device, costs: Costs):
     slot_dur = np.bincount(slot, weights=act_dur, minlength=n_slots)
     size = np.bincount(slot, minlength=n_slots)
     slot_dur = np.where(size > 1, slot_dur * costs.overlap, slot_dur)
-    first = np.full(n_slots, -1, dtype=np.int64)
-    first[slot[::-1]] = np.arange(len(slot))[::-1]
+    first = np.full(n_slots, -1, dtype=_index_type(len(slot)))
+    first[slot[::-1]] = np.arange(len(slot), dtype=first.dtype)[::-1]
     second = np.where(size > 1, first + 1, -1)
     dep1 = _cross_device(dep_slot[first], slot_device)
     dep2 = _cross_device(np.where(second >= 0, dep_slot[second], -1), slot_device)
@@ -324,9 +324,9 @@ def _with_optimizer_steps(step_dep, step_dur, step_slot, main, after, times):
     new_of_old = np.arange(n) + np.searchsorted(at, np.arange(n), side="left")
     added = at + 1 + np.arange(len(at))  # after its step, past the earlier additions
     total = n + len(at)
-    dep = np.full(total, -1, dtype=np.int64)
+    dep = np.full(total, -1, dtype=_index_type(total))
     dur = np.empty(total)
-    slot = np.empty(total, dtype=np.int64)
+    slot = np.empty(total, dtype=_index_type(total))
     dep[new_of_old] = np.where(step_dep >= 0, new_of_old[step_dep], -1)
     dur[new_of_old] = step_dur
     dur[added] = np.asarray(times, dtype=float)[dev]
