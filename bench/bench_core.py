@@ -10,8 +10,13 @@ this table beside PATH, as ``NAME-imports.json``). Then the cases.
 Each case runs in a fresh process, so memory is measured above that process's import baseline:
 ``peak B/act`` is the peak RSS (``getrusage``) above the RSS after imports and a warm-up run,
 ``kept B/act`` the RSS still held while the ``Run`` lives, ``traced B/act`` the peak of Python's
-own allocations (tracemalloc, numpy's included). Times are medians of the repeats in process CPU
-seconds, so other load on the shared machine skews them less than wall time would:
+own allocations (tracemalloc, numpy's included). The baseline holds the event pass the case runs
+(``pass``): the compiled one (``eventpass.warm()``, numba's ~114 MB) when the case's steps reach
+``eventpass.LOAD_AFTER_STEPS``, else the reference, as a one-off ``ppviz simulate`` would; so the
+figures are per action, and ``ppviz peak MB`` (the whole process's peak RSS, beside the
+anchor's) is what that run costs, numba included. Times are medians of the repeats in process
+CPU seconds, with the compiled pass loaded (a server's or a repeated run's steady state), so
+other load on the shared machine skews them less than wall time would:
 
 - ``gen``: ``schedules.build``; ``sim``: the simulator on the built schedule (validation and the
   event pass); ``simulate``: the whole ``ppviz.simulate`` (generation, validation, pass, metrics);
@@ -76,13 +81,16 @@ def ppviz_case(name: str, p: int, m: int, v: int, repeat: int) -> dict:
     import tracemalloc
 
     import ppviz
-    from ppviz import formats, schedules
+    from ppviz import eventpass, formats, schedules
     from ppviz.costs import Costs
     from ppviz.simulator import simulate
 
     params = {"chunks": v} if v > 1 else {}
     with open(os.devnull, "w", encoding="utf-8") as null:
         null.write(formats.run_json(ppviz.simulate(name, 2, 2, **({"chunks": 2} if v > 1 else {}))))  # warm-up
+    compiled = 2 * p * v * m >= eventpass.LOAD_AFTER_STEPS  # the case's steps: F and BW per stage and microbatch
+    if compiled:
+        eventpass.warm()
     gc.collect()
     base = _rss()
     run = ppviz.simulate(name, p, m, **params)
@@ -91,14 +99,17 @@ def ppviz_case(name: str, p: int, m: int, v: int, repeat: int) -> dict:
     n = len(run.result)
     del run
     gc.collect()
+    eventpass._reference_steps = 0  # as in a fresh process: the traced run takes the same pass
     tracemalloc.start()
     run = ppviz.simulate(name, p, m, **params)
     traced = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
+    eventpass.warm()  # the times: steady state
     sched = schedules.build(name, p, m, **params)
     with open(os.devnull, "w", encoding="utf-8") as null:
         out = {
             "actions": n,
+            "pass": "compiled" if compiled else "reference",
             "peak": peak,
             "kept": kept,
             "traced": traced,
@@ -219,8 +230,8 @@ def main() -> None:
         return
     load, rows = os.getloadavg(), []
     print(f"load average at the start: {', '.join(f'{x:.2f}' for x in load)}")
-    cols = ["schedule", "p", "m", "v", "actions", "gen M act/s", "sim M act/s", "simulate M act/s", "peak B/act",
-            "kept B/act", "traced B/act", "json s", "simulate s", "cli/sim"]  # fmt: skip
+    cols = ["schedule", "p", "m", "v", "actions", "pass", "gen M act/s", "sim M act/s", "simulate M act/s",
+            "peak B/act", "kept B/act", "traced B/act", "json s", "simulate s", "cli/sim"]  # fmt: skip
     if args.anchor:
         cols += ["anchor s", "anchor ÷ ppviz time", "anchor peak MB", "ppviz peak MB", "ppviz ÷ anchor RSS"]
     imports = import_rows(args.repeat)
@@ -231,7 +242,7 @@ def main() -> None:
         name, p, m, v = CASES[i]
         got = _in_fresh_process("--worker", "ppviz", "--case", str(i), "--repeat", str(args.repeat))
         n = got["actions"]
-        row = [name, p, m, v, n, n / got["gen"] / 1e6, n / got["sim"] / 1e6, n / got["simulate"] / 1e6,
+        row = [name, p, m, v, n, got["pass"], n / got["gen"] / 1e6, n / got["sim"] / 1e6, n / got["simulate"] / 1e6,
                got["peak"] / n, got["kept"] / n, got["traced"] / n, got["json"], got["simulate"],
                _cli_cpu(name, p, m, v, args.repeat) / got["simulate"]]  # fmt: skip
         if args.anchor and n > args.anchor_max:

@@ -10,8 +10,9 @@ pass loaded (validation, steps and pass; ``metrics`` apart). Target at 524k acti
 pass ≥ 50 M actions/s, ``simulate`` ≥ 5 M actions/s. Median process CPU seconds.
 
 ``--cold`` times whole fresh processes instead (CPU of the child, median): ``ppviz simulate`` of a
-small and a 98k-action schedule (the reference pass: too few steps to load numba) and of a
-524k-action one (past ``eventpass.LOAD_AFTER_STEPS``: the compiled pass), and loading it alone
+small, a 98k-action and a 524k-action schedule (the reference pass: below
+``eventpass.LOAD_AFTER_STEPS``, too few steps to repay loading numba) and of a 1M-action one (past
+it: the compiled pass), and loading it alone
 (``eventpass.warm()``), each with an empty numba cache (``NUMBA_CACHE_DIR`` a new folder: numba
 compiles) and with a filled one; ``import ppviz`` alone is the baseline.
 """
@@ -48,6 +49,10 @@ COLD_CASES = [  # (what, command line after `python`)
     (
         "ppviz simulate interleaved-1f1b -p 64 -m 512 --chunks 8 (524k actions)",
         ["-m", "ppviz", "simulate", "interleaved-1f1b", "-p", "64", "-m", "512", "--chunks", "8"],
+    ),
+    (
+        "ppviz simulate interleaved-1f1b -p 64 -m 1024 --chunks 8 (1M actions)",
+        ["-m", "ppviz", "simulate", "interleaved-1f1b", "-p", "64", "-m", "1024", "--chunks", "8"],
     ),
     ("import ppviz, eventpass.warm()", ["-c", "from ppviz import eventpass; assert eventpass.warm()"]),
     ("import ppviz alone (the baseline)", ["-c", "import ppviz"]),

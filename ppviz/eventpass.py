@@ -1,14 +1,15 @@
 """The event pass compiled with numba: the same steps and floating-point operations, in the same
-order, as ``ppviz.eventpass_reference``, so start times are bit-identical and ~100× sooner.
+order, as ``ppviz.eventpass_reference``, so start times are bit-identical and ~70× sooner.
 
-Loading it costs a process ~0.5 s of CPU (numba's import, then its machine code from the cache on
-disk: ``NUMBA_CACHE_DIR``, else ``__pycache__`` beside this file), ~1.5 s with an empty cache
-(compiling it there): as much as the reference pass takes for ~1M steps, but the reference also
-holds ~170 B a step at its peak in Python lists and floats. So a process runs the reference until
-its passes reach ``LOAD_AFTER_STEPS`` steps, then loads the compiled one: a CLI run of a usual
-size never imports numba (nor does ``import ppviz``), and a large one never builds those lists. A
-server calls ``warm()`` at its start instead (``ppviz.web.common.compiled``). Without numba, or if
-it fails to compile, the reference pass runs instead, after one warning.
+Loading it costs a process ~0.35–0.4 s of CPU and ~114 MB (numba's import, then its machine code
+from the cache on disk: ``NUMBA_CACHE_DIR``, else ``__pycache__`` beside this file), ~1.5 s with
+an empty cache (compiling it there). The reference takes ~0.4 µs and holds ~9 B a step (the
+compiled pass ~13 B), so it costs less memory at any size and less time below ~1M steps. So a
+process runs the reference until its passes reach ``LOAD_AFTER_STEPS`` steps, then loads the
+compiled one: a one-off CLI run below 1M actions never imports numba (nor does ``import ppviz``),
+and repeated use loads it once it pays. A server calls ``warm()`` at its start instead
+(``ppviz.web.common.compiled``). Without numba, or if it fails to compile, the reference pass
+runs instead, after one warning.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from . import eventpass_reference
 
-LOAD_AFTER_STEPS = 250_000  # the reference's steps in ~0.1 s and ~40 MB: past them the load pays
+LOAD_AFTER_STEPS = 1_000_000  # the reference's steps in ~0.4 s, numba's load: past them the load pays
 
 _kernel = None  # the compiled pass once loaded; eventpass_reference.run when it cannot be
 _reference_steps = 0  # steps this process has timed with the reference before loading
@@ -36,10 +37,15 @@ def run(bounds: np.ndarray, dep: np.ndarray, p2p: np.ndarray, dur: np.ndarray) -
 
 
 def typed(bounds, dep, p2p, dur) -> tuple[np.ndarray, ...]:
-    """The pass's inputs in the one signature it is compiled for (the simulator's index columns are as
-    narrow as they can be: int32 below 2³¹ actions)."""
-    ints = (np.ascontiguousarray(a, dtype=np.int64) for a in (bounds, dep))
-    return (*ints, np.ascontiguousarray(p2p, dtype=np.float64), np.ascontiguousarray(dur, dtype=np.float64))
+    """The pass's inputs in a type it is compiled for, copying only what is not: ``dep`` int32 (the
+    simulator's, below 2³¹ steps) or int64, the rest int64 and float64."""
+    index = dep.dtype if dep.dtype in (np.int32, np.int64) else np.int64
+    return (
+        np.ascontiguousarray(bounds, dtype=np.int64),
+        np.ascontiguousarray(dep, dtype=index),
+        np.ascontiguousarray(p2p, dtype=np.float64),
+        np.ascontiguousarray(dur, dtype=np.float64),
+    )
 
 
 def warm() -> bool:
@@ -54,7 +60,7 @@ def _load():
     except Exception as e:  # numba missing, or unable to compile on this machine
         warnings.warn(
             f"ppviz: the compiled event pass is unavailable ({type(e).__name__}: {e}); "
-            "using the pure-Python pass, about 50× slower",
+            "using the pure-Python pass, about 70× slower",
             RuntimeWarning,
             stacklevel=3,
         )
@@ -63,28 +69,31 @@ def _load():
 
 
 def _compile():
+    """The pass for int32 step indices (what the simulator gives), loaded now; the int64 one (2³¹
+    steps and more, or a caller's int64) is loaded by numba on its first call."""
     import numba
 
-    signature = "Tuple((float64[::1], int64[::1]))(int64[::1], int64[::1], float64[::1], float64[::1])"
-    return numba.njit(signature, cache=True, nogil=True)(_pass)
+    kernel = numba.njit(cache=True, nogil=True)(_pass)
+    kernel(*typed(np.zeros(2), np.full(1, -1, dtype=np.int32), np.zeros(1), np.ones(1)))
+    return kernel
 
 
 def _pass(bounds, dep, p2p, dur):
-    """``eventpass_reference.run`` over arrays. ``done`` replaces its ``None``; a parked device is
-    pushed on the list of the step it waits for (``waiter`` → ``next_waiter``), as a device waits
-    for one step at a time."""
+    """``eventpass_reference.run`` over arrays, with the same float operations in the same order.
+    When a step ends its dependents may start at ``start + dur + p2p``: recomputed when read, the
+    same sum as the reference's ``ready``, so no array holds it. ``p2p`` of length 1 is every step's
+    latency. A parked device is pushed on the list of the step it waits for (``waiter`` →
+    ``next_waiter``), as a device waits for one step at a time."""
     n = len(dur)
     devices = len(bounds) - 1
+    uniform = len(p2p) == 1
     start = np.zeros(n)
-    ready = np.empty(n + 1)
-    ready[n] = -np.inf
-    done = np.zeros(n + 1, dtype=np.bool_)
-    done[n] = True
-    waiter = np.full(n, -1, dtype=np.int64)
-    next_waiter = np.full(devices, -1, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)
+    waiter = np.full(n, -1, dtype=np.int32)
+    next_waiter = np.full(devices, -1, dtype=np.int32)
     ptr = bounds[:-1].copy()
     free = np.zeros(devices)
-    todo = np.empty(devices, dtype=np.int64)
+    todo = np.empty(devices, dtype=np.int32)
     for k in range(devices):
         todo[k] = devices - 1 - k
     top = devices
@@ -94,18 +103,17 @@ def _pass(bounds, dep, p2p, dur):
         i, hi, t_free = ptr[d], bounds[d + 1], free[d]
         while i < hi:
             a = dep[i]
-            if a < 0:
-                a = n
-            if not done[a]:
-                next_waiter[d] = waiter[a]
-                waiter[a] = d
-                break
-            t = ready[a]
-            if t < t_free:
-                t = t_free
+            t = t_free
+            if a >= 0:
+                if not done[a]:
+                    next_waiter[d] = waiter[a]
+                    waiter[a] = d
+                    break
+                t = start[a] + dur[a] + (p2p[0] if uniform else p2p[a])
+                if t < t_free:
+                    t = t_free
             start[i] = t
             t_free = t + dur[i]
-            ready[i] = t_free + p2p[i]
             done[i] = True
             w = waiter[i]
             while w >= 0:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import KIND_INDEX, Kind
+from .ir import KIND_INDEX, KINDS, Kind
 from .simulator import Result
 
 _F, _B, _W, _BW = (KIND_INDEX[k] for k in (Kind.F, Kind.B, Kind.W, Kind.BW))
@@ -34,43 +34,65 @@ def activation(result: Result, stage_sizes: np.ndarray | None = None) -> MemoryC
     ``stage_sizes`` gives each stage's activation for one microbatch in any unit (the estimate
     layer gives bytes); by default every stage holds p/S device shares.
     """
-    sched = result.schedule
-    if stage_sizes is None:
-        unit = sched.devices / sched.stages
-    else:
-        sizes = np.asarray(stage_sizes, dtype=float)
-        if sizes.shape != (sched.stages,):
-            raise ValueError(f"stage_sizes needs one size per stage ({sched.stages}), got shape {sizes.shape}")
-        unit = sizes[result.stage]
-    frees_b = result.costs.b_frees
-    kind = result.kind
-    unit = np.broadcast_to(unit, kind.shape)
-    delta = np.zeros(len(result), dtype=float)
-    for k, sign in ((_F, 1.0), (_BW, -1.0), (_B, -frees_b), (_W, -(1.0 - frees_b))):
-        mask = kind == k
-        delta[mask] = sign * unit[mask]
-    is_add = kind == _F
-    time = np.where(is_add, result.start, result.end)
-    order = np.lexsort((is_add, time, result.device))
-    dev = result.device[order]
-    t = time[order]
-    level = np.cumsum(delta[order])
-    level = np.round(level, 9) + 0.0  # exact sums of p/S units; drop float dust and -0.0
     times, values = [], []
-    peak = np.zeros(sched.devices)
-    peak_time = np.zeros(sched.devices)
-    bounds = np.searchsorted(dev, np.arange(sched.devices + 1))
-    for d in range(sched.devices):
-        lo, hi = bounds[d], bounds[d + 1]
-        tt, vv = t[lo:hi], level[lo:hi]
-        # several events at one instant: keep the level after the last of them
-        keep = np.append(tt[1:] != tt[:-1], True) if len(tt) else np.zeros(0, bool)
-        tt, vv = np.concatenate(([0.0], tt[keep])), np.concatenate(([0.0], vv[keep]))
+    peak = np.zeros(result.schedule.devices)
+    peak_time = np.zeros(result.schedule.devices)
+    for d, t, level in _levels(result, stage_sizes):
+        tt, vv = _steps(t, level)
         times.append(tt)
         values.append(vv)
         i = int(np.argmax(vv))
         peak[d], peak_time[d] = vv[i], tt[i]
     return MemoryCurves(times, values, peak, peak_time)
+
+
+def peak(result: Result, stage_sizes: np.ndarray | None = None) -> np.ndarray:
+    """Per device, ``activation(...).peak`` without keeping the curves (metrics need only this)."""
+    out = np.zeros(result.schedule.devices)
+    for d, t, level in _levels(result, stage_sizes):
+        out[d] = _steps(t, level)[1].max()
+    return out
+
+
+def _steps(t: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The curve from 0: at several events at one instant, the level after the last of them."""
+    keep = np.append(t[1:] != t[:-1], True) if len(t) else np.zeros(0, bool)
+    return np.concatenate(([0.0], t[keep])), np.concatenate(([0.0], level[keep]))
+
+
+def _levels(result: Result, stage_sizes: np.ndarray | None):
+    """Per device: its event times in order (adds at a start, frees at an end; frees first at equal
+    times) and the level after each. One device at a time, so the temporaries are one device's;
+    the running sum carries from device to device, as one cumulative sum over all of them would."""
+    sched = result.schedule
+    if stage_sizes is None:
+        unit = np.full(sched.stages, sched.devices / sched.stages)
+    else:
+        unit = np.asarray(stage_sizes, dtype=float)
+        if unit.shape != (sched.stages,):
+            raise ValueError(f"stage_sizes needs one size per stage ({sched.stages}), got shape {unit.shape}")
+    frees_b = result.costs.b_frees
+    delta = np.zeros((len(KINDS), sched.stages))  # [kind, stage] → change of level
+    for k, sign in ((_F, 1.0), (_BW, -1.0), (_B, -frees_b), (_W, -(1.0 - frees_b))):
+        delta[k] = sign * unit
+    device = result.device
+    if np.all(device[1:] >= device[:-1]):
+        rows = None  # grouped by device already, as the simulator gives them
+        bounds = np.searchsorted(device, np.arange(sched.devices + 1))
+    else:
+        rows = np.argsort(device, kind="stable")
+        bounds = np.searchsorted(device[rows], np.arange(sched.devices + 1))
+    carry = 0.0
+    for d in range(sched.devices):
+        at = slice(bounds[d], bounds[d + 1]) if rows is None else rows[bounds[d] : bounds[d + 1]]
+        kind, stage = result.kind[at], result.stage[at]
+        is_add = kind == _F
+        time = np.where(is_add, result.start[at], result.end[at])
+        order = np.lexsort((is_add, time))
+        level = np.cumsum(np.concatenate(([carry], delta[kind[order], stage[order]])))[1:]
+        if len(level):
+            carry = level[-1]
+        yield d, time[order], np.round(level, 9) + 0.0  # exact sums of p/S units; drop float dust and -0.0
 
 
 @dataclass(frozen=True)

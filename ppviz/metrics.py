@@ -46,7 +46,6 @@ def compute(result: Result, formula_makespan: float | None = None) -> Metrics:
     bubble = 1.0 - total / (p * makespan) if makespan > 0 else 0.0
     longest = int(np.argmax(span))
     span_bubble = 1.0 - busy[longest] / span[longest] if span[longest] > 0 else 0.0
-    mem = memory.activation(result)
     static = memory.static(result)
     formula_bubble = None
     if formula_makespan is not None and formula_makespan > 0:
@@ -57,7 +56,7 @@ def compute(result: Result, formula_makespan: float | None = None) -> Metrics:
         busy=_clean(busy),
         bubble_fraction=_round(bubble),
         span_bubble_fraction=_round(span_bubble),
-        peak_activation=_clean(mem.peak),
+        peak_activation=_clean(memory.peak(result)),
         chunks=static.chunks,
         parameters=static.parameters,
         formula_makespan=formula_makespan,

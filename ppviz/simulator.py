@@ -212,36 +212,48 @@ def step_slots(schedule: Schedule, device: np.ndarray, microbatch: np.ndarray, k
 
 
 def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
-    """Validate the order and compute exact start and end times of every action."""
+    """Validate the order and compute exact start and end times of every action.
+
+    Lean at its peak (the event pass): index columns stay int32, temporaries are dropped before
+    the pass, and without pairs or optimizer steps each action is its own step, so no step → slot
+    map is built (``step_slot`` None: the identity)."""
     costs = costs or Costs()
     S = schedule.stages
     dev, stage, mb, kind, slot, slot_device, key, pos = _prepare(schedule)
     dep_act = _dependency_table(pos.reshape(len(KINDS), S, schedule.microbatches)).ravel()[key]
+    del key, pos
     act_dur = costs.durations(S, schedule.devices)[kind, stage]
-    plain = len(slot_device) == len(slot)  # no overlapped pairs: each action is its own step
-    if plain:
-        step_dep, step_dur, first, second, main = _plain_steps(dep_act, act_dur, dev)
-        step_slot = main
+    step_slot = first = second = main = None
+    if len(slot_device) == len(slot):  # no overlapped pairs: each action is its own step
+        step_dep, step_dur = _cross_device(dep_act, dev), act_dur
     else:
         step_dep, step_dur, step_slot, first, second, main = _paired_steps(dep_act, act_dur, slot, slot_device, costs)
+    del dep_act, act_dur
     if any(costs.optimizer_step):
         after = step_slots(schedule, dev, mb, kind, slot)
         if (after >= 0).any():
-            plain = False
+            if step_slot is None:
+                step_slot = main = np.arange(len(step_dep), dtype=step_dep.dtype)
             step_dep, step_dur, step_slot, main = _with_optimizer_steps(
                 step_dep, step_dur, step_slot, main, after, costs.optimizer_step
             )
-    bounds = np.searchsorted(slot_device[step_slot], np.arange(schedule.devices + 1))
-
-    latency = _latencies(costs, step_dep, slot_device[step_slot])
+    step_device = slot_device if step_slot is None else slot_device[step_slot]
+    bounds = np.searchsorted(step_device, np.arange(schedule.devices + 1))
+    latency = _latencies(costs, step_dep, step_device)
+    del step_device
     start, stopped = eventpass.run(bounds, step_dep, latency, step_dur)
+    del latency
     stuck = [(d, int(stopped[d])) for d in np.flatnonzero(stopped < bounds[1:]).tolist()]
     if stuck:
         _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device)
-    slot_start = start if plain else start[main]
-    slot_end = slot_start + step_dur[main]  # the same float sum as in the pass, so exact
-    start, end = (slot_start, slot_end) if plain else (slot_start[slot], slot_end[slot])
-    return Result(schedule, costs, dev, stage, mb, kind, slot, start, end, slot_device, slot_start, slot_end)
+    if step_slot is None:
+        slot_start, slot_end = start, start + step_dur  # the same float sum as in the pass, so exact
+        return Result(schedule, costs, dev, stage, mb, kind, None, slot_start, slot_end, dev, slot_start, slot_end)
+    slot_start = start[main]
+    slot_end = slot_start + step_dur[main]
+    del start, step_dep, step_dur, step_slot
+    return Result(schedule, costs, dev, stage, mb, kind, slot, slot_start[slot], slot_end[slot], slot_device,
+                  slot_start, slot_end)  # fmt: skip
 
 
 def _dependency_table(pos: np.ndarray) -> np.ndarray:
@@ -261,18 +273,14 @@ def _dependency_table(pos: np.ndarray) -> np.ndarray:
 
 
 def _cross_device(dep: np.ndarray, device: np.ndarray) -> np.ndarray:
-    """``dep`` with dependencies earlier on the same device dropped (the device's order implies
-    them). All that remain cross devices, or deadlock, so each carries the p2p latency."""
-    here = np.arange(len(dep))
-    implied = (dep >= 0) & (dep < here) & (device[dep] == device)
-    return np.where(implied, -1, dep)
-
-
-def _plain_steps(dep_act, act_dur, dev):
-    """Steps of an order without pairs: each action is its own step."""
-    n = len(dep_act)
-    main = np.arange(n)
-    return _cross_device(dep_act, dev), act_dur, main, np.full(n, -1), main
+    """``dep`` (changed in place) with dependencies earlier on the same device dropped (the
+    device's order implies them). All that remain cross devices, or deadlock, so each carries the
+    p2p latency."""
+    implied = dep >= 0
+    implied &= dep < np.arange(len(dep), dtype=dep.dtype)
+    implied &= device[dep] == device
+    dep[implied] = -1
+    return dep
 
 
 def _paired_steps(dep_act, act_dur, slot, slot_device, costs: Costs):
@@ -284,8 +292,8 @@ def _paired_steps(dep_act, act_dur, slot, slot_device, costs: Costs):
     slot_dur = np.bincount(slot, weights=act_dur, minlength=n_slots)
     size = np.bincount(slot, minlength=n_slots)
     slot_dur = np.where(size > 1, slot_dur * costs.overlap, slot_dur)
-    first = np.full(n_slots, -1, dtype=np.int64)
-    first[slot[::-1]] = np.arange(len(slot))[::-1]
+    first = np.full(n_slots, -1, dtype=_index_type(len(slot)))
+    first[slot[::-1]] = np.arange(len(slot), dtype=first.dtype)[::-1]
     second = np.where(size > 1, first + 1, -1)
     dep1 = _cross_device(dep_slot[first], slot_device)
     dep2 = _cross_device(np.where(second >= 0, dep_slot[second], -1), slot_device)
@@ -294,9 +302,9 @@ def _paired_steps(dep_act, act_dur, slot, slot_device, costs: Costs):
     main = slots + np.cumsum(pair)  # step index of each slot
     barrier = main[pair] - 1
     n_steps = n_slots + int(pair.sum())
-    step_dep = np.full(n_steps, -1, dtype=np.int64)
+    step_dep = np.full(n_steps, -1, dtype=_index_type(n_steps))
     step_dur = np.zeros(n_steps)
-    step_slot = np.empty(n_steps, dtype=np.int64)
+    step_slot = np.empty(n_steps, dtype=_index_type(n_steps))
     step_dep[main] = np.where(dep1 >= 0, main[dep1], -1)
     step_dur[main] = slot_dur
     step_slot[main] = slots
@@ -316,9 +324,9 @@ def _with_optimizer_steps(step_dep, step_dur, step_slot, main, after, times):
     new_of_old = np.arange(n) + np.searchsorted(at, np.arange(n), side="left")
     added = at + 1 + np.arange(len(at))  # after its step, past the earlier additions
     total = n + len(at)
-    dep = np.full(total, -1, dtype=np.int64)
+    dep = np.full(total, -1, dtype=_index_type(total))
     dur = np.empty(total)
-    slot = np.empty(total, dtype=np.int64)
+    slot = np.empty(total, dtype=_index_type(total))
     dep[new_of_old] = np.where(step_dep >= 0, new_of_old[step_dep], -1)
     dur[new_of_old] = step_dur
     dur[added] = np.asarray(times, dtype=float)[dev]
@@ -328,11 +336,11 @@ def _with_optimizer_steps(step_dep, step_dur, step_slot, main, after, times):
 
 
 def _latencies(costs: Costs, step_dep: np.ndarray, step_device: np.ndarray) -> np.ndarray:
-    """Per step, the latency its dependents wait after it ends: ``p2p``, or with ``link_p2p`` the
-    slowest link from its device to a dependent's (a step's dependents sit on one other device,
-    except an overlapped pair's, whose two actions may send two ways)."""
+    """Per step, the latency its dependents wait after it ends: ``p2p`` (one number for all), or
+    with ``link_p2p`` the slowest link from its device to a dependent's (a step's dependents sit on
+    one other device, except an overlapped pair's, whose two actions may send two ways)."""
     if not costs.link_p2p:
-        return np.full(len(step_dep), float(costs.p2p))
+        return np.full(1, float(costs.p2p))  # one for every step, not a column
     link = np.asarray(costs.link_p2p, dtype=float)
     has = step_dep >= 0
     producer = step_dep[has]
@@ -342,20 +350,20 @@ def _latencies(costs: Costs, step_dep: np.ndarray, step_device: np.ndarray) -> n
 
 
 def _deadlock(stuck, step_slot, step_dep, first, second, stage, mb, kind, slot_device):
-    """Name each stuck device's action and what it waits for."""
+    """Name each stuck device's action and what it waits for (``step_slot`` None: each action is its
+    own step and slot)."""
 
     def slot_label(i: int) -> str:
-        a = first[i]
+        a = i if first is None else first[i]
         text = _label(stage[a], mb[a], kind[a])
-        if second[i] >= 0:
+        if second is not None and second[i] >= 0:
             b = second[i]
             text = f"({text};{_label(stage[b], mb[b], kind[b])})"
         return text
 
     lines = []
     for d, i in stuck:
-        slot = step_slot[i]
-        on = step_slot[step_dep[i]]
+        slot, on = (i, step_dep[i]) if step_slot is None else (step_slot[i], step_slot[step_dep[i]])
         step = slot - int(np.searchsorted(slot_device, d))
         lines.append(
             f"device {d} is stuck at step {step} ({slot_label(slot)}), waiting for {slot_label(on)} "

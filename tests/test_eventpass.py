@@ -199,8 +199,8 @@ def test_one_pass_past_the_threshold_loads_numba_at_once():
 import sys, ppviz
 from ppviz import eventpass
 ppviz.simulate('1f1b', 64, 768)  # 98,304 steps
-assert 'numba' not in sys.modules and 98_304 < eventpass.LOAD_AFTER_STEPS <= 262_144
-ppviz.simulate('1f1b', 64, 2048)  # 262,144 steps
+assert 'numba' not in sys.modules and 98_304 < eventpass.LOAD_AFTER_STEPS <= 1_048_576
+ppviz.simulate('1f1b', 64, 8192)  # 1,048,576 steps
 assert 'numba' in sys.modules
 """
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
