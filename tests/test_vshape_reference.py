@@ -653,3 +653,40 @@ def test_more_memory_never_makes_v_auto_longer_at_p16():
     got = _spans_over_limits(16, 64, COSTS["b > w"], limits)
     assert all(later <= earlier for earlier, later in zip(got, got[1:])), list(zip(limits, got))
     assert got[limits.index(9.5)] <= 604
+
+
+@pytest.mark.parametrize("cost", [(1, 1, 1, 0.1), (0.5, 0.5, 0.5, 0.1)])
+@pytest.mark.parametrize("limit", [4, 4.5])
+def test_issue_22_example_is_not_longer_than_the_authors(cost, limit):
+    """Issue 22's case: p = 8, m = 32, equal costs with a latency of 0.1 (per chunk as the authors
+    give it, and ppviz's defaults f = b = w = 1 per device share), limits of 4 and 4.5 shares.
+    v-auto's longest span is at most the literal reference search's at that limit, within it."""
+    expected = reference_best(8, 32, cost, int(2 * limit))
+    got, peak = ppviz_span("v-auto", 8, 32, cost, max_memory=limit)
+    assert got <= expected + 1e-9
+    assert peak <= limit
+    if limit == 4:  # V-Min's memory
+        assert ppviz_span("v-min", 8, 32, cost)[0] <= expected + 1e-9
+
+
+def test_the_search_does_not_depend_on_the_clock(monkeypatch):
+    """The V search is bounded in work (blocks built), never in time: at a size where the budget
+    cuts the level (p = 32, m = 64: 39 of 54 blocks), the order is the same from cold caches with
+    every clock jumping an hour a call as with the real clocks, and again from warm caches."""
+    import time
+
+    from ppviz.schedules import vshape
+
+    def build():
+        for cached in (vfamily.build_rows, vfamily.levels, vfamily.blocks):
+            cached.cache_clear()
+        return vshape.v_auto(32, 64, 18, ppviz.make_costs(p2p=0.1)).order
+
+    assert 54 * 32 * 64 > vshape.FAMILY_WORK  # the budget does cut this level
+    calm = build()
+    warm = vshape.v_auto(32, 64, 18, ppviz.make_costs(p2p=0.1)).order
+    hour = iter(range(10**9))
+    for name in ("time", "monotonic", "perf_counter", "process_time", "thread_time"):
+        monkeypatch.setattr(time, name, lambda: 3600.0 * next(hour))
+        monkeypatch.setattr(time, name + "_ns", lambda: 3600 * 10**9 * next(hour))
+    assert build() == calm == warm
