@@ -133,7 +133,10 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
 
 
 FAMILY_WORK = 80_000  # blocks built per search × p × max(m, 2p): 19 blocks at 32 × 128, 26 at 32 × 96
-REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (about 0.4 s each at 32 × 64)
+# p × m up to which the greedy time-aware repairs run too (about 0.45 s each at 32 × 128): at 32 × 128
+# under b = 2f they make v-auto 1,563 at limit 13 where the authors' search gives 1,683 and the
+# family's best order that runs 1,685 (bench_vshape --authors --every)
+REPAIR_SIZE = 4_096
 BELOW_SIZE = 1_024  # p × m up to which the half share below the limit is searched too, with a quarter of the work
 
 
