@@ -137,7 +137,7 @@ FAMILY_WORK = 80_000  # blocks built per search × p × max(m, 2p): 19 blocks at
 # half share below the limit is searched too, with a quarter of the work: at 32 × 128 under b = 2f
 # the repairs make v-auto 1,563 at limit 13 where the authors' search gives 1,683 and the family's
 # best order that runs 1,685 (bench_vshape --authors --every), and without the share below, 1,653
-# at 12.5 against 1,632 at 12. v-auto at 32 × 128 takes 1.3-2.4 s of CPU (0.6 s without either).
+# at 12.5 against 1,632 at 12. v-auto at 32 × 128 takes 1.4-3.0 s of CPU (0.6-0.8 s without either).
 REPAIR_SIZE = 4_096
 
 
