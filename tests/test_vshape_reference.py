@@ -589,6 +589,8 @@ def test_a_late_b_pulled_forward_keeps_the_authors_peak_and_runs():
         (64, "latency", 19, [0, 1, 2, 4, 3, 5], 5, 2, 5, 554),
         (64, "b > w", 25.5, [0, 3, 4, 5, 1, 2], 5, 3, 9, 624),
         (128, "b > w", 17.5, [0, 1, 3, 5, 4, 2], 5, 2, 1, 1307),
+        (128, "b > w", 13, [0, 3, 4, 5, 1, 2], 3, 1, 3, 1683),
+        (128, "b > w", 14, [0, 3, 4, 5, 1, 2], 3, 1, 6, 1671),
     ],
 )
 def test_v_auto_at_p32_is_not_longer_where_it_was(m, cost, limit, first, o0, o1, len0, theirs):
@@ -596,8 +598,11 @@ def test_v_auto_at_p32_is_not_longer_where_it_was(m, cost, limit, first, o0, o1,
     (560, 625 and 1,308). Their best there is this one block's order (found by timing every
     order of the family their way, as bench/bench_vshape.py --authors does), with a W ahead of
     its B that their timing lets run early. Built and timed here by the reference, it gives their
-    figure; v-auto, with a valid order within the limit, is no longer. The last block is the
-    14th that v-auto's cost-aware order builds at that level."""
+    figure; v-auto, with a valid order within the limit, is no longer. The third block is the
+    14th that v-auto's cost-aware order builds at that level. Issue 22's two at 32 × 128 (v-auto
+    1,685 and 1,673 there; the same held at 15 and 16): the block is the 22nd so built, past the
+    budget, and its order runs only with the W deferred, which needs one more half share; the
+    greedy re-timings, now run up to p × m = 4,096, are shorter (1,563 and 1,452)."""
     whole = whole_pattern(first, OFFSETS[o0 - 1], OFFSETS[o1 - 1], len0, 32)
     rows, peak = by_pattern(32, m, whole)
     assert peak <= 2 * limit
@@ -653,3 +658,49 @@ def test_more_memory_never_makes_v_auto_longer_at_p16():
     got = _spans_over_limits(16, 64, COSTS["b > w"], limits)
     assert all(later <= earlier for earlier, later in zip(got, got[1:])), list(zip(limits, got))
     assert got[limits.index(9.5)] <= 604
+
+
+@pytest.mark.parametrize("cost", [(1, 1, 1, 0.1), (0.5, 0.5, 0.5, 0.1)])
+@pytest.mark.parametrize("limit", [4, 4.5])
+def test_issue_22_example_is_not_longer_than_the_authors(cost, limit):
+    """Issue 22's case: p = 8, m = 32, equal costs with a latency of 0.1 (per chunk as the authors
+    give it, and ppviz's defaults f = b = w = 1 per device share), limits of 4 and 4.5 shares.
+    v-auto's longest span is at most the literal reference search's at that limit, within it."""
+    expected = reference_best(8, 32, cost, int(2 * limit))
+    got, peak = ppviz_span("v-auto", 8, 32, cost, max_memory=limit)
+    assert got <= expected + 1e-9
+    assert peak <= limit
+    if limit == 4:  # V-Min's memory
+        assert ppviz_span("v-min", 8, 32, cost)[0] <= expected + 1e-9
+
+
+def test_the_search_does_not_depend_on_the_clock(monkeypatch):
+    """The V search is bounded in work (blocks built), never in time: at a size where the budget
+    cuts the level (p = 32, m = 64: 39 of 54 blocks), the order is the same from cold caches with
+    every clock jumping an hour a call as with the real clocks, and again from warm caches."""
+    import time
+
+    from ppviz.schedules import vshape
+
+    def build():
+        for cached in (vfamily.build_rows, vfamily.levels, vfamily.blocks):
+            cached.cache_clear()
+        return vshape.v_auto(32, 64, 18, ppviz.make_costs(p2p=0.1)).order
+
+    assert len(vfamily.levels(32)[36]) * 32 * 64 > vshape.FAMILY_WORK  # the budget does cut this level
+    calm = build()
+    warm = vshape.v_auto(32, 64, 18, ppviz.make_costs(p2p=0.1)).order
+    hour = iter(range(10**9))
+    for name in ("time", "monotonic", "perf_counter", "process_time", "thread_time"):
+        monkeypatch.setattr(time, name, lambda: 3600.0 * next(hour))
+        monkeypatch.setattr(time, name + "_ns", lambda: 3600 * 10**9 * next(hour))
+    assert build() == calm == warm
+
+
+def test_more_memory_never_makes_v_auto_longer_at_p32_m128():
+    """Where the greedy re-timings run beyond p × m = 2,048 the half share below is searched too:
+    at 32 × 128 under b = 2f, re-timing the limit's own level alone gave 1,653 at 12.5 shares
+    against 1,632 at 12."""
+    limits = [12, 12.5, 13, 13.5]
+    got = _spans_over_limits(32, 128, COSTS["b > w"], limits)
+    assert all(later <= earlier for earlier, later in zip(got, got[1:])), list(zip(limits, got))

@@ -133,8 +133,12 @@ def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
 
 
 FAMILY_WORK = 80_000  # blocks built per search × p × max(m, 2p): 19 blocks at 32 × 128, 26 at 32 × 96
-REPAIR_SIZE = 2_048  # p × m up to which the greedy time-aware repairs run too (about 0.4 s each at 32 × 64)
-BELOW_SIZE = 1_024  # p × m up to which the half share below the limit is searched too, with a quarter of the work
+# p × m up to which the greedy time-aware repairs run too (about 0.45 s each at 32 × 128), and the
+# half share below the limit is searched too, with a quarter of the work: at 32 × 128 under b = 2f
+# the repairs make v-auto 1,563 at limit 13 where the authors' search gives 1,683 and the family's
+# best order that runs 1,685 (bench_vshape --authors --every), and without the share below, 1,653
+# at 12.5 against 1,632 at 12. v-auto at 32 × 128 takes 1.4-3.0 s of CPU (0.6-0.8 s without either).
+REPAIR_SIZE = 4_096
 
 
 def controlled(p: int, m: int, references: list[list[list[Action]]], limit: float | None, costs: Costs | None):
@@ -149,7 +153,7 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
     shortest longest span wins, so the result is never longer than the authors' choice among
     the blocks built.
 
-    Up to ``BELOW_SIZE``, all this is done at the half share below the limit too (memory comes
+    Up to ``REPAIR_SIZE``, all this is done at the half share below the limit too (memory comes
     in half shares): a re-timing under a higher limit runs forwards earlier and can end later
     (V-Half's, re-timed at p = 16, m = 64, b = 2f: 604 at 9 shares, 610 at 9.5), and more
     memory should never be slower.
@@ -165,7 +169,7 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
         raise ValueError(f"no V schedule fits in max_memory {cap:g}: raise it to at least {need:g}")
     small = p * m <= REPAIR_SIZE
     scored = []
-    for at, work in ((top, FAMILY_WORK), (top - 0.5, FAMILY_WORK // 4))[: 2 if p * m <= BELOW_SIZE else 1]:
+    for at, work in ((top, FAMILY_WORK), (top - 0.5, FAMILY_WORK // 4))[: 2 if small else 1]:
         fits = [vfamily.to_letters(ref) for ref, peak in zip(references, own) if peak <= at + 1e-9]
         found = vfamily.search(p, m, at, work, times, lag)
         best = [s for s in (_best(placement, m, group, at, costs, times, lag) for group in (fits, found)) if s]
