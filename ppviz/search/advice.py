@@ -28,8 +28,8 @@ from .engine import search
 
 BUDGET = 200  # candidate layouts evaluated at most (each a small search: a few ms, most pruned by a bound)
 MAX_CHANGES = 3  # settings changed at once
-# Schedules offered in place of the user's: the common non-searching families (searching ones, v-* and
-# zb-auto, spend a wall-time budget per layout, which advice must not depend on)
+# Schedules offered in place of the user's: the common non-searching families (the searching ones, v-* and
+# zb-auto, build and time up to thousands of candidate orders per layout: too dear for a ring of advice)
 SCHEDULES = ("1f1b", "zb-v", "interleaved-1f1b", "zb-h1")
 CARRIED = ("precision", "dp_overlap", "b_frees", "pair_overlap")  # kept as the user set them
 
