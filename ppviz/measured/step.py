@@ -1,9 +1,10 @@
 """Each rank's step end, as torch's pipelining runtime has it: the later of its last op's end and the
 moment its last send is received.
 
-``schedule.step`` waits at its end for the sends it posted (GPipe, 1F1B and the runtime all do), and a
-gloo send completes only when the peer takes it: the receiver posts its receive right before the op
-that needs the data, so a send is received when that consumer op starts.
+``schedule.step`` waits for the sends it posted (GPipe, 1F1B and the runtime all do), and a gloo send
+completes only when the peer takes it. GPipe posts a receive right before the op that needs the data,
+so a send is received when that consumer op starts; the runtime posts it one op earlier, which in the
+simulation changes nothing (a consumer that waited starts when the data arrives; docs/measured.md).
 """
 
 from __future__ import annotations
