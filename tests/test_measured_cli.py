@@ -36,6 +36,8 @@ def test_json_has_the_stable_fields(capsys):
     assert d["fitted"]["p2p_s"] > 0
     for side in ("measured", "simulated"):
         assert d[side]["makespan_s"] > 0 and len(d[side]["idle_s"]) == 2
+        assert len(d[side]["step_s"]) == 2 and min(d[side]["step_s"]) > 0
+    assert max(d["simulated"]["step_s"]) <= d["simulated"]["makespan_s"]  # a send is received by an op that ends
     assert d["excess_idle_s"] == pytest.approx(
         [m - s for m, s in zip(d["measured"]["idle_s"], d["simulated"]["idle_s"])]
     )
@@ -53,6 +55,10 @@ def test_text_output_is_a_table_in_ms(capsys):
     out = capsys.readouterr().out
     assert "fitted per-stage times (ms" in out and "p2p latency" in out and "excess" in out
     assert " ms" in out and "latest against the model" in out
+    d = _json(capsys, *ZBV)
+    for r, (m, s) in enumerate(zip(d["measured"]["step_s"], d["simulated"]["step_s"])):
+        assert f"{r:>4} {m * 1e3:,.3f} ms".replace(" ", "") in out.replace(" ", "")
+        assert f"{s * 1e3:,.3f} ms {s / m - 1:+.1%}".replace(" ", "") in out.replace(" ", "")
 
 
 def test_an_order_csv_is_read_and_said_to_have_no_times(capsys):

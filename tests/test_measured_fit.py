@@ -9,7 +9,7 @@ import pytest
 
 import ppviz
 from ppviz.ir import Kind
-from ppviz.measured.compare import compare
+from ppviz.measured.compare import compare, to_dict
 from ppviz.measured.fit import fit
 from ppviz.measured.kineto import read_traces
 from ppviz.measured.synthetic import rank_traces
@@ -133,3 +133,18 @@ def test_stages_with_a_full_backward_and_stages_with_split_ones_fit_each_their_w
         else:
             assert (s.b.median, s.w.median) == pytest.approx((b * MS, w * MS))
     assert fitted.p2p.median == pytest.approx(0.2 * MS)
+
+
+def test_a_ranks_step_ends_when_its_last_send_is_received(tmp_path):
+    """GPipe on 2 ranks, F 1 ms, full backward 4 ms on rank 0 and 2 ms on rank 1: rank 1 runs 1BW0 3–5 and
+    1BW1 5–7, but rank 0 is busy with 0BW0 5–9 and takes 1BW1's gradient only when 0BW1 starts, at 9. So
+    rank 1's step ends at 9 (its last op at 7), rank 0's at its last op's end, 13: measured and simulated."""
+    costs = ppviz.make_costs(exact_stage_times=[(1.0, 4.0, 0.0), (1.0, 2.0, 0.0)])
+    run = ppviz.evaluate(ppviz.simulate("gpipe", 2, 2).schedule, costs)
+    c = compare(read_traces(_write(tmp_path, run)))
+    r = c.simulated.result
+    assert [float(r.end[r.device == d].max()) for d in range(2)] == pytest.approx([13 * MS, 7 * MS])
+    assert c.simulated_step_s == pytest.approx((13 * MS, 9 * MS), abs=1e-12)
+    assert c.measured_step_s == pytest.approx((13 * MS, 9 * MS), abs=1e-12)
+    d = to_dict(c)
+    assert d["measured"]["step_s"] == pytest.approx([13 * MS, 9 * MS]) == d["simulated"]["step_s"]

@@ -54,13 +54,22 @@ def test_a_run_without_annotations_is_refused_with_what_to_do(capsys, name):
 # the 10% on every rank (docs/measured.md lists every rank's error). Three do not, for reasons the model
 # does not carry (strict: a run that meets it must leave this set):
 MISSES_TARGET = {
-    # torch's GPipe step waits on its sends at its end (a gloo send completes when received), and on 2 ranks
-    # its ranks idle beyond what the fitted costs imply (measured span 57 ms, simulated 44 ms)
-    "gpipe-2r": "torch's GPipe waits on sends and receives beyond the fitted costs",
-    "gpipe-4r": "ranks 2 and 3 wait at the step's end for their sends to be received (the makespan matches)",
+    # the step end counts its sends' receipt (rank 1: -25.4% → -19.0%), but the ranks idle beyond what the
+    # fitted costs imply all through the step: measured span 57.3 ms, simulated 44.0 ms (rank 0: -24.3%)
+    "gpipe-2r": "torch's GPipe on 2 ranks idles beyond the fitted costs (span 57.3 ms measured, 44.0 simulated)",
+    # rank 3's step ends when rank 2 receives its last gradient (-38.0% → -27.8%; rank 2 -39.9% → -8.1%), but
+    # rank 2 runs its backwards 24 ms later than the model (its 2B7 starts at 85.9 ms, simulated 61.7 ms):
+    # 4 ranks on 2 cores, its receives wait beyond the transfers
+    "gpipe-4r": "rank 2's backwards run 24 ms after the model's, so rank 3's last send is received late",
     # 4 ranks on 2 cores: an op's time depends on how many ranks compute at once, more so as W ops fill gaps
     "zb-interleaved-4r": "4 ranks share 2 cores: op times depend on how many ranks compute at once",
 }
+STEP_END_WITHIN = 0.05  # the trace's step end (last op or comm) against schedule.step's wall time
+
+
+def _step_times(name: str) -> list[float]:
+    settings = json.loads((DATA / name / "step_times.json").read_text())
+    return [[s["step_s"] for s in x["steps"] if s["profiled"]][-1] for x in settings["per_rank"]]
 
 
 @pytest.mark.parametrize(
@@ -69,12 +78,17 @@ MISSES_TARGET = {
      if n in MISSES_TARGET else n for n in ANNOTATED],
 )  # fmt: skip
 def test_the_fitted_simulation_matches_each_ranks_step_time(name):
-    """Each rank's step (``schedule.step``'s wall time) against the simulated end of that rank's last op,
-    both from the step's start: a rank that finishes early in the schedule finishes early in both."""
+    """Each rank's step (``schedule.step``'s wall time) against its simulated step end: the later of its last
+    op's end and its last send's receipt (the step waits for its sends), both from the step's start."""
     c = compare(read_run(_traces(name)))
-    r = c.simulated.result
-    ends = [float(r.end[r.device == d].max() - r.start.min()) for d in range(c.run.ranks)]
-    settings = json.loads((DATA / name / "step_times.json").read_text())
-    steps = [[s["step_s"] for s in x["steps"] if s["profiled"]][-1] for x in settings["per_rank"]]
-    errors = [end / step - 1 for end, step in zip(ends, steps, strict=True)]
+    errors = [end / step - 1 for end, step in zip(c.simulated_step_s, _step_times(name), strict=True)]
     assert max(abs(e) for e in errors) <= TARGET, [f"{e:+.1%}" for e in errors]
+
+
+@pytest.mark.parametrize("name", ANNOTATED)
+def test_the_traces_step_end_is_the_steps_wall_time(name):
+    """What the CLI calls the measured step (a rank's last op or comm event, its sends' receipts included)
+    is ``schedule.step``'s wall time: the two compare like for like with the simulated step."""
+    c = compare(read_run(_traces(name)))
+    errors = [end / step - 1 for end, step in zip(c.measured_step_s, _step_times(name), strict=True)]
+    assert max(abs(e) for e in errors) <= STEP_END_WITHIN, [f"{e:+.1%}" for e in errors]

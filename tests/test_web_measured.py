@@ -96,8 +96,11 @@ def test_the_page_shows_the_clis_figures_for_a_real_4_rank_run(page, expected):
     idle = cells(page, "idle")
     for r in range(4):
         m, s, e = expected["measured"]["idle_s"][r], expected["simulated"]["idle_s"][r], expected["excess_idle_s"][r]
-        assert idle[r] == [str(r), f"{m * 1e3:,.3f}", f"{s * 1e3:,.3f}", f"{e * 1e3:,.3f}"]
+        a, b = expected["measured"]["step_s"][r], expected["simulated"]["step_s"][r]
+        assert idle[r] == [str(r), f"{m * 1e3:,.3f}", f"{s * 1e3:,.3f}", f"{e * 1e3:,.3f}", f"{a * 1e3:,.3f}",
+                           f"{b * 1e3:,.3f}", f"{b / a - 1:+.1%}"]  # fmt: skip
     assert idle[-1][0] == "all" and idle[-1][3] == f"{sum(expected['excess_idle_s']) * 1e3:,.3f}"
+    assert idle[-1][4] == f"{max(expected['measured']['step_s']) * 1e3:,.3f}"
     late = cells(page, "late")
     assert [(row[0], row[4]) for row in late] == [(x["op"], str(x["rank"])) for x in expected["late_ops"]]
     first = expected["late_ops"][0]

@@ -58,6 +58,11 @@ def _ms(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds * 1e3:,.3f}"
 
 
+def step_error(measured_s: float, simulated_s: float) -> str:
+    """The simulated step against the measured one, signed: +5.0% is 5% longer in the simulation."""
+    return "—" if measured_s <= 0 else f"{simulated_s / measured_s - 1:+.1%}"
+
+
 def text(d: dict) -> str:
     """The comparison as readable tables, times in ms."""
     lines = [f"{d['format']}: {d['ranks']} ranks, {d['stages']} stages, {d['microbatches']} microbatches"
@@ -79,6 +84,9 @@ def text(d: dict) -> str:
         lines.append(f"{r:>4} {_ms(m):>12} ms {_ms(s):>13} ms {_ms(e):>9} ms")
     total = [sum(d["measured"]["idle_s"]), sum(d["simulated"]["idle_s"]), sum(d["excess_idle_s"])]
     lines.append(f"{'all':>4} {_ms(total[0]):>12} ms {_ms(total[1]):>13} ms {_ms(total[2]):>9} ms")
+    lines += ["", f"{'rank':>4} {'measured step':>15} {'simulated step':>16} {'error':>8}"]
+    for r, (m, s) in enumerate(zip(d["measured"]["step_s"], d["simulated"]["step_s"])):
+        lines.append(f"{r:>4} {_ms(m):>12} ms {_ms(s):>13} ms {step_error(m, s):>8}")
     if d["late_ops"]:
         lines += ["", "latest against the model (start, ms)"]
         lines += [f"  {x['op']:>6} on rank {x['rank']}: measured {_ms(x['measured_start_s'])}, simulated "

@@ -1,7 +1,8 @@
 """Measured against simulated: the run's own order simulated under its fitted costs, and the gap.
 
 Idle time per rank is the makespan minus the rank's busy time. The simulated idle is the bubble
-this order implies under these costs; what the measured run idled beyond it is the excess.
+this order implies under these costs; what the measured run idled beyond it is the excess. Each
+rank's step ends when its last send is received, if that is after its last op (``step.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from .. import api
 from ..ir import KIND_INDEX
 from .fit import Fit, Spread, fit
 from .run import MeasuredRun
+from .step import measured_step_ends, simulated_step_ends
 
 LATE_OPS = 5  # the latest ops listed
 ON_TIME_S = 1e-9  # later than the model by less than this is on time (float rounding of the times)
@@ -38,6 +40,8 @@ class Comparison:
     measured_idle_s: tuple[float, ...]
     simulated_idle_s: tuple[float, ...]
     late_ops: tuple[LateOp, ...]
+    measured_step_s: tuple[float, ...]  # per rank, from the run's first op
+    simulated_step_s: tuple[float, ...]  # per rank, from the simulation's first op
 
     @property
     def simulated_makespan_s(self) -> float:
@@ -65,7 +69,8 @@ def compare(run: MeasuredRun) -> Comparison:
         for op in row
     ]
     late = sorted((x for x in late if x.late_s > ON_TIME_S), key=lambda x: -x.late_s)[:LATE_OPS]
-    return Comparison(run, fitted, sim, makespan, idle, sim_idle, tuple(late))
+    return Comparison(run, fitted, sim, makespan, idle, sim_idle, tuple(late), measured_step_ends(run),
+                      simulated_step_ends(r))  # fmt: skip
 
 
 def to_dict(c: Comparison) -> dict:
@@ -95,8 +100,10 @@ def to_dict(c: Comparison) -> dict:
             "p2p_samples": 0 if c.fit.p2p is None else c.fit.p2p.samples,
             "p2p_spread_s": None if c.fit.p2p is None else [c.fit.p2p.low, c.fit.p2p.high],
         },
-        "measured": {"makespan_s": c.measured_makespan_s, "idle_s": list(c.measured_idle_s)},
-        "simulated": {"makespan_s": c.simulated_makespan_s, "idle_s": list(c.simulated_idle_s)},
+        "measured": {"makespan_s": c.measured_makespan_s, "idle_s": list(c.measured_idle_s),
+                     "step_s": list(c.measured_step_s)},
+        "simulated": {"makespan_s": c.simulated_makespan_s, "idle_s": list(c.simulated_idle_s),
+                      "step_s": list(c.simulated_step_s)},
         "excess_idle_s": list(c.excess_idle_s),
         "late_ops": [
             {"op": x.name, "rank": x.rank, "measured_start_s": x.measured_start_s,

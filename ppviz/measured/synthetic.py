@@ -16,8 +16,9 @@ STEP_MARGIN_US = 10.0
 
 def rank_traces(run: Run, *, us_per_unit: float = 1000.0, step: int = 1, origin_us: float = 1e6) -> list[dict]:
     """Per rank, a trace dict: its ops as ``PP:<action>`` annotations inside ``ProfilerStep#<step>``,
-    a ``gloo:send`` at each op's end whose output another rank needs, and a ``gloo:recv`` on that rank
-    from then until the op that needs it starts (gloo's: a receive ends when waited on and arrived).
+    a ``gloo:send`` from each op's end whose output another rank needs until the op that needs it starts
+    (gloo's: a send completes when received), and a ``gloo:recv`` on that rank over the same span
+    (a receive ends when waited on and arrived).
     ``us_per_unit``: µs per ppviz time unit."""
     r = run.result
     ranks = run.schedule.devices
@@ -29,7 +30,7 @@ def rank_traces(run: Run, *, us_per_unit: float = 1000.0, step: int = 1, origin_
         events[dev[i]].append(_span(f"PP:{Action(s, m, KINDS[k])}", start[i], end[i], dev[i]))
     for i, j in enumerate(dependencies(r).tolist()):
         if j >= 0 and dev[j] != dev[i]:
-            events[dev[j]].append(_span("gloo:send", end[j], end[j], dev[j]))
+            events[dev[j]].append(_span("gloo:send", end[j], start[i], dev[j]))
             events[dev[i]].append(_span("gloo:recv", end[j], start[i], dev[i]))
     lo, hi = float(start.min()) - STEP_MARGIN_US, float(end.max()) + STEP_MARGIN_US
     out = []

@@ -13,7 +13,7 @@ from ppviz import figures
 from ppviz.errors import InputError
 from ppviz.ir import KINDS, parse_action
 from ppviz.measured import compare, to_dict
-from ppviz.measured.cli import megatron_text
+from ppviz.measured.cli import megatron_text, step_error
 from ppviz.measured.read import read
 from ppviz.measured.whatif import MS, share_times, what_if
 
@@ -155,14 +155,19 @@ def fitted_rows(d: dict) -> list[list[str]]:
     return rows
 
 
-IDLE_HEADER = ("rank", "measured idle (ms)", "simulated idle: the bubble (ms)", "excess (ms)")
+IDLE_HEADER = ("rank", "measured idle (ms)", "simulated idle: the bubble (ms)", "excess (ms)", "measured step (ms)",
+               "simulated step (ms)", "step error")  # fmt: skip
 
 
 def idle_rows(d: dict) -> list[list[str]]:
-    """Per rank and in all: measured idle = the schedule's bubble (simulated idle) + the excess."""
+    """Per rank and in all: measured idle = the schedule's bubble (simulated idle) + the excess; each rank's
+    step (its last op or, later, its last send received), measured and simulated; in all, the longest."""
     cols = (d["measured"]["idle_s"], d["simulated"]["idle_s"], d["excess_idle_s"])
-    rows = [[str(r), ms(m), ms(s), ms(e)] for r, (m, s, e) in enumerate(zip(*cols))]
-    rows.append(["all", *(ms(sum(c)) for c in cols)])
+    steps = (d["measured"]["step_s"], d["simulated"]["step_s"])
+    rows = [[str(r), ms(m), ms(s), ms(e), ms(a), ms(b), step_error(a, b)]
+            for r, (m, s, e, a, b) in enumerate(zip(*cols, *steps))]  # fmt: skip
+    longest = [max(x) for x in steps]
+    rows.append(["all", *(ms(sum(c)) for c in cols), *(ms(x) for x in longest), step_error(*longest)])
     return rows
 
 
