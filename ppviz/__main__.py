@@ -432,8 +432,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.json:
             from . import formats
 
-            sys.stdout.write(formats.run_json(run))
-            sys.stdout.write("\n")
+            sys.stdout.flush()
+            formats.write_run_json(run, sys.stdout.buffer)
+            sys.stdout.buffer.write(b"\n")
         elif args.csv:
             from . import formats
 
