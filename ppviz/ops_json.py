@@ -1,12 +1,11 @@
 """The ``ops[]`` array of the JSON contract, written from the result's columns.
 
 A dict per op costs more than the simulation itself (0.45 s to build and 0.86 s for ``json.dumps``
-at 524k ops). Here each row is four shared strings and a constant: the place (device and stage),
-the microbatch with its kind, and the two times, each from a table of the distinct values present,
-indexed by numpy. Rows are joined a chunk at a time: a chunk's pieces and text stay in the CPU's
-caches, and no whole-output string (50 MB at 524k ops) is built, encoded or page-faulted in.
-Times print as ``repr`` does (shortest round-trip digits), so the parsed values are the
-simulator's exact float64.
+at 524k ops). Here each row is three shared strings: its place (device and stage), its microbatch
+with its kind, and its two times, each from a table of the distinct values present, indexed by
+numpy. Rows are joined a chunk at a time: a chunk's pieces and text stay in the CPU's caches, and
+no whole-output string (50 MB at 524k ops) is built, encoded or page-faulted in. Times are
+orjson's shortest round-trip digits, so the parsed values are the simulator's exact float64.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ import orjson
 from .ir import KINDS
 from .simulator import Result
 
-CHUNK_ROWS = 8192  # rows joined at once: ~0.8 MB of text, with its pieces, fits in the caches
-POSITIONAL_BELOW = 1e15  # orjson spells a float as repr does below this (repr turns to 1e+16 at 1e16)
+CHUNK_ROWS = 4096  # rows joined at once: ~0.4 MB of text, with its pieces, stays in the caches
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 Texts = Callable[[int, int], Sequence[str]]  # the text of rows lo … hi of a column
@@ -58,13 +56,17 @@ def ops_chunks(result: Result, head: str = "", tail: str = "") -> Iterator[str]:
         result.microbatch.astype(np.int64) * kinds + result.kind,
         lambda keys: [f'{k // kinds}, "kind": "{names[k % kinds]}", "start": ' for k in keys.tolist()],
     )
-    start, end = _times(result.start, result.end)
-    rows = np.empty((min(CHUNK_ROWS, n), 5), dtype=object)
-    rows[:, 3] = ', "end": '
+    columns = [place, what, *_times(result.start, result.end)]
+    rows = np.empty((min(CHUNK_ROWS, n), len(columns)), dtype=object)
+    for i, column in enumerate(columns):
+        if isinstance(column, str):
+            rows[:, i] = column
     for lo in range(0, n, CHUNK_ROWS):
         hi = min(lo + CHUNK_ROWS, n)
         chunk = rows[: hi - lo]
-        chunk[:, 0], chunk[:, 1], chunk[:, 2], chunk[:, 4] = place(lo, hi), what(lo, hi), start(lo, hi), end(lo, hi)
+        for i, column in enumerate(columns):
+            if not isinstance(column, str):
+                chunk[:, i] = column(lo, hi)
         text = "".join(chunk.ravel().tolist())
         yield head + "[" + text[3:] if lo == 0 else text  # the first row opens the array, no "}, "
     yield "}]" + tail
@@ -108,28 +110,34 @@ def _lookup(keys: np.ndarray, spell: Callable[[np.ndarray], list[str]]) -> Texts
     return lambda lo, hi: table[keys[lo:hi]]
 
 
-def _times(start: np.ndarray, end: np.ndarray) -> tuple[Texts, Texts]:
-    """Each time of the two columns as JSON text (as ``repr`` writes it).
+def _times(start: np.ndarray, end: np.ndarray) -> list[Texts | str]:
+    """The row's ``start, "end": end`` text, as columns (a string is the same in every row), in
+    orjson's shortest round-trip digits: the text of ``repr`` for every value below 1e15.
 
     Times that are all multiples of one 1/2^k (abstract units with costs such as 1, 1.5 or a 1/v
-    chunk share) come from a table of the distinct steps present; others from orjson's formatting
-    of each chunk.
+    chunk share) come from one table of the (start, duration) pairs present: few, as durations
+    are the few costs. Others are orjson's formatting of each chunk.
     """
     scale = _binary_scale(end)
     if scale is not None and _binary_scale(start, scale, int(end.max() * scale)):
-        return _on_grid(start, scale), _on_grid(end, scale)
-    return _numbers(start), _numbers(end)
+        first = (start * scale).astype(np.int64)
+        length = (end * scale).astype(np.int64) - first
+        present = np.zeros(_top(length), dtype=bool)
+        present[length] = True
+        durations = np.flatnonzero(present)
+        if (int(first.max()) + 1) * len(durations) <= 2 * len(first):  # the table's keys stay few
+            rank = np.cumsum(present) - 1  # of each duration present, among them
 
+            def spell(keys: np.ndarray) -> list[str]:
+                at, of = divmod(keys, len(durations))
+                return [f'{s}, "end": {e}' for s, e in zip(_spell(at / scale), _spell((at + durations[of]) / scale))]
 
-def _on_grid(column: np.ndarray, scale: int) -> Texts:
-    return _lookup((column * scale).astype(np.int64), lambda steps: _spell(steps / scale))
+            return [_lookup(first * len(durations) + rank[length], spell)]
+    return [_numbers(start), ', "end": ', _numbers(end)]
 
 
 def _spell(values: np.ndarray) -> list[str]:
-    """``repr`` of each value: orjson's digits where they are the same text (up to 1e15), faster."""
-    if len(values) and values[-1] < POSITIONAL_BELOW:
-        return orjson.dumps(values, option=_NUMPY).decode()[1:-1].split(",")
-    return [repr(v) for v in values.tolist()]
+    return orjson.dumps(values, option=_NUMPY).decode()[1:-1].split(",")
 
 
 def _binary_scale(column: np.ndarray, scale: int | None = None, top: int | None = None) -> int | None:
@@ -146,5 +154,5 @@ def _binary_scale(column: np.ndarray, scale: int | None = None, top: int | None 
 
 
 def _numbers(column: np.ndarray) -> Texts:
-    """Each float of ``column`` as JSON text: orjson's shortest round-trip digits."""
-    return lambda lo, hi: orjson.dumps(np.ascontiguousarray(column[lo:hi]), option=_NUMPY).decode()[1:-1].split(",")
+    """Each float of ``column`` as JSON text, a chunk at a time."""
+    return lambda lo, hi: _spell(np.ascontiguousarray(column[lo:hi]))
