@@ -118,10 +118,11 @@ def _times(start: np.ndarray, end: np.ndarray) -> list[Texts | str]:
     chunk share) come from one table of the (start, duration) pairs present: few, as durations
     are the few costs. Others are orjson's formatting of each chunk.
     """
-    scale = _binary_scale(end)
-    if scale is not None and _binary_scale(start, scale, int(end.max() * scale)):
-        first = (start * scale).astype(np.int64)
-        length = (end * scale).astype(np.int64) - first
+    last = _steps(end)
+    first = last and _steps(start, last[0], int(last[1].max()))
+    if first:
+        scale, first = first
+        length = last[1] - first
         present = np.zeros(_top(length), dtype=bool)
         present[length] = True
         durations = np.flatnonzero(present)
@@ -140,16 +141,18 @@ def _spell(values: np.ndarray) -> list[str]:
     return orjson.dumps(values, option=_NUMPY).decode()[1:-1].split(",")
 
 
-def _binary_scale(column: np.ndarray, scale: int | None = None, top: int | None = None) -> int | None:
-    """The least 2^k (k ≤ 6, or ``scale``) that makes every value of ``column`` a whole number in
-    0 … ``top`` (by default: fewer than half the values, so that the table pays), if one does."""
+def _steps(column: np.ndarray, scale: int | None = None, top: int | None = None) -> tuple[int, np.ndarray] | None:
+    """The least 2^k (k ≤ 6, or ``scale``) that makes every value of ``column`` a whole number of
+    steps in 0 … ``top`` (by default: fewer than half the values, so that a table of them pays),
+    with those steps; None if none does."""
     top = len(column) // 2 if top is None else top
     sample = column[:256]
     for s in [scale] if scale else [1 << k for k in range(7)]:
         if np.array_equal(np.floor(sample * s), sample * s):
             steps = column * s
-            whole = np.array_equal(np.floor(steps), steps) and steps.min() >= 0 and steps.max() <= top
-            return s if whole else None
+            whole = steps.astype(np.int64)
+            ok = np.array_equal(whole, steps) and whole.min() >= 0 and whole.max() <= top
+            return (s, whole) if ok else None
     return None
 
 
