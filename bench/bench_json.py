@@ -64,30 +64,33 @@ def child(name: str, p: int, m: int, v: int, repeat: int) -> dict:
     return {"actions": len(run.result), "sim": sim, "write": _cpu(repeat, write)}
 
 
-def _cli_cpu(tree: Path, argv: list[str], repeat: int) -> float:
-    """CPU seconds of whole ``ppviz`` processes of ``tree``, output to /dev/null."""
-    times = []
-    for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        with open(os.devnull, "w") as null:
-            subprocess.run([sys.executable, "-m", "ppviz", *argv], stdout=null, check=True, cwd=tree,
-                           env={**os.environ, "PYTHONPATH": str(tree)})  # fmt: skip
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(times)
+def _cli_cpu(tree: Path, argv: list[str]) -> float:
+    """CPU seconds of one whole ``ppviz`` process of ``tree``, output to /dev/null."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(os.devnull, "w") as null:
+        subprocess.run([sys.executable, "-m", "ppviz", *argv], stdout=null, check=True, cwd=tree,
+                       env={**os.environ, "PYTHONPATH": str(tree)})  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
-def measure(tree: Path, case: tuple[str, int, int, int], repeat: int) -> dict:
+def measure(trees: list[Path], case: tuple[str, int, int, int], repeat: int) -> list[dict]:
+    """The case in each tree: in-process times in a fresh process per tree, then whole CLI
+    processes taking turns between the trees, so that a change of load falls on all of them."""
     name, p, m, v = case
-    argv = [sys.executable, __file__, "--child", name, str(p), str(m), str(v), str(repeat)]
-    r = subprocess.run(argv, capture_output=True, text=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
-    if r.returncode != 0:
-        raise RuntimeError(f"bench_json in {tree} failed: {r.stderr.strip()[-400:]}")
-    got = json.loads(r.stdout.strip().splitlines()[-1])
+    got = []
+    for tree in trees:
+        argv = [sys.executable, __file__, "--child", name, str(p), str(m), str(v), str(repeat)]
+        r = subprocess.run(argv, capture_output=True, text=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
+        if r.returncode != 0:
+            raise RuntimeError(f"bench_json in {tree} failed: {r.stderr.strip()[-400:]}")
+        got.append({**json.loads(r.stdout.strip().splitlines()[-1]), "cli_json": [], "cli_text": []})
     cli = ["simulate", name, "-p", str(p), "-m", str(m), *(["--chunks", str(v)] if v > 1 else [])]
-    got["cli_json"] = _cli_cpu(tree, [*cli, "--json"], repeat)
-    got["cli_text"] = _cli_cpu(tree, cli, repeat)
-    return got
+    for _ in range(repeat):
+        for tree, times in zip(trees, got):
+            times["cli_json"].append(_cli_cpu(tree, [*cli, "--json"]))
+            times["cli_text"].append(_cli_cpu(tree, cli))
+    return [{**g, **{k: statistics.median(g[k]) for k in ("cli_json", "cli_text")}} for g in got]
 
 
 def main() -> None:
@@ -110,8 +113,7 @@ def main() -> None:
     for case in CASES:
         name, p, m, v = case
         label = f"{name} {p} × {m}" + (f" × {v}" if v > 1 else "")
-        for tree_name, tree in trees:
-            got = measure(tree, case, args.repeat)
+        for (tree_name, _), got in zip(trees, measure([tree for _, tree in trees], case, args.repeat)):
             ratio = got["write"] / got["sim"]
             row = [label, got["actions"], tree_name, round(got["sim"], 4), round(got["write"], 4), round(ratio, 2),
                    round(got["cli_json"], 3), round(got["cli_text"], 3)]  # fmt: skip
