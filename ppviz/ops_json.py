@@ -48,12 +48,12 @@ def ops_chunks(result: Result, head: str = "", tail: str = "") -> Iterator[str]:
         return
     stages, kinds = _top(result.stage), len(KINDS)
     place = _lookup(
-        result.device.astype(np.int64) * stages + result.stage,
+        _keys(result.device, result.stage, stages),
         lambda keys: [f'}}, {{"device": {k // stages}, "stage": {k % stages}, "microbatch": ' for k in keys.tolist()],
     )
     names = [k.value for k in KINDS]
     what = _lookup(
-        result.microbatch.astype(np.int64) * kinds + result.kind,
+        _keys(result.microbatch, result.kind, kinds),
         lambda keys: [f'{k // kinds}, "kind": "{names[k % kinds]}", "start": ' for k in keys.tolist()],
     )
     columns = [place, what, *_times(result.start, result.end)]
@@ -100,6 +100,11 @@ def _top(column: np.ndarray) -> int:
     return int(column.max()) + 1
 
 
+def _keys(high: np.ndarray, low: np.ndarray, size: int) -> np.ndarray:
+    """``high * size + low``, in int32 where it fits (half the memory traffic of int64)."""
+    return high.astype(np.int32 if _top(high) * size < 2**31 else np.int64) * size + low
+
+
 def _lookup(keys: np.ndarray, spell: Callable[[np.ndarray], list[str]]) -> Texts:
     """The text of each row from a table of the keys present (``spell`` writes them, in order)."""
     present = np.zeros(_top(keys), dtype=bool)
@@ -126,14 +131,15 @@ def _times(start: np.ndarray, end: np.ndarray) -> list[Texts | str]:
         present = np.zeros(_top(length), dtype=bool)
         present[length] = True
         durations = np.flatnonzero(present)
-        if (int(first.max()) + 1) * len(durations) <= 2 * len(first):  # the table's keys stay few
+        if _top(first) * len(durations) <= 2 * len(first):  # the table's keys stay few
             rank = np.cumsum(present) - 1  # of each duration present, among them
 
             def spell(keys: np.ndarray) -> list[str]:
                 at, of = divmod(keys, len(durations))
-                return [f'{s}, "end": {e}' for s, e in zip(_spell(at / scale), _spell((at + durations[of]) / scale))]
+                pairs = orjson.dumps(np.column_stack([at, at + durations[of]]) / scale, option=_NUMPY).decode()
+                return pairs[2:-2].replace("],[", "\n").replace(",", ', "end": ').split("\n")  # [[s,e],…]
 
-            return [_lookup(first * len(durations) + rank[length], spell)]
+            return [_lookup(_keys(first, rank[length], len(durations)), spell)]
     return [_numbers(start), ', "end": ', _numbers(end)]
 
 
@@ -150,9 +156,10 @@ def _steps(column: np.ndarray, scale: int | None = None, top: int | None = None)
     for s in [scale] if scale else [1 << k for k in range(7)]:
         if np.array_equal(np.floor(sample * s), sample * s):
             steps = column * s
-            whole = steps.astype(np.int64)
-            ok = np.array_equal(whole, steps) and whole.min() >= 0 and whole.max() <= top
-            return (s, whole) if ok else None
+            if steps.min() < 0 or steps.max() > top:
+                return None
+            whole = steps.astype(np.int32 if top < 2**31 else np.int64)
+            return (s, whole) if np.array_equal(whole, steps) else None
     return None
 
 
