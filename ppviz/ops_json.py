@@ -124,7 +124,7 @@ def _times(start: np.ndarray, end: np.ndarray) -> list[Texts | str]:
     are the few costs. Others are orjson's formatting of each chunk.
     """
     last = _steps(end)
-    first = last and _steps(start, last[0], int(last[1].max()))
+    first = _steps(start, last[0], int(last[1].max())) if last else None
     if first:
         scale, first = first
         length = last[1] - first
@@ -132,7 +132,7 @@ def _times(start: np.ndarray, end: np.ndarray) -> list[Texts | str]:
         present[length] = True
         durations = np.flatnonzero(present)
         if _top(first) * len(durations) <= 2 * len(first):  # the table's keys stay few
-            rank = np.cumsum(present) - 1  # of each duration present, among them
+            rank = present.cumsum(dtype=first.dtype) - 1  # of each duration present, among them
 
             def spell(keys: np.ndarray) -> list[str]:
                 at, of = divmod(keys, len(durations))
@@ -144,6 +144,7 @@ def _times(start: np.ndarray, end: np.ndarray) -> list[Texts | str]:
 
 
 def _spell(values: np.ndarray) -> list[str]:
+    """Each value's JSON text, from one orjson call."""
     return orjson.dumps(values, option=_NUMPY).decode()[1:-1].split(",")
 
 
