@@ -1,8 +1,8 @@
 """What ``ppviz simulate --json`` costs beside the simulation, against another checkout in the same run.
 
-    .venv/bin/python bench/bench_json.py [--repeat 5] [--against DIR] [--json PATH]
+    .venv/bin/python bench/bench_json.py [--repeat 5] [--against DIR ...] [--json PATH]
 
-Per case and per checkout (this one, and ``--against DIR``'s, e.g. /work/main before a change),
+Per case and per checkout (this one, and each ``--against DIR``, e.g. the tree before a change),
 each in a fresh process: the in-process ``ppviz.simulate`` with the compiled pass loaded (``sim
 s``), writing its ``--json`` text to /dev/null the way that checkout's CLI does (``write s``), and
 the CPU time of whole ``ppviz simulate …`` processes with ``--json`` and without (the text
@@ -96,7 +96,8 @@ def measure(trees: list[Path], case: tuple[str, int, int, int], repeat: int) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--against", metavar="DIR", help="another ppviz checkout, measured in the same run")
+    ap.add_argument("--against", metavar="DIR", action="append", default=[],
+                    help="another ppviz checkout, measured in the same run (repeatable)")  # fmt: skip
     ap.add_argument("--json", metavar="PATH", help="also write the table as JSON (the handbook's performance page)")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -106,7 +107,7 @@ def main() -> None:
         return
     load = os.getloadavg()
     print(f"load average at the start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    trees = [("this", ROOT)] + ([("against", Path(args.against).resolve())] if args.against else [])
+    trees = [("this", ROOT)] + [(d, Path(d).resolve()) for d in args.against]
     cols = ["case", "actions", "tree", "sim s", "write s", "write/sim", "cli --json s", "cli text s"]
     rows = []
     print(" | ".join(cols))
