@@ -1,6 +1,7 @@
 """The column-wise ``ops[]`` writer against the dict-per-op contract it replaces: same fields, same
 order, same exact float64 values, on every schedule and on awkward times."""
 
+import contextlib
 import io
 import json
 
@@ -111,3 +112,10 @@ def test_the_cli_writes_run_json_to_stdout_bytes(capsys):
     assert main(["simulate", "interleaved-1f1b", "-p", "4", "-m", "8", "-v", "2", "--f", "0.1", "--json"]) == 0
     run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, f=0.1)
     assert capsys.readouterr().out == formats.run_json(run) + "\n"
+
+
+def test_the_cli_writes_to_a_text_stdout_too():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["simulate", "zb-h1", "-p", "4", "-m", "8", "--json"]) == 0
+    assert out.getvalue() == formats.run_json(ppviz.simulate("zb-h1", 4, 8)) + "\n"
