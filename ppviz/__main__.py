@@ -432,8 +432,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.json:
             from . import formats
 
-            sys.stdout.write(formats.run_json(run))
-            sys.stdout.write("\n")
+            if hasattr(sys.stdout, "buffer"):  # bytes, a chunk at a time, never the whole text
+                sys.stdout.flush()
+                formats.write_run_json(run, sys.stdout.buffer)
+                sys.stdout.buffer.write(b"\n")
+            else:  # a text stream that main's caller put there (e.g. a StringIO)
+                sys.stdout.write(formats.run_json(run) + "\n")
         elif args.csv:
             from . import formats
 

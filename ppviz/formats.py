@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import BinaryIO
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from . import ir
 from .api import Run
 from .errors import InputError
 from .ir import KINDS, Overlap, Schedule
-from .ops_json import dumps_with_ops
+from .ops_json import dumps_with_ops, write_with_ops
 from .simulator import validate
 
 OPS_HEADER = "device,stage,microbatch,kind,start,end"
@@ -35,6 +36,11 @@ def run_json(run: Run) -> str:
     """The CLI's ``--json`` contract: the summary fields plus ``ops[]`` (written column-wise, see
     ``ppviz.ops_json``)."""
     return dumps_with_ops(run.summary(), run.result)
+
+
+def write_run_json(run: Run, out: BinaryIO) -> None:
+    """``run_json``'s text written to a binary stream a chunk at a time (never built whole)."""
+    write_with_ops(out, run.summary(), run.result)
 
 
 def chrome_trace(

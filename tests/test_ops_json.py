@@ -1,14 +1,19 @@
 """The column-wise ``ops[]`` writer against the dict-per-op contract it replaces: same fields, same
 order, same exact float64 values, on every schedule and on awkward times."""
 
+import contextlib
+import io
 import json
 
+import numpy as np
 import pytest
 from test_formats import overlapped_run
 
 import ppviz
 from ppviz import formats
-from ppviz.ops_json import dumps_with_ops, ops_json
+from ppviz.__main__ import main
+from ppviz.ops_json import CHUNK_ROWS, dumps_with_ops, ops_json, write_with_ops
+from ppviz.simulator import Result
 
 # times whose shortest text differs between writers (exponents, long fractions, big values)
 AWKWARD = {"f": 0.1, "b": 1 / 3, "w": 1e-05, "p2p": 1e-9, "stage_times": {1: (123456789.125, 2.0, 0.7)}}
@@ -57,3 +62,60 @@ def test_ops_go_into_a_nested_dict_which_is_left_as_it_was():
     text = dumps_with_ops(outer, run.result, at=("run",))
     assert json.loads(text) == json.loads(json.dumps({**outer, "run": run.to_dict()}))
     assert "ops" not in outer["run"]
+
+
+# durations in eighths of a unit: whole steps, and so many (start, duration) pairs that the pair table
+# does not pay and the times come from orjson chunk by chunk
+MANY_DURATIONS = {
+    "stage_times": {0: (1.0, 2.125, 0.5), 1: (1.375, 2.5, 0.25), 2: (0.625, 1.75, 0.875), 3: (2.0, 1.0, 1.5)}
+}
+
+
+@pytest.mark.parametrize(
+    "times", [{}, {"f": 1.5, "b": 0.75}, MANY_DURATIONS, AWKWARD], ids=["whole", "grid", "many", "awkward"]
+)
+@pytest.mark.parametrize("rows", [1, 7, 64])
+def test_any_chunk_size_writes_the_same_text(monkeypatch, times, rows):
+    """Rows are joined a chunk at a time: the text does not depend on where the chunks end."""
+    run = ppviz.simulate("zb-h1", 4, 16, **times)  # 192 rows: 64 divides them, 7 does not
+    whole = ops_json(run.result)
+    monkeypatch.setattr("ppviz.ops_json.CHUNK_ROWS", rows)
+    assert ops_json(run.result) == whole
+    assert json.loads(whole) == run.result.ops()
+
+
+@pytest.mark.parametrize("times", [{}, MANY_DURATIONS], ids=["few-pairs", "many-pairs"])
+def test_times_on_a_grid_are_json_dumps_text_past_a_chunk(times):
+    run = ppviz.simulate("interleaved-1f1b", 8, 160, chunks=4, **times)  # 10,240 rows: three chunks
+    assert len(run.result) > 2 * CHUNK_ROWS
+    assert formats.run_json(run) == json.dumps(run.to_dict())
+
+
+def test_written_bytes_are_the_text():
+    run = ppviz.simulate("zb-h1", 4, 8, **AWKWARD)
+    out = io.BytesIO()
+    formats.write_run_json(run, out)
+    assert out.getvalue() == formats.run_json(run).encode()
+    out = io.BytesIO()
+    write_with_ops(out, {"run": run.summary()}, run.result, at=("run",))
+    assert out.getvalue() == dumps_with_ops({"run": run.summary()}, run.result, at=("run",)).encode()
+
+
+def test_an_empty_result_is_an_empty_array():
+    run = ppviz.simulate("1f1b", 2, 2)
+    ints, floats = np.zeros(0, dtype=np.int64), np.zeros(0)
+    empty = Result(run.schedule, run.costs, ints, ints, ints, ints, ints, floats, floats, ints, floats, floats)
+    assert ops_json(empty, head="{", tail="}") == "{[]}"
+
+
+def test_the_cli_writes_run_json_to_stdout_bytes(capsys):
+    assert main(["simulate", "interleaved-1f1b", "-p", "4", "-m", "8", "-v", "2", "--f", "0.1", "--json"]) == 0
+    run = ppviz.simulate("interleaved-1f1b", 4, 8, chunks=2, f=0.1)
+    assert capsys.readouterr().out == formats.run_json(run) + "\n"
+
+
+def test_the_cli_writes_to_a_text_stdout_too():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["simulate", "zb-h1", "-p", "4", "-m", "8", "--json"]) == 0
+    assert out.getvalue() == formats.run_json(ppviz.simulate("zb-h1", 4, 8)) + "\n"
