@@ -20,8 +20,8 @@ other load on the shared machine skews them less than wall time would:
 
 - ``gen``: ``schedules.build``; ``sim``: the simulator on the built schedule (validation and the
   event pass); ``simulate``: the whole ``ppviz.simulate`` (generation, validation, pass, metrics);
-- ``json``: ``formats.run_json`` written to /dev/null; ``cli/sim``: the CPU time of a whole
-  ``ppviz simulate … --json > /dev/null`` process over the in-process ``simulate``.
+- ``json``: ``formats.write_run_json`` to /dev/null, as ``ppviz simulate --json`` writes; ``cli/sim``: the
+  CPU time of a whole ``ppviz simulate … --json > /dev/null`` process over the in-process ``simulate``.
 
 ``--anchor DIR`` (a checkout of github.com/Victarry/PP-Schedule-Visualization, never vendored)
 runs its generation and ``execute()`` on the same cases (1F1B and interleaved, fused backward)
@@ -106,7 +106,7 @@ def ppviz_case(name: str, p: int, m: int, v: int, repeat: int) -> dict:
     tracemalloc.stop()
     eventpass.warm()  # the times: steady state
     sched = schedules.build(name, p, m, **params)
-    with open(os.devnull, "w", encoding="utf-8") as null:
+    with open(os.devnull, "wb") as null:
         out = {
             "actions": n,
             "pass": "compiled" if compiled else "reference",
@@ -117,7 +117,7 @@ def ppviz_case(name: str, p: int, m: int, v: int, repeat: int) -> dict:
             "gen": _cpu(repeat, schedules.build, name, p, m, **params),
             "sim": _cpu(repeat, simulate, sched, Costs()),
             "simulate": _cpu(repeat, ppviz.simulate, name, p, m, **params),
-            "json": _cpu(repeat, lambda: null.write(formats.run_json(run))),
+            "json": _cpu(repeat, formats.write_run_json, run, null),
         }
     return out
 
