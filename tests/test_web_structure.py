@@ -120,10 +120,11 @@ def web_entries(run, code) -> list[str]:
     return order
 
 
-def model_move(hash_: str = "") -> list[str]:
-    """The web modules one model-page move enters: the global batch changed, as the browser sends it
-    through Dash's dispatch (caches warm: a move the page has seen before, drawn synchronously), on the
-    page opened at ``hash_``."""
+def model_move(hash_: str = "", moved: tuple[str, str] = ("gbs-model", "value"), values=(72, 64)) -> list[str]:
+    """The web modules one model-page move enters, as the browser sends it through Dash's dispatch (caches
+    warm: a move the page has seen before, drawn synchronously), on the page opened at ``hash_``: ``moved``
+    (by default the global batch; the hash itself: a link opened, Back or Forward) is changed to
+    ``values[0]`` first and then, measured, to ``values[1]``."""
     from web_dispatch import Page, answer
 
     from ppviz.web.common import cluster
@@ -132,9 +133,9 @@ def model_move(hash_: str = "") -> list[str]:
     page = Page.open(app.server, cluster.MODEL_PATH, hash_)
     page.load()
     dep = page.callback("drawn-model.data")
-    answer(page.fire(dep, [("gbs-model", "value")], {("gbs-model", "value"): 72}))
+    answer(page.fire(dep, [moved], {moved: values[0]}))
     return web_entries(
-        lambda: answer(page.fire(dep, [("gbs-model", "value")], {("gbs-model", "value"): 64})),
+        lambda: answer(page.fire(dep, [moved], {moved: values[1]})),
         callbacks.update_model_view.__code__,
     )
 
@@ -155,10 +156,17 @@ def test_a_model_page_move_enters_no_more_web_modules_than_today():
     ], Counter(order)
 
 
-@pytest.mark.parametrize("hash_", ["", "#mode=compare&compare=1f1b,zb-h1,zb-v"], ids=["one schedule", "compare"])
-def test_a_model_page_move_passes_through_at_most_5_web_modules_each_once(hash_):
+MOVES = {
+    "one schedule": {},
+    "compare": {"hash_": "#mode=compare&compare=1f1b,zb-h1,zb-v"},
+    "a link opened": {"moved": ("url-model", "hash"), "values": ("#gbs=128&tp=4", "#gbs=64&tp=2")},
+}
+
+
+@pytest.mark.parametrize("move", MOVES.values(), ids=MOVES.keys())
+def test_a_model_page_move_passes_through_at_most_5_web_modules_each_once(move):
     """Issue #19: control → state → validation → core → render → outputs, at most 5 modules of ppviz/web, each
     once, with one schedule and comparing three (the comparison's text formats its differences with
     ``ppviz.units``, not a web module)."""
-    counts = Counter(model_move(hash_))
+    counts = Counter(model_move(**move))
     assert len(counts) <= 5 and set(counts.values()) == {1}, counts

@@ -314,14 +314,18 @@ class Reading:
     controls: dict[str, object] | None = None  # what each control shows, when the page sets them
 
 
-def read(hash_: object, controls: dict | None = None, reset: str | None = None) -> Reading:
+def read(hash_: object, controls: dict | None = None, reset: str | None = None, pathname: object = None) -> Reading:
     """The state in the hash (a link opened) or, with ``controls``, the state the controls show (a control
     moved; what they do not hold taken from the hash; ``reset``, "model" or "gpu", the preset picked, whose
-    fields go back to its values), bounded in one call to ``validation.read_form``, with everything derived."""
+    fields go back to its values), bounded in one call to ``validation.read_form``, with everything derived.
+    Given the browser's ``pathname``: None when it is at another page (the hash is that page's)."""
     overlay = None if controls is None else _overlay(controls, reset)
     boxes = () if controls is None else [n for n in NUMBER_FIELDS if n not in PRESET_FIELDS.get(reset, {})]
     empty = tuple(n for n in boxes if controls.get(n) is None)
-    form = validation.read_form(hash_, overlay, FORM, empty, LEGACY)
+    at = None if pathname is None else (pathname, MODEL_PATH)
+    form = validation.read_form(hash_, overlay, FORM, empty, LEGACY, at)
+    if form is None:
+        return None
     state, notes = _state(form)
     set_controls = controls is None or bool(notes) or reset is not None
     if form.empty:

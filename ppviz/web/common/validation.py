@@ -14,6 +14,8 @@ import re
 from typing import NamedTuple
 from urllib.parse import parse_qsl
 
+import dash
+
 from ppviz.errors import InputError
 from ppviz.ir import torch_lines
 
@@ -103,16 +105,32 @@ class Form(NamedTuple):
     converted: dict[str, tuple]  # fields read from an older key: (its text, its number or None, the field's value)
 
 
+def elsewhere(pathname: object, path: str) -> bool:
+    """Whether the browser is at another page than ``path`` (the app's path of a page, e.g. ``/model``).
+
+    A link between pages changes the path and the hash at once, while the page left is still drawn:
+    its callbacks then see the next page's hash, and must leave it alone. An unknown path is not elsewhere.
+    """
+    if not isinstance(pathname, str):
+        return False
+    return pathname.rstrip("/") != dash.get_relative_path(path).rstrip("/")
+
+
 def read_form(
     hash_: object,
     overlay: dict | None,
     form: dict[str, object],
     empty: tuple[str, ...] = (),
     aliases: dict[str, Alias] | None = None,
-) -> Form:
+    at: tuple[object, str] | None = None,
+) -> Form | None:
     """One request read in one call: the hash's pairs with ``overlay`` over them (the controls' values: a
     key there wins, None meaning absent), each entry read by its reader in ``form`` (a number field,
-    ``Lines``, ``Counts``, ``Pair``, ``Whole`` or ``Text``); ``empty`` names the number boxes that hold no number."""
+    ``Lines``, ``Counts``, ``Pair``, ``Whole`` or ``Text``); ``empty`` names the number boxes that hold no number.
+    With ``at`` (the browser's path, the page's path): None when the browser is at another page, whose
+    hash this is not (``elsewhere``)."""
+    if at is not None and elsewhere(*at):
+        return None
     pairs = read_hash(hash_)
     raw = {k: v for k, v in pairs.items() if k in form}
     converted = {}

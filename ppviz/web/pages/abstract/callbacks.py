@@ -21,7 +21,7 @@ from dash import (
     no_update,
 )
 
-from ...common import charts, jobs, url_hash, widgets
+from ...common import charts, jobs, validation, widgets
 from . import budget, controls, render, sync
 from .ids import PATH
 from .layout import COMPARE_BAR_STYLE, EXPORTS
@@ -85,7 +85,7 @@ def update_page(hash_, controls, params, edit, rows, reset, upload, pathname):
     ids = _ids(ctx.args_grouping["params"])
     params = params if isinstance(params, list) and len(params) == len(ids) else [None] * len(ids)
     trigger = _trigger()
-    if trigger == "url" and url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
+    if trigger == "url" and validation.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
         return _nothing(len(ids), len(ctx.outputs_grouping["messages"]))
     out = sync.sync(trigger, hash_, controls, list(zip(ids, params)), rows, upload)
     synced = {

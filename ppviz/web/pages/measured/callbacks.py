@@ -7,7 +7,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, html,
 
 from ppviz.errors import InputError
 
-from ...common import charts, url_hash, widgets
+from ...common import charts, url_hash, validation, widgets
 from . import render, uploads
 from . import state as measured_state
 from .ids import FIELD_CONTROLS, MESSAGES, PATH, URL, cid
@@ -63,7 +63,7 @@ def update_hash(hash_, checked, values, pathname):
     reload) sets the options."""
     nothing = {"hash": no_update, "controls": dict.fromkeys(CONTROLS, no_update), "upload_error": no_update,
                "notes": no_update}  # fmt: skip
-    if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
+    if validation.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
         return nothing
     current, notes = measured_state.parse(hash_)
     trigger = ctx.triggered_id
@@ -113,7 +113,7 @@ OUTPUTS = {
 @callback(output=OUTPUTS, inputs={"hash_": Input(URL, "hash"), "pathname": State(URL, "pathname")})
 def show(hash_, pathname):
     """The view of the files the hash names, read with its options (the same figures as the CLI's)."""
-    if url_hash.elsewhere(pathname, PATH):
+    if validation.elsewhere(pathname, PATH):
         return {name: no_update if name != "messages" else dict.fromkeys(MESSAGES, no_update) for name in OUTPUTS}
     state = measured_state.parse(hash_).state
     files = uploads.held(state.run)

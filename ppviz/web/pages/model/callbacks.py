@@ -22,10 +22,10 @@ from dash import Input, Output, State, callback, ctx, html, no_update
 
 from ppviz.figures import BREAKDOWN_COLORS as COLORS  # the palette of the real-units charts
 
-from ...common import charts, cluster, jobs, url_hash, widgets
+from ...common import charts, cluster, jobs, widgets
 from ...common.cluster import MAX_COMPARE
 from . import advice, handoff_callbacks, render  # noqa: F401  (handoff_callbacks: registers its callbacks)
-from .ids import PATH, URL, advice_id, bar_id, card_id, cid, msg_id
+from .ids import URL, advice_id, bar_id, card_id, cid, msg_id
 from .layout import CONTROLS, MESSAGE_NAMES, RANKING_COLUMNS
 from .render import CARD_LABELS, MS, ModelView
 
@@ -182,10 +182,8 @@ def update_model_view(hash_, values, pathname, drawn, sent):
     bounded, everything derived) and drawn once (``render.render``)."""
     trigger = ctx.triggered_id
     if trigger in (None, URL):
-        if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
-            return _unchanged()
-        reading = cluster.read(hash_)
-        if reading.key == drawn:
+        reading = cluster.read(hash_, pathname=pathname)  # None: a link to another page, whose hash this is
+        if reading is None or reading.key == drawn:
             return _unchanged()
         controls, new_hash = reading.controls, no_update
     else:

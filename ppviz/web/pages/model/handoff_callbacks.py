@@ -9,7 +9,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, html,
 from ppviz.errors import InputError
 from ppviz.estimate import planning
 
-from ...common import cluster, profile_upload, url_hash, widgets
+from ...common import cluster, profile_upload, validation, widgets
 from . import calibration, exports, render, upload
 from .handoff import EXPORT_BUTTONS
 from .ids import PATH, URL
@@ -98,7 +98,7 @@ def upload_calibration(upload, hash_):
 def show_plan(tokens, price, hash_, pathname):
     """Days, GPU-hours and cost of the token budget at the throughput of the schedule on screen, as
     ``ppviz estimate --tokens --gpu-hour-price`` gives them."""
-    if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
+    if validation.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
         return {"card": no_update, "tokens": no_update, "price": no_update}
     if tokens is None:
         text = "enter a token budget, a number > 0 (e.g. 1e12), for the days, GPU-hours and cost it takes"
@@ -141,7 +141,7 @@ def plan_children(plan: planning.TrainingPlan, est, schedule: str) -> list:
 )
 def show_command(hash_, shown, pathname):
     """The ``ppviz estimate`` command of each schedule on screen, for the copy button."""
-    if url_hash.elsewhere(pathname, PATH):
+    if validation.elsewhere(pathname, PATH):
         return no_update
     text = exports.commands(cluster.read(hash_).state)
     return no_update if text == shown else text

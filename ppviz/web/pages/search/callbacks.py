@@ -63,7 +63,7 @@ def update_search(hash_, clicks, values, stored, pathname, ran):
         controls = control_values(state) if notes else {}
         calibration = calibration_msg = no_update  # the profile stays, for the next search
     else:
-        if url_hash.elsewhere(pathname, PATH):  # a link to another page (a row opened): the hash is that page's
+        if validation.elsewhere(pathname, PATH):  # a link to another page (a row opened): the hash is that page's
             return nothing
         state, notes, given = search_state.parse(hash_)
         if not given or search_state.key_of(state) == ran:
@@ -222,7 +222,7 @@ clientside_callback(
 )
 def show_command(hash_, shown, pathname):
     """The ``ppviz search`` command of the inputs in the link, for the copy button."""
-    if url_hash.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
+    if validation.elsewhere(pathname, PATH):  # a link to another page: the hash is that page's
         return no_update
     text = search_state.cli_command(search_state.parse(hash_).state)
     return no_update if text == shown else text
