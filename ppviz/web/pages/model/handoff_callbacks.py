@@ -141,9 +141,10 @@ def plan_children(plan: planning.TrainingPlan, est, schedule: str) -> list:
 )
 def show_command(hash_, shown, pathname):
     """The ``ppviz estimate`` command of each schedule on screen, for the copy button."""
-    if validation.elsewhere(pathname, PATH):
+    reading = cluster.read(hash_, pathname=pathname)  # None: a link to another page, whose hash this is
+    if reading is None:
         return no_update
-    text = exports.commands(cluster.read(hash_).state)
+    text = exports.commands(reading.state)
     return no_update if text == shown else text
 
 
