@@ -4,10 +4,13 @@ and a jobs folder nobody else can plant things in. Jobs here run the bodies of t
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import sys
+import threading
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import job_targets
@@ -138,25 +141,54 @@ def test_a_stop_right_after_the_start_finds_the_job(table, tmp_path):
     assert not jobs.manager().job_running(str(pid))
 
 
+def test_a_record_being_rewritten_is_never_unreadable(table):
+    """A job rewrites its record when it takes a slot; a stop arriving then must still find it
+    (seen in CI: the record read empty between a truncate and a write, and the stop missed the job)."""
+    entry = job_table.Entry.enter("a", BASE, time.time())
+    path = Path(os.environ[job_table.ENV_DIR]) / "table" / str(os.getpid())
+    done, seen = threading.Event(), []
+
+    def reader():
+        while not done.is_set():
+            seen.append(path.read_bytes())
+
+    thread = threading.Thread(target=reader)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the reader runs between the writer's system calls
+    thread.start()
+    for i in range(200_000):  # until the reader has read often enough
+        if len(seen) >= 300:
+            break
+        entry.record.running_at = None if i % 2 else time.time()
+        job_table._publish(str(path), entry.record)
+    done.set()
+    thread.join()
+    sys.setswitchinterval(interval)
+    assert len(seen) >= 300
+    assert all(json.loads(text)["pid"] == os.getpid() for text in seen)
+    assert job_table.record_of(os.getpid()) is not None
+    os.close(entry.fd)
+
+
 def test_only_a_signed_handle_of_bounded_length_counts_as_a_poll(table, tmp_path, monkeypatch):
     from dash import _callback_signing as signing
 
     pid, out = start(table, tmp_path, "polled", job_targets.sleeper, 30)
     assert wait_for(lambda: read(out) == ["running"])
-    record = Path(os.environ[job_table.ENV_DIR]) / "table" / str(pid)
-    os.utime(record, (1, 1))
+    heartbeat = Path(os.environ[job_table.ENV_DIR]) / "table" / f"{pid}.lock"
+    os.utime(heartbeat, (1, 1))
     path = "/_dash-update-component"
     key = jobs.secret_key()
     end = signing.sign(key, signing.END_SCOPE, "page")
     for forged in (f"{pid}~{'0' * 64}", "9" * 8000 + "~x", str(pid)):
         jobs.on_request(path, {"job": forged, "endId": end})
     jobs.on_request(path, {"job": signing.sign(key, signing.job_scope("other"), str(pid)), "endId": end})
-    assert os.stat(record).st_mtime == 1, "a forged, oversized or foreign handle kept the job alive"
-    before = sorted(p.name for p in record.parent.iterdir())
+    assert os.stat(heartbeat).st_mtime == 1, "a forged, oversized or foreign handle kept the job alive"
+    before = sorted(p.name for p in heartbeat.parent.iterdir())
     jobs.on_request(path, {"job": signing.sign(key, signing.job_scope("page"), "424242"), "endId": end})
-    assert sorted(p.name for p in record.parent.iterdir()) == before, "a poll created a record"
+    assert sorted(p.name for p in heartbeat.parent.iterdir()) == before, "a poll created a record"
     jobs.on_request(path, {"job": signing.sign(key, signing.job_scope("page"), str(pid)), "endId": end})
-    assert os.stat(record).st_mtime > time.time() - 5
+    assert os.stat(heartbeat).st_mtime > time.time() - 5
 
 
 def test_the_jobs_folder_is_private(tmp_path, monkeypatch):

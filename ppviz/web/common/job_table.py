@@ -5,8 +5,10 @@ no SQLite, no lock a fork could inherit half-taken. A job holds an ``flock`` on 
 its whole life and on one slot file while it runs; the kernel drops both when the process dies,
 however it dies, so a record nobody holds is a finished job and a free slot needs no cleanup.
 
-- ``<dir>/table/<pid>``: the job's record (JSON: client, limits, when it queued and started). Its
-  mtime is the job's heartbeat: a poll from its page touches it (``touch``).
+- ``<dir>/table/<pid>``: the job's record (JSON: client, limits, when it queued and started),
+  always replaced whole (written aside, then renamed), so a reader never sees half of it.
+- ``<dir>/table/<pid>.lock``: held by the job for its life. Its mtime is the job's heartbeat: a
+  poll from its page touches it (``touch``).
 - ``<dir>/slots/<i>``: one file per job allowed to run at once.
 - ``<dir>/admit.lock``: held for the moment a job counts the table and enters it.
 """
@@ -171,14 +173,16 @@ def live() -> list[tuple[Record, float]]:
         try:
             with open(path) as f:
                 record = Record(**json.load(f))
-            beat = os.stat(path).st_mtime
+            beat = os.stat(f"{path}.lock").st_mtime
+        except FileNotFoundError:
+            continue  # removed: the job ended
         except (OSError, ValueError, TypeError):
-            continue  # being written or removed: seen next time
-        held = _held(path)
-        if held:
+            continue  # not a record of ours
+        if _held(f"{path}.lock"):
             out.append((record, beat))
-        elif held is False:
+        else:
             _remove(path)
+            _remove(f"{path}.lock")
     return out
 
 
@@ -195,7 +199,7 @@ def entered(pid: int) -> bool:
 def touch(pid: int) -> bool:
     """A poll from the job's page: its heartbeat. Only an existing record is touched (nothing is created)."""
     try:
-        os.utime(_path("table", str(pid)))
+        os.utime(_path("table", f"{pid}.lock"))
     except OSError:
         return False
     return True
@@ -229,11 +233,9 @@ class Entry:
             record = Record(os.getpid(), client, asdict(limits), time.time(), started)
             record.refused = _refusal(client, limits, [r for r, _ in live() if not r.refused])
             path = _path("table", str(record.pid))
-            draft = f"{path}.new"
-            fd = os.open(draft, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)  # held before the record is visible: never seen unheld
-            os.write(fd, json.dumps(asdict(record)).encode())
-            os.rename(draft, path)
+            _publish(path, record)
             return cls(record, fd)
         finally:
             os.close(lock)
@@ -262,15 +264,21 @@ class Entry:
                 continue
             self.slot_fd = fd
             self.record.running_at = time.time()
-            data = json.dumps(asdict(self.record)).encode()
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, data, 0)
+            _publish(_path("table", str(self.record.pid)), self.record)
             return True
         return False
 
     def beat(self) -> float:
-        """The last heartbeat (mtime of the record)."""
+        """The last heartbeat (mtime of the held lock file)."""
         return os.fstat(self.fd).st_mtime
+
+
+def _publish(path: str, record: Record) -> None:
+    """Write ``record`` aside and rename it over ``path``: a reader sees the old text or the new, whole."""
+    draft = f"{path}.new"
+    with open(draft, "w", opener=lambda p, flags: os.open(p, flags, 0o600)) as f:
+        f.write(json.dumps(asdict(record)))
+    os.replace(draft, path)
 
 
 def kill(pid: int, started: float | None = None) -> bool:
@@ -295,8 +303,13 @@ def kill(pid: int, started: float | None = None) -> bool:
 
 
 def record_of(pid: int) -> Record | None:
-    """The live job ``pid``'s record, or None."""
-    return next((r for r, _ in live() if r.pid == pid), None)
+    """The live job ``pid``'s record, or None. A record seen while being written is read again."""
+    for _ in range(20):
+        found = next((r for r, _ in live() if r.pid == pid), None)
+        if found is not None or not entered(pid):
+            return found
+        time.sleep(0.005)
+    return None
 
 
 def reap(now: float | None = None) -> list[int]:
