@@ -303,13 +303,8 @@ def kill(pid: int, started: float | None = None) -> bool:
 
 
 def record_of(pid: int) -> Record | None:
-    """The live job ``pid``'s record, or None. A record seen while being written is read again."""
-    for _ in range(20):
-        found = next((r for r, _ in live() if r.pid == pid), None)
-        if found is not None or not entered(pid):
-            return found
-        time.sleep(0.005)
-    return None
+    """The live job ``pid``'s record, or None."""
+    return next((r for r, _ in live() if r.pid == pid), None)
 
 
 def reap(now: float | None = None) -> list[int]:
