@@ -1,0 +1,177 @@
+"""Naming the compute of unannotated Kineto traces by a known order.
+
+torch 2.13's ``Schedule1F1B`` marks no action: a rank's step holds only operators, the autograd
+engine's ``autograd::engine::evaluate_function: …`` spans and the ``c10d::`` calls that post p2p. Its
+compute is cut into segments, and the k-th forward segment of a rank is named the k-th F of its row in
+the order, the k-th backward segment the k-th full backward (B in torch's naming).
+
+A segment is a maximal run of top-level operators of one class (forward: not under the autograd
+engine; backward: ``evaluate_function`` spans) with no ``c10d::`` call between them. Dropped:
+operators inside ``Optimizer.*`` annotations, runs made only of bookkeeping operators (``_NO_WORK``:
+the microbatch split, detaching, moves), and forward runs after a rank's last backward (gradient
+scaling, loss gathering). A ``c10d::send`` posted right after a segment carries its output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from ..ir import Action, Kind, Overlap, read_torch_order
+
+BACKWARD = "autograd::engine::evaluate_function:"
+OPTIMIZER = "Optimizer."
+# operators that do no model arithmetic (ones_like: the loss gradient's seed): they never start a segment,
+# they join the one they follow
+_NO_WORK = frozenset(
+    f"aten::{n}"
+    for n in ("tensor_split", "split", "chunk", "slice", "select", "view", "reshape", "t", "detach", "detach_",
+              "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "to", "_to_copy", "lift_fresh",
+              "alias", "unsqueeze", "squeeze", "expand", "contiguous", "clone", "cat", "stack", "ones_like")
+)  # fmt: skip
+_SPLIT = "split backwards (I and W) cannot be told apart in unannotated traces"
+
+
+@dataclass
+class CpuOps:
+    """The operators of one trace a segmentation needs: (start, end, tid, class) with class F, B, send,
+    comm or none, the ``Optimizer.*`` spans and each step's thread. Kineto writes a thread's operators in
+    time order, so an operator inside the last kept one of its thread is dropped at once (top level only)."""
+
+    ops: list[tuple[float, float, object, str]] = field(default_factory=list)
+    optimizer: list[tuple[float, float]] = field(default_factory=list)
+    last: dict[object, tuple[float, float]] = field(default_factory=dict)
+
+    def take(self, name: str, cat: object, start: float, end: float, tid: object) -> None:
+        if cat != "cpu_op":
+            if name.startswith(OPTIMIZER):
+                self.optimizer.append((start, end))
+            return
+        lo, hi = self.last.get(tid, (0.0, -1.0))
+        if lo <= start and end <= hi:
+            return
+        self.last[tid] = (start, end)
+        self.ops.append((start, end, tid, _class(name)))
+
+
+def _class(name: str) -> str:
+    if name.startswith(BACKWARD):
+        return "B"
+    if name.startswith("c10d::"):
+        return "send" if name == "c10d::send" else "comm"
+    return "none" if name in _NO_WORK else "F"
+
+
+@dataclass
+class Segment:
+    kind: str  # F or B
+    start: float
+    end: float
+    sends: list[tuple[float, float]] = field(default_factory=list)  # c10d::send posted right after it
+
+
+def segments(cpu: CpuOps, lo: float, hi: float, main_tid: object) -> list[Segment]:
+    """The rank's compute segments in ProfilerStep [lo, hi]: its main thread's operators, plus backward
+    spans of other threads (the autograd engine's device threads on a GPU)."""
+    ops = sorted(o for o in cpu.ops if lo <= o[0] <= hi and (o[2] == main_tid or o[3] == "B")
+                 and not any(a <= o[0] <= b for a, b in cpu.optimizer))  # fmt: skip
+    out: list[Segment] = []
+    current: Segment | None = None
+    posting = False  # only communication since the last segment closed: its sends carry its output
+    free = None  # when the rank was done with its previous work: the next segment starts there
+    for start, end, _tid, cls in ops:
+        if cls in ("send", "comm"):
+            if current is not None:
+                out.append(current)
+                current, posting = None, True
+            if cls == "send" and posting:
+                out[-1].sends.append((start, end))
+                free = end
+            continue
+        posting = False
+        begin, free = start if free is None else min(start, free), end
+        if cls == "none" or (current is not None and current.kind == cls):
+            if current is not None:
+                current.end = max(current.end, end)
+            continue
+        if current is not None:
+            out.append(current)
+        current = Segment(cls, begin, end)
+    if current is not None:
+        out.append(current)
+    last_backward = max((i for i, s in enumerate(out) if s.kind == "B"), default=len(out))
+    return out[: last_backward + 1]
+
+
+@dataclass(frozen=True)
+class ByOrder:
+    """Where the names come from: an order's rows (one per rank), or a registry schedule built for the
+    traces' ranks and forward count."""
+
+    rows: tuple[tuple[Action, ...], ...] | None = None
+    schedule: str | None = None
+    source: str = ""
+
+    def rows_for(self, ranks: int, forwards: int) -> tuple[tuple[Action, ...], ...]:
+        if self.rows is None:
+            from ..schedules.registry import build
+
+            return build(self.schedule, ranks, max(forwards, 1)).order
+        if len(self.rows) != ranks:
+            raise InputError(f"{self.source} is an order for {len(self.rows)} ranks, but the traces are of "
+                             f"{ranks} ranks", field="order")  # fmt: skip
+        return self.rows
+
+    @property
+    def said(self) -> str:
+        return f"the order of {self.source}" if self.rows is not None else f"the schedule {self.schedule}"
+
+
+def from_csv(text: str, source: str) -> ByOrder:
+    """An order CSV (compute-only or compute+comms, either torch naming): its compute, per rank."""
+    order = read_torch_order(text, source=source)
+    rows = []
+    for r, row in enumerate(order.rows):
+        actions = tuple(s for s in row if s is not None)
+        if any(isinstance(a, Overlap) for a in actions):
+            raise InputError(f"{source}: rank {r} overlaps two actions in one step, which unannotated traces "
+                             "cannot tell apart", field="order")  # fmt: skip
+        if any(a.kind in (Kind.B, Kind.W) for a in actions):
+            raise InputError(f"{source}: rank {r} splits its backward into I and W: {_SPLIT}; only orders "
+                             "with F and full backwards (B) name them", field="order")  # fmt: skip
+        rows.append(actions)
+    return ByOrder(tuple(rows), source=source)
+
+
+def from_schedule(name: str) -> ByOrder:
+    """A registry schedule with one stage per rank and a full backward (gpipe, 1f1b and their kin)."""
+    from ..schedules import REGISTRY
+    from ..schedules.registry import get
+
+    spec = get(name)
+    if spec.chunks != 1 or spec.split_backward:
+        why = _SPLIT if spec.split_backward else "it runs several stages per rank"
+        single = ", ".join(n for n, s in REGISTRY.items() if s.chunks == 1 and not s.split_backward)
+        raise InputError(f"--schedule names unannotated traces only by a schedule with one stage per rank and "
+                         f"a full backward ({single}); {name}: {why}. Pass its order with --order "
+                         "(torch's schedule._dump_csv)", field="schedule")  # fmt: skip
+    return ByOrder(schedule=name)
+
+
+def named(segs: list[list[Segment]], by: ByOrder) -> list[list[tuple[Segment, Action]]]:
+    """Each rank's segments with the action of the order they are; an InputError when counts differ."""
+    forwards = sum(s.kind == "F" for s in segs[0]) if segs else 0
+    rows = by.rows_for(len(segs), forwards)
+    out = []
+    for r, (row, own) in enumerate(zip(rows, segs)):
+        f = [a for a in row if a.kind == Kind.F]
+        b = [a for a in row if a.kind == Kind.BW]
+        if any(a.kind in (Kind.B, Kind.W) for a in row):
+            raise InputError(f"{by.said}: rank {r} splits its backward into I and W: {_SPLIT}", field="order")
+        found = [s for s in own if s.kind == "F"], [s for s in own if s.kind == "B"]
+        if (len(found[0]), len(found[1])) != (len(f), len(b)):
+            raise InputError(f"rank {r} ran {len(found[0])} forward and {len(found[1])} backward segments, but "
+                             f"{by.said} has {len(f)} F and {len(b)} B for it: give the order this run ran",
+                             field="order")  # fmt: skip
+        out.append(list(zip(found[0], f)) + list(zip(found[1], b)))
+    return out
