@@ -89,10 +89,11 @@ def segments(cpu: CpuOps, lo: float, hi: float, main_tid: object) -> list[Segmen
                 free = end
             continue
         posting = False
+        if cls == "none" and current is None:  # bookkeeping between segments: no one's work
+            continue
         begin, free = start if free is None else min(start, free), end
-        if cls == "none" or (current is not None and current.kind == cls):
-            if current is not None:
-                current.end = max(current.end, end)
+        if current is not None and cls in ("none", current.kind):
+            current.end = max(current.end, end)
             continue
         if current is not None:
             out.append(current)
@@ -173,5 +174,21 @@ def named(segs: list[list[Segment]], by: ByOrder) -> list[list[tuple[Segment, Ac
             raise InputError(f"rank {r} ran {len(found[0])} forward and {len(found[1])} backward segments, but "
                              f"{by.said} has {len(f)} F and {len(b)} B for it: give the order this run ran",
                              field="order")  # fmt: skip
-        out.append(list(zip(found[0], f)) + list(zip(found[1], b)))
+        out.append(sorted(zip(found[0], f), key=_at) + sorted(zip(found[1], b), key=_at))
+    return [sorted(row, key=_at) for row in out]
+
+
+def _at(pair: tuple[Segment, Action]) -> float:
+    return pair[0].start
+
+
+def consumers(row: list[tuple[Segment, Action]], rank: int, stage_rank: dict[int, int]) -> list[Action]:
+    """The rank's actions that take their input from another rank, in the order they ran: torch posts the
+    receives in that order, so the k-th receive of a rank feeds the k-th of them."""
+    last = max(stage_rank)
+    out = []
+    for _seg, a in row:
+        source = a.stage - 1 if a.kind == Kind.F else a.stage + 1
+        if 0 <= source <= last and stage_rank.get(source, rank) != rank:
+            out.append(a)
     return out
