@@ -117,7 +117,7 @@ class ByOrder:
         if self.rows is None:
             from ..schedules.registry import build
 
-            return build(self.schedule, ranks, max(forwards, 1)).order
+            return _checked(build(self.schedule, ranks, max(forwards, 1)).order, self.said)
         if len(self.rows) != ranks:
             raise InputError(f"{self.source} is an order for {len(self.rows)} ranks, but the traces are of "
                              f"{ranks} ranks", field="order")  # fmt: skip
@@ -128,35 +128,55 @@ class ByOrder:
         return f"the order of {self.source}" if self.rows is not None else f"the schedule {self.schedule}"
 
 
-def from_csv(text: str, source: str) -> ByOrder:
-    """An order CSV (compute-only or compute+comms, either torch naming): its compute, per rank."""
-    order = read_torch_order(text, source=source)
-    rows = []
-    for r, row in enumerate(order.rows):
-        actions = tuple(s for s in row if s is not None)
+def _checked(rows, said: str) -> tuple[tuple[Action, ...], ...]:
+    """The rows' actions (idle slots dropped), refusing what unannotated traces cannot tell apart."""
+    out = []
+    for r, row in enumerate(rows):
+        actions = tuple(a for a in row if a is not None)
         if any(isinstance(a, Overlap) for a in actions):
-            raise InputError(f"{source}: rank {r} overlaps two actions in one step, which unannotated traces "
+            raise InputError(f"{said}: rank {r} overlaps two actions in one step, which unannotated traces "
                              "cannot tell apart", field="order")  # fmt: skip
         if any(a.kind in (Kind.B, Kind.W) for a in actions):
-            raise InputError(f"{source}: rank {r} splits its backward into I and W: {_SPLIT}; only orders "
-                             "with F and full backwards (B) name them", field="order")  # fmt: skip
-        rows.append(actions)
-    return ByOrder(tuple(rows), source=source)
+            raise InputError(f"{said}: rank {r} splits its backward into I and W: {_SPLIT}; only orders with F "
+                             "and full backwards (B) name them", field="order")  # fmt: skip
+        out.append(actions)
+    return tuple(out)
+
+
+def from_csv(text: str, source: str) -> ByOrder:
+    """An order CSV (compute-only or compute+comms, either torch naming): its compute, per rank."""
+    return ByOrder(_checked(read_torch_order(text, source=source).rows, source), source=source)
 
 
 def from_schedule(name: str) -> ByOrder:
-    """A registry schedule with one stage per rank and a full backward (gpipe, 1f1b and their kin)."""
+    """A registry schedule with one stage per rank and full backwards only (gpipe, 1f1b and their kin)."""
     from ..schedules import REGISTRY
     from ..schedules.registry import get
 
-    spec = get(name)
-    if spec.chunks != 1 or spec.split_backward:
-        why = _SPLIT if spec.split_backward else "it runs several stages per rank"
-        single = ", ".join(n for n, s in REGISTRY.items() if s.chunks == 1 and not s.split_backward)
+    get(name)  # an unknown name is refused with the list
+    why = _why_not(name)
+    if why is not None:
+        plain = ", ".join(n for n in REGISTRY if _why_not(n) is None)
         raise InputError(f"--schedule names unannotated traces only by a schedule with one stage per rank and "
-                         f"a full backward ({single}); {name}: {why}. Pass its order with --order "
+                         f"full backwards ({plain}); {name} {why}. Pass the order the run ran with --order "
                          "(torch's schedule._dump_csv)", field="schedule")  # fmt: skip
     return ByOrder(schedule=name)
+
+
+def _why_not(name: str) -> str | None:
+    """Why the schedule's order cannot name unannotated traces, or None when it can."""
+    from ..schedules.registry import REGISTRY, build
+
+    spec = REGISTRY[name]
+    if spec.split_backward:
+        return f"splits its backward: {_SPLIT}"
+    if spec.chunks != 1:
+        return "runs several stages per rank, which unannotated traces cannot tell apart"
+    try:
+        _checked(build(name, 2, 4).order, name)
+    except InputError:
+        return "overlaps a forward and a backward in one step, which unannotated traces cannot tell apart"
+    return None
 
 
 def named(segs: list[list[Segment]], by: ByOrder) -> list[list[tuple[Segment, Action]]]:
@@ -167,8 +187,6 @@ def named(segs: list[list[Segment]], by: ByOrder) -> list[list[tuple[Segment, Ac
     for r, (row, own) in enumerate(zip(rows, segs)):
         f = [a for a in row if a.kind == Kind.F]
         b = [a for a in row if a.kind == Kind.BW]
-        if any(a.kind in (Kind.B, Kind.W) for a in row):
-            raise InputError(f"{by.said}: rank {r} splits its backward into I and W: {_SPLIT}", field="order")
         found = [s for s in own if s.kind == "F"], [s for s in own if s.kind == "B"]
         if (len(found[0]), len(found[1])) != (len(f), len(b)):
             raise InputError(f"rank {r} ran {len(found[0])} forward and {len(found[1])} backward segments, but "
