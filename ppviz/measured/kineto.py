@@ -146,6 +146,8 @@ def _by_order(ranks: list[_Rank], steps: list[int], iteration: int | None, by: B
     """The chosen step with each rank's compute segments named by the order (the last step whose
     segments match it, by default)."""
     table = KIND_TABLES["torch"]
+    if by.rows is not None:
+        by.rows_for(len(ranks), 0)  # an order for another number of ranks is refused whatever the step
     error = None
     for n in [iteration] if iteration is not None else steps[::-1]:
         try:
@@ -157,7 +159,8 @@ def _by_order(ranks: list[_Rank], steps: list[int], iteration: int | None, by: B
             notes.append(f"iteration: ProfilerStep#{n}, the last whose compute matches the order, of {_listed(steps)}")
         notes += [f"no annotations: compute named by {by.said} (the k-th forward segment of a rank is the k-th F "
                   "of its row, the k-th backward segment its k-th B)",
-                  "a segment runs from its first operator through posting its output's send"]  # fmt: skip
+                  "a segment runs from the end of the rank's previous work (or of the receive it waited for) "
+                  "through posting its output's send"]  # fmt: skip
         return replace(run, notes=run.notes + tuple(notes))
     raise InputError(f"ProfilerStep#{steps[-1] if iteration is None else iteration}: {error}", field=error.field)
 
