@@ -21,7 +21,7 @@ from ..ir import KIND_TABLES, Kind, choose_naming, parse_comms
 from ..simulator import validate
 from .files import open_binary
 from .run import Comm, MeasuredRun, Op, peer_of
-from .unannotated import ByOrder, CpuOps, consumers, named, segments
+from .unannotated import ByOrder, CpuOps, name_step, segments
 
 _PP = re.compile(r"PP:(.+)")
 _PP_COMPUTE = re.compile(r"(?P<stage>\d+)(?P<kind>BW|F|I|W|B)(?P<microbatch>\d+)")
@@ -166,23 +166,17 @@ def _by_order(ranks: list[_Rank], steps: list[int], iteration: int | None, by: B
 
 
 def _named(ranks: list[_Rank], n: int, by: ByOrder) -> list[_Rank]:
-    """Copies of the ranks whose actions are step ``n``'s named segments, labelled with the sends they
-    posted and the receives that fed them."""
-    rows = named([segments(r.cpu, *r.steps[n], r.step_tids.get(n)) for r in ranks], by)
-    stage_rank = {a.stage: rank for rank, row in enumerate(rows) for _s, a in row}
+    """Copies of the ranks whose actions are step ``n``'s named segments, with their p2p labels."""
+    steps = [(segments(r.cpu, *r.steps[n], r.step_tids.get(n)),
+              [w.start for w in r.work if w.kind == "recv" and r.steps[n][0] <= w.start <= r.steps[n][1]])
+             for r in ranks]  # fmt: skip
     out = []
-    for r, row in zip(ranks, rows):
+    for r, (row, labels) in zip(ranks, name_step(steps, by)):
         actions = [_Span(s.start, s.end, stage=a.stage, kind="F" if a.kind == Kind.F else "B",
                          microbatch=a.microbatch) for s, a in row]  # fmt: skip
-        labels = [_Span(lo, hi, stage=a.stage, kind="send", microbatch=a.microbatch, direction=_direction(span))
-                  for (s, a), span in zip(row, actions) for lo, hi in s.sends]  # fmt: skip
-        lo, hi = r.steps[n]
-        recvs = sorted(w.start for w in r.work if w.kind == "recv" and lo <= w.start <= hi)
-        fed = consumers(row, r.rank, stage_rank)
-        if len(recvs) == len(fed):
-            labels += [_Span(t, t, stage=a.stage, kind="recv", microbatch=a.microbatch,
-                             direction="F" if a.kind == Kind.F else "B") for t, a in zip(recvs, fed)]  # fmt: skip
-        out.append(replace(r, actions=actions, gpu_actions=[], comm_actions=labels))
+        comms = [_Span(lo, hi, stage=a.stage, kind=what, microbatch=a.microbatch,
+                       direction="F" if a.kind == Kind.F else "B") for lo, hi, what, a in labels]  # fmt: skip
+        out.append(replace(r, actions=actions, gpu_actions=[], comm_actions=comms))
     return out
 
 

@@ -179,34 +179,39 @@ def _why_not(name: str) -> str | None:
     return None
 
 
-def named(segs: list[list[Segment]], by: ByOrder) -> list[list[tuple[Segment, Action]]]:
+def name_step(ranks: list[tuple[list[Segment], list[float]]], by: ByOrder) -> list[tuple[list, list]]:
+    """Per rank, from its segments and the starts of its receives: its (segment, action) pairs in the order
+    they ran, and its p2p labels ``(start, end, send|recv, action)``: a send carries the output of the
+    segment that posted it; the k-th receive feeds the k-th action that takes its input from another rank
+    (torch posts receives in the order their consumers run; unlabelled when the counts differ)."""
+    pairs = _named([segs for segs, _ in ranks], by)
+    stage_rank = {a.stage: r for r, row in enumerate(pairs) for _s, a in row}
+    out = []
+    for r, (row, (_segs, recvs)) in enumerate(zip(pairs, ranks)):
+        labels = [(lo, hi, "send", a) for seg, a in row for lo, hi in seg.sends]
+        fed = [a for _s, a in row if _source_rank(a, stage_rank, r) not in (None, r)]
+        if len(fed) == len(recvs):
+            labels += [(t, t, "recv", a) for t, a in zip(sorted(recvs), fed)]
+        out.append((row, labels))
+    return out
+
+
+def _named(segs: list[list[Segment]], by: ByOrder) -> list[list[tuple[Segment, Action]]]:
     """Each rank's segments with the action of the order they are; an InputError when counts differ."""
     forwards = sum(s.kind == "F" for s in segs[0]) if segs else 0
     rows = by.rows_for(len(segs), forwards)
     out = []
     for r, (row, own) in enumerate(zip(rows, segs)):
-        f = [a for a in row if a.kind == Kind.F]
-        b = [a for a in row if a.kind == Kind.BW]
+        f, b = [a for a in row if a.kind == Kind.F], [a for a in row if a.kind == Kind.BW]
         found = [s for s in own if s.kind == "F"], [s for s in own if s.kind == "B"]
         if (len(found[0]), len(found[1])) != (len(f), len(b)):
             raise InputError(f"rank {r} ran {len(found[0])} forward and {len(found[1])} backward segments, but "
                              f"{by.said} has {len(f)} F and {len(b)} B for it: give the order this run ran",
                              field="order")  # fmt: skip
-        out.append(sorted(zip(found[0], f), key=_at) + sorted(zip(found[1], b), key=_at))
-    return [sorted(row, key=_at) for row in out]
-
-
-def _at(pair: tuple[Segment, Action]) -> float:
-    return pair[0].start
-
-
-def consumers(row: list[tuple[Segment, Action]], rank: int, stage_rank: dict[int, int]) -> list[Action]:
-    """The rank's actions that take their input from another rank, in the order they ran: torch posts the
-    receives in that order, so the k-th receive of a rank feeds the k-th of them."""
-    last = max(stage_rank)
-    out = []
-    for _seg, a in row:
-        source = a.stage - 1 if a.kind == Kind.F else a.stage + 1
-        if 0 <= source <= last and stage_rank.get(source, rank) != rank:
-            out.append(a)
+        out.append(sorted([*zip(found[0], f), *zip(found[1], b)], key=lambda pair: pair[0].start))
     return out
+
+
+def _source_rank(a: Action, stage_rank: dict[int, int], rank: int) -> int | None:
+    """The rank an action's input comes from (None: the first stage's forward, the last's backward)."""
+    return stage_rank.get(a.stage - 1 if a.kind == Kind.F else a.stage + 1)
