@@ -20,8 +20,9 @@ from ppviz.measured.unannotated import CpuOps, segments
 
 DATA = Path(__file__).parent / "data" / "measured" / "torch-2.13"
 UNANNOTATED = ["1f1b-2r", "1f1b-4r"]
-# annotated runs of one stage per rank and full backwards: their annotations check the naming by order
-CHECKABLE = ["gpipe-2r", "gpipe-4r", "1f1b-runtime-2r", "1f1b-runtime-4r"]
+# annotated runs with full backwards (one stage per rank, and two for interleaved 1F1B): their annotations
+# check the naming by order
+CHECKABLE = ["gpipe-2r", "gpipe-4r", "1f1b-runtime-2r", "1f1b-runtime-4r", "interleaved-1f1b-2r", "interleaved-1f1b-4r"]
 TARGET = 0.10  # as tests/test_measured_real.py: the fitted simulation within 10% of each rank's step time
 
 
@@ -202,6 +203,16 @@ def test_a_segment_is_a_run_of_one_class_between_communications():
            ("aten::div_", 95, 96), ("aten::cat", 97, 98)]  # fmt: skip  # after the last backward: dropped
     assert _segments(ops) == [("F", 10, 27, ((30, 35),)), ("B", 35, 60, ()), ("F", 60, 70, ((71, 72),)),
                               ("B", 72, 90, ())]  # fmt: skip
+
+
+def test_gradient_scaling_between_backwards_is_not_a_forward():
+    """With two stages per rank, one stage reduces (scales) its gradients while the other still has backwards."""
+    ops = [("autograd::engine::evaluate_function: AddmmBackward0", 10, 20), ("c10d::send", 21, 22),
+           ("aten::div_", 30, 31), ("aten::mul_", 32, 33), ("aten::detach", 34, 35),
+           ("c10d::recv_", 40, 41), ("autograd::engine::evaluate_function: AddmmBackward0", 50, 60)]  # fmt: skip
+    assert [(s[0], s[1]) for s in _segments(ops)] == [("B", 10), ("B", 35)]
+    inplace = [("aten::linear", 10, 20), ("aten::div_", 21, 22), ("c10d::send", 23, 24)]  # inside a forward: kept
+    assert _segments(inplace) == [("F", 10, 22, ((23, 24),))]
 
 
 def test_optimizer_operators_and_bookkeeping_runs_are_not_compute():

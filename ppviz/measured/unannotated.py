@@ -29,6 +29,9 @@ _NO_WORK = frozenset(
               "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "to", "_to_copy", "lift_fresh",
               "alias", "unsqueeze", "squeeze", "expand", "contiguous", "clone", "cat", "stack", "ones_like")
 )  # fmt: skip
+# in-place scalings: a forward-class run of nothing else is gradient scaling (torch's scale_grads, run per
+# stage when its gradients are reduced), not a forward
+_SCALING = frozenset({"aten::div_", "aten::mul_"})
 _SPLIT = "split backwards (I and W) cannot be told apart in unannotated traces"
 
 
@@ -59,7 +62,7 @@ def _class(name: str) -> str:
         return "B"
     if name.startswith("c10d::"):
         return "send" if name == "c10d::send" else "comm"
-    return "none" if name in _NO_WORK else "F"
+    return "none" if name in _NO_WORK else "scale" if name in _SCALING else "F"
 
 
 @dataclass
@@ -68,6 +71,7 @@ class Segment:
     start: float
     end: float
     sends: list[tuple[float, float]] = field(default_factory=list)  # c10d::send posted right after it
+    scaling: bool = False  # made only of in-place scalings so far
 
 
 def segments(cpu: CpuOps, lo: float, hi: float, main_tid: object) -> list[Segment]:
@@ -92,14 +96,17 @@ def segments(cpu: CpuOps, lo: float, hi: float, main_tid: object) -> list[Segmen
         if cls == "none" and current is None:  # bookkeeping between segments: no one's work
             continue
         begin, free = start if free is None else min(start, free), end
-        if current is not None and cls in ("none", current.kind):
+        kind = "F" if cls == "scale" else cls
+        if current is not None and kind in ("none", current.kind):
             current.end = max(current.end, end)
+            current.scaling = current.scaling and cls in ("scale", "none")
             continue
         if current is not None:
             out.append(current)
-        current = Segment(cls, begin, end)
+        current = Segment(kind, begin, end, scaling=cls == "scale")
     if current is not None:
         out.append(current)
+    out = [s for s in out if not s.scaling]
     last_backward = max((i for i, s in enumerate(out) if s.kind == "B"), default=len(out))
     return out[: last_backward + 1]
 
@@ -171,7 +178,10 @@ def _why_not(name: str) -> str | None:
     if spec.split_backward:
         return f"splits its backward: {_SPLIT}"
     if spec.chunks != 1:
-        return "runs several stages per rank, which unannotated traces cannot tell apart"
+        return (
+            "runs several stages per rank: which stage and microbatch its k-th forward is depends on the "
+            "exact order, which its name does not fix"
+        )
     try:
         _checked(build(name, 2, 4).order, name)
     except InputError:
