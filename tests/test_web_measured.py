@@ -31,6 +31,7 @@ SERVER = page_app.server
 ROOT = Path(__file__).parent.parent
 RUN = ROOT / "tests" / "data" / "measured" / "torch-2.13" / "1f1b-runtime-4r"
 TRACES = sorted(RUN.glob("rank*.trace.json.gz"))
+UNANNOTATED = ROOT / "tests" / "data" / "measured" / "torch-2.13" / "1f1b-2r"  # Schedule1F1B: no annotations
 MEGATRON = ROOT / "tests" / "data" / "measured" / "megatron" / "gpt-pp4-old-timers.log"
 CHECKED = cid("checked")
 SHOW = cid("gantt") + ".figure"
@@ -226,9 +227,6 @@ def test_a_pattern_that_could_take_exponential_time_is_refused_beside_its_box(pa
     assert "no pipeline actions" in page.text("msg-upload-measured")  # these traces have no such names
 
 
-UNANNOTATED = ROOT / "tests" / "data" / "measured" / "torch-2.13" / "1f1b-2r"  # Schedule1F1B: no annotations
-
-
 def test_unannotated_traces_with_their_order_csv_are_named_by_it(page):
     traces = sorted(UNANNOTATED.glob("rank*.trace.json.gz"))
     order = UNANNOTATED / "order_compute.csv"
@@ -284,12 +282,16 @@ def fuzzed() -> tuple[Page, dict]:
     p = Page.open(SERVER, PATH)
     p.load()
     files = [(t.name, t.read_bytes()) for t in TRACES]
+    unannotated = [
+        (t.name, t.read_bytes()) for t in [*sorted(UNANNOTATED.glob("rank*")), UNANNOTATED / "order_compute.csv"]
+    ]
     upload(p, files)
     plausible = {
         URL: [p.value(URL, "hash"), "#run=" + "0" * 32, "#schedule=nope&iteration=-1", "", "#pattern=(("],
         CHECKED: [
             {"contents": [data_url(d) for _, d in files], "filenames": [n for n, _ in files]},
             {"contents": [data_url(b"{")], "filenames": ["x.json"]},
+            {"contents": [data_url(d) for _, d in unannotated], "filenames": [n for n, _ in unannotated]},
             {"contents": [], "filenames": []},
             {"contents": ["data:x"], "filenames": None},
         ],
