@@ -7,9 +7,10 @@ the order, the k-th backward segment the k-th full backward (B in torch's naming
 
 A segment is a maximal run of top-level operators of one class (forward: not under the autograd
 engine; backward: ``evaluate_function`` spans) with no ``c10d::`` call between them. Dropped:
-operators inside ``Optimizer.*`` annotations, runs made only of bookkeeping operators (``_NO_WORK``:
-the microbatch split, detaching, moves), and forward runs after a rank's last backward (gradient
-scaling, loss gathering). A ``c10d::send`` posted right after a segment carries its output.
+operators inside ``Optimizer.*`` annotations, bookkeeping operators that follow no segment
+(``_NO_WORK``: the microbatch split, detaching, moves), forward runs of in-place scalings alone
+(gradient scaling) and forward runs after a rank's last backward (loss gathering). A ``c10d::send``
+posted right after a segment carries its output. docs/measured.md has the rules and their checks.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ _SPLIT = "split backwards (I and W) cannot be told apart in unannotated traces"
 
 @dataclass
 class CpuOps:
-    """The operators of one trace a segmentation needs: (start, end, tid, class) with class F, B, send,
-    comm or none, the ``Optimizer.*`` spans and each step's thread. Kineto writes a thread's operators in
-    time order, so an operator inside the last kept one of its thread is dropped at once (top level only)."""
+    """The operators of one trace a segmentation needs, (start, end, tid, class) with class F, B, send,
+    comm, scale or none, and the ``Optimizer.*`` spans. Kineto writes a thread's operators in time order,
+    so an operator inside the last kept one of its thread is dropped at once (top level only)."""
 
     ops: list[tuple[float, float, object, str]] = field(default_factory=list)
     optimizer: list[tuple[float, float]] = field(default_factory=list)
