@@ -31,6 +31,7 @@ SERVER = page_app.server
 ROOT = Path(__file__).parent.parent
 RUN = ROOT / "tests" / "data" / "measured" / "torch-2.13" / "1f1b-runtime-4r"
 TRACES = sorted(RUN.glob("rank*.trace.json.gz"))
+UNANNOTATED = ROOT / "tests" / "data" / "measured" / "torch-2.13" / "1f1b-2r"  # Schedule1F1B: no annotations
 MEGATRON = ROOT / "tests" / "data" / "measured" / "megatron" / "gpt-pp4-old-timers.log"
 CHECKED = cid("checked")
 SHOW = cid("gantt") + ".figure"
@@ -226,6 +227,41 @@ def test_a_pattern_that_could_take_exponential_time_is_refused_beside_its_box(pa
     assert "no pipeline actions" in page.text("msg-upload-measured")  # these traces have no such names
 
 
+def test_unannotated_traces_with_their_order_csv_are_named_by_it(page):
+    traces = sorted(UNANNOTATED.glob("rank*.trace.json.gz"))
+    order = UNANNOTATED / "order_compute.csv"
+    upload(page, [(p.name, p.read_bytes()) for p in traces] + [(order.name, order.read_bytes())])
+    assert page.text("msg-upload-measured") == ""
+    expected = cli_json(*(str(p.relative_to(ROOT)) for p in traces), "--order", str(order.relative_to(ROOT)),
+                        "--what-if", "zb-v")  # fmt: skip
+    d = page.value(cid("data"), "data")
+    assert d["sources"] == [p.name for p in traces]
+    for key in ("format", "ranks", "stages", "microbatches", "iteration", "fitted", "measured", "simulated",
+                "excess_idle_s", "late_ops", "what_if"):  # fmt: skip
+        assert d[key] == expected[key], key
+    assert any(n.startswith("no annotations: compute named by the order of order_compute.csv") for n in d["notes"])
+    command = page.text("command-measured")
+    assert "--order order_compute.csv" in command and "rank0.trace.json.gz rank1.trace.json.gz --order" in command
+
+
+def test_unannotated_traces_alone_ask_for_the_order_csv(page):
+    upload(page, [(p.name, p.read_bytes()) for p in sorted(UNANNOTATED.glob("rank*.trace.json.gz"))])
+    message = page.text("msg-upload-measured")
+    assert "no pipeline actions" in message and "Add the order the run ran to the upload" in message
+    assert "schedule._dump_csv" in message
+
+
+def test_an_order_of_other_counts_uploaded_with_the_traces_is_named(page):
+    other = ROOT / "tests" / "data" / "measured" / "torch-older-naming" / "1f1b-2r-4mb.order_comms.csv"
+    traces = [(p.name, p.read_bytes()) for p in sorted(UNANNOTATED.glob("rank*.trace.json.gz"))]
+    upload(page, [*traces, (other.name, other.read_bytes())])
+    message = page.text("msg-upload-measured")
+    assert "rank 0 ran" in message and "has 4 F and 4 B" in message and other.name in message
+    assert "/tmp" not in message
+    upload(page, [*traces, ("a.csv", b"0F0\n"), ("b.csv", b"0F0\n")])
+    assert "2 other files (a.csv, b.csv)" in page.text("msg-upload-measured")
+
+
 def test_a_gzipped_file_too_large_once_decompressed_says_the_cap():
     bomb = gzip.compress(b" " * (uploads.MAX_READ_BYTES + 1))
     assert len(bomb) < uploads.MAX_UPLOAD_BYTES
@@ -246,12 +282,16 @@ def fuzzed() -> tuple[Page, dict]:
     p = Page.open(SERVER, PATH)
     p.load()
     files = [(t.name, t.read_bytes()) for t in TRACES]
+    unannotated = [
+        (t.name, t.read_bytes()) for t in [*sorted(UNANNOTATED.glob("rank*")), UNANNOTATED / "order_compute.csv"]
+    ]
     upload(p, files)
     plausible = {
         URL: [p.value(URL, "hash"), "#run=" + "0" * 32, "#schedule=nope&iteration=-1", "", "#pattern=(("],
         CHECKED: [
             {"contents": [data_url(d) for _, d in files], "filenames": [n for n, _ in files]},
             {"contents": [data_url(b"{")], "filenames": ["x.json"]},
+            {"contents": [data_url(d) for _, d in unannotated], "filenames": [n for n, _ in unannotated]},
             {"contents": [], "filenames": []},
             {"contents": ["data:x"], "filenames": None},
         ],

@@ -23,6 +23,18 @@ def add_parser(sub) -> None:
                    help="annotation names of other frameworks: a regex with named groups kind (F, I, W, B, BW), "
                    "microbatch and optionally stage, e.g. "
                    "'(?P<kind>[FIWB])_s(?P<stage>\\d+)_mb(?P<microbatch>\\d+)'")  # fmt: skip
+    p.add_argument("--order", metavar="FILE",
+                   help="traces without annotations (torch 2.13's Schedule1F1B): name each rank's compute by this "
+                   "order CSV (torch's schedule._dump_csv, compute-only or compute+comms): its k-th forward "
+                   "segment is the k-th F of the rank's row, its k-th backward segment the k-th B")  # fmt: skip
+    p.add_argument("--schedule", metavar="NAME",
+                   help="as --order, with the order of a ppviz schedule with one stage per rank (gpipe, 1f1b…) "
+                   "for the traces' ranks and microbatches")  # fmt: skip
+    p.add_argument(
+        "--ignore-annotations",
+        action="store_true",
+        help="name annotated traces by --order or --schedule too (to check the naming against them)",
+    )
     p.add_argument("--naming", choices=("auto", "torch", "torch-old"), default="auto",
                    help="action naming of an order CSV (default: read from its tokens)")  # fmt: skip
     p.add_argument("--what-if", metavar="SCHEDULE", action="append", default=[],
@@ -32,7 +44,8 @@ def add_parser(sub) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    fmt, got = read(args.files, iteration=args.iteration, pattern=args.pattern, naming=args.naming)
+    fmt, got = read(args.files, iteration=args.iteration, pattern=args.pattern, naming=args.naming,
+                    order=args.order, schedule=args.schedule, ignore_annotations=args.ignore_annotations)  # fmt: skip
     if fmt == "megatron":
         summary = {"format": "megatron", **got.summary()}
         print(json.dumps(summary) if args.json else megatron_text(summary))

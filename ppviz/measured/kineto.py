@@ -21,6 +21,7 @@ from ..ir import KIND_TABLES, Kind, choose_naming, parse_comms
 from ..simulator import validate
 from .files import open_binary
 from .run import Comm, MeasuredRun, Op, peer_of
+from .unannotated import ByOrder, CpuOps, name_step, segments
 
 _PP = re.compile(r"PP:(.+)")
 _PP_COMPUTE = re.compile(r"(?P<stage>\d+)(?P<kind>BW|F|I|W|B)(?P<microbatch>\d+)")
@@ -63,12 +64,22 @@ class _Rank:
     posts: list[_Span] = field(default_factory=list)  # c10d::send / c10d::recv_
     launches: list[tuple[float, float, object, int]] = field(default_factory=list)  # (ts, end, tid, correlation)
     kernels: dict[int, tuple[float, float]] = field(default_factory=dict)  # nccl kernels by correlation
+    cpu: CpuOps | None = None  # top-level operators, kept only to name unannotated compute by an order
+    annotations: bool = True  # False: PP:, Forward/Backward and pattern spans are not read
+    step_tids: dict[int, object] = field(default_factory=dict)
 
 
-def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str | None = None) -> MeasuredRun:
-    """The run's chosen iteration (default: the last complete one) from one trace per rank."""
+def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str | None = None,
+                by_order: ByOrder | None = None, ignore_annotations: bool = False) -> MeasuredRun:  # fmt: skip
+    """The run's chosen iteration (default: the last complete one) from one trace per rank. Traces without
+    annotations (or all traces, with ``ignore_annotations``) are named by ``by_order`` (``unannotated``)."""
+    if ignore_annotations and by_order is None:
+        raise InputError("ignoring the annotations needs an order to name the compute by: give --order or "
+                         "--schedule", field="order")  # fmt: skip
+    if by_order is not None and pattern is not None:
+        raise InputError("give one way of naming the actions: --pattern, or --order / --schedule", field="pattern")
     regex = _compile(pattern)
-    ranks = [_scan(p, regex) for p in paths]
+    ranks = [_scan(p, regex, by_order is not None, not ignore_annotations) for p in paths]
     notes: list[str] = []
     if any(r.rank is None for r in ranks):
         if len(ranks) > 1:
@@ -92,9 +103,14 @@ def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str 
     if iteration is not None and iteration not in steps:
         raise InputError(f"ProfilerStep#{iteration} is not in every trace; they share {_listed(steps)}",
                          field="iteration")  # fmt: skip
+    base = min(r.base_ns for r in ranks)
+    if by_order is not None and not any(r.actions or r.gpu_actions for r in ranks):
+        return _by_order(ranks, steps, iteration, by_order, base, notes)
+    if by_order is not None:
+        notes.append(f"the traces are annotated: their annotations name the actions, {by_order.said} is not "
+                     "used (--ignore-annotations names them by it)")  # fmt: skip
     naming = _naming_of(ranks)
     table = KIND_TABLES["torch-old-full" if naming == "torch-old" and not _has(ranks, "W") else naming]
-    base = min(r.base_ns for r in ranks)
     if iteration is not None:
         run = _build(ranks, iteration, table, base)
     else:
@@ -108,8 +124,8 @@ def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str 
     if not any(run.ops):
         notes.append(
             "no pipeline actions in the traces: this schedule class does not annotate its actions "
-            "(torch 2.13's Schedule1F1B, for one); run its order with "
-            "_PipelineScheduleRuntime (PP:<action> annotations) or give --pattern for your annotations"
+            "(torch 2.13's Schedule1F1B, for one): name its compute by the order it ran with --order FILE "
+            "(torch's schedule._dump_csv) or --schedule NAME, or give --pattern for your annotations"
         )
     elif regex is None and any(r.actions and r.actions[0].stage is None for r in ranks):
         notes.append("GPipe's Forward/Backward annotations: each rank runs one stage, its own")
@@ -123,6 +139,45 @@ def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str 
     if naming != "torch":
         notes.append("naming: torch's older one (B = input gradient, BW = full backward)")
     return replace(run, notes=run.notes + tuple(notes))
+
+
+def _by_order(ranks: list[_Rank], steps: list[int], iteration: int | None, by: ByOrder, base: int,
+              notes: list[str]) -> MeasuredRun:  # fmt: skip
+    """The chosen step with each rank's compute segments named by the order (the last step whose
+    segments match it, by default)."""
+    table = KIND_TABLES["torch"]
+    if by.rows is not None:
+        by.rows_for(len(ranks), 0)  # an order for another number of ranks is refused whatever the step
+    error = None
+    for n in [iteration] if iteration is not None else steps[::-1]:
+        try:
+            run = _build(_named(ranks, n, by), n, table, base)
+        except InputError as e:
+            error = error or e
+            continue
+        if iteration is None:
+            notes.append(f"iteration: ProfilerStep#{n}, the last whose compute matches the order, of {_listed(steps)}")
+        notes += [f"no annotations: compute named by {by.said} (the k-th forward segment of a rank is the k-th F "
+                  "of its row, the k-th backward segment its k-th B)",
+                  "a segment runs from the end of the rank's previous work (or of the receive it waited for) "
+                  "through posting its output's send"]  # fmt: skip
+        return replace(run, notes=run.notes + tuple(notes))
+    raise InputError(f"ProfilerStep#{steps[-1] if iteration is None else iteration}: {error}", field=error.field)
+
+
+def _named(ranks: list[_Rank], n: int, by: ByOrder) -> list[_Rank]:
+    """Copies of the ranks whose actions are step ``n``'s named segments, with their p2p labels."""
+    steps = [(segments(r.cpu, *r.steps[n], r.step_tids.get(n)),
+              [w.start for w in r.work if w.kind == "recv" and r.steps[n][0] <= w.start <= r.steps[n][1]])
+             for r in ranks]  # fmt: skip
+    out = []
+    for r, (row, labels) in zip(ranks, name_step(steps, by)):
+        actions = [_Span(s.start, s.end, stage=a.stage, kind="F" if a.kind == Kind.F else "B",
+                         microbatch=a.microbatch) for s, a in row]  # fmt: skip
+        comms = [_Span(lo, hi, stage=a.stage, kind=what, microbatch=a.microbatch,
+                       direction="F" if a.kind == Kind.F else "B") for lo, hi, what, a in labels]  # fmt: skip
+        out.append(replace(r, actions=actions, gpu_actions=[], comm_actions=comms))
+    return out
 
 
 def _listed(steps: list[int]) -> str:
@@ -165,8 +220,8 @@ def _complete(run: MeasuredRun) -> bool:
 # --- one file -------------------------------------------------------------------------------
 
 
-def _scan(path: str, regex: re.Pattern | None) -> _Rank:
-    out = _Rank(path)
+def _scan(path: str, regex: re.Pattern | None, operators: bool = False, annotations: bool = True) -> _Rank:
+    out = _Rank(path, cpu=CpuOps() if operators else None, annotations=annotations)
     complete = _read_header(path, out, whole=False)
     with open_binary(path) as fh:
         index = -1
@@ -220,7 +275,7 @@ def _take(ev: object, index: int, out: _Rank, regex: re.Pattern | None) -> None:
     if ev.__class__ is not dict or ev.get("ph") != "X":
         return
     name, cat = ev.get("name"), ev.get("cat")
-    if cat == "cpu_op" and regex is None and name not in _POST:  # operators: most of a trace, none needed
+    if cat == "cpu_op" and regex is None and name not in _POST and out.cpu is None:  # most of a trace
         return
     if not isinstance(name, str):
         return
@@ -229,9 +284,14 @@ def _take(ev: object, index: int, out: _Rank, regex: re.Pattern | None) -> None:
         raise InputError(f"{out.source}: event {index} ({name!r}): expected numbers ts and dur ≥ 0 "
                          f"(got ts {ts!r}, dur {dur!r})", field="files")  # fmt: skip
     span = _Span(float(ts), float(ts) + float(dur), name, tid=ev.get("tid"))
+    if out.cpu is not None:
+        out.cpu.take(name, cat, span.start, span.end, span.tid)
+        if cat == "cpu_op" and name not in _POST:
+            return
     step = _STEP.fullmatch(name)
     if step:
         out.steps[int(step.group(1))] = (span.start, span.end)
+        out.step_tids[int(step.group(1))] = span.tid
         return
     if cat == "kernel" and "nccl" in name.lower():
         corr = (ev.get("args") or {}).get("correlation")
@@ -248,6 +308,8 @@ def _take(ev: object, index: int, out: _Rank, regex: re.Pattern | None) -> None:
         (out.work if name in _WORK else out.posts).append(span)
         return
     gpu = cat == "gpu_user_annotation"
+    if not out.annotations:
+        return
     if regex is not None:
         m = regex.fullmatch(name)
         if m:

@@ -118,8 +118,12 @@ def show(hash_, pathname):
     state = measured_state.parse(hash_).state
     files = uploads.held(state.run)
     names = [name for name, _ in files or ()]
+    try:
+        order = uploads.order_in(files or ())
+    except InputError:  # shown by the view below
+        order = None
     empty = {"summary": "", "what_if": "", "link": "/", "link_text": LINK_TEXT, "fitted": None, "idle": None,
-             "late": None, "text": "", "command": measured_state.cli_command(state, names), "data": None,
+             "late": None, "text": "", "command": measured_state.cli_command(state, names, order), "data": None,
              "messages": dict.fromkeys(MESSAGES, None)}  # fmt: skip
     if state.run is None:
         return {**empty, "figure": charts.message_figure(uploads.WHAT)}

@@ -21,6 +21,12 @@ from ...common import validation
 from . import uploads
 from .state import MeasuredState, check_pattern
 
+NO_ACTIONS = (
+    "no pipeline actions in the traces: their schedule does not annotate its actions (torch 2.13's "
+    "Schedule1F1B, for one). Add the order the run ran to the upload, as a CSV (torch's schedule._dump_csv, "
+    "compute-only or compute+comms): each rank's k-th forward is named its k-th F, its k-th backward its k-th B; "
+    "or give a pattern for your own annotations"
+)
 ABSTRACT_PATH = "/"  # the abstract view, which takes per-stage times in its hash (`stage_times=share:f:b:w,…`)
 
 
@@ -37,9 +43,14 @@ class MeasuredView:
 def view(state: MeasuredState, files: uploads.Files) -> MeasuredView:
     """The view of ``files`` read with the state's options; an InputError names the file and its field."""
     check_pattern(state.pattern)
+    order = uploads.order_in(files)
     with uploads.on_disk(files) as (folder, paths):
+        named = dict(zip((name for name, _ in files), paths))
         try:
-            fmt, got = read(paths, iteration=state.iteration, pattern=state.pattern, naming=state.naming)
+            fmt, got = read([p for name, p in named.items() if name != order], iteration=state.iteration,
+                            pattern=state.pattern, naming=state.naming, order=named.get(order))  # fmt: skip
+            if fmt == "kineto" and not any(got.ops) and state.pattern is None:
+                raise InputError(NO_ACTIONS, field="files")
             if fmt == "megatron":
                 held = {"format": "megatron", **got.summary()}
                 return MeasuredView(_megatron_summary(held), text=_local(megatron_text(held), folder))

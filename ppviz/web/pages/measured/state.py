@@ -135,9 +135,12 @@ def _nested_repeat(pattern: str) -> bool:
     return False
 
 
-def cli_command(state: MeasuredState, names: list[str]) -> str:
-    """The ``ppviz measured`` command of the view, the uploaded files by their names."""
-    parts = ["ppviz measured", *(_quoted(n) for n in names or ["FILES…"])]
+def cli_command(state: MeasuredState, names: list[str], order: str | None = None) -> str:
+    """The ``ppviz measured`` command of the view, the uploaded files by their names (``order``: the one
+    that names the traces' compute)."""
+    parts = ["ppviz measured", *(_quoted(n) for n in [n for n in names if n != order] or ["FILES…"])]
+    if order is not None:
+        parts.append(f"--order {_quoted(order)}")
     if state.iteration is not None:
         parts.append(f"--iteration {state.iteration}")
     if state.pattern:

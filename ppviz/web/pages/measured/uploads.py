@@ -36,8 +36,8 @@ MAX_READ_BYTES = 64 * 2**20
 MAX_FILES = MAX_DEVICES  # one trace per rank
 CACHE_BYTES = int(float(os.environ.get("PPVIZ_MEASURED_CACHE_MB", "64")) * 2**20)
 WHAT = (
-    "upload the files of one run: a PyTorch profiler trace per rank (.json or .json.gz), "
-    "or one PyTorch order CSV, or Megatron-LM timer logs"
+    "upload the files of one run: a PyTorch profiler trace per rank (.json or .json.gz), with the order CSV "
+    "the run ran when the traces do not annotate their actions; or one PyTorch order CSV, or Megatron-LM timer logs"
 )
 
 Files = tuple[tuple[str, bytes], ...]  # (name, content) per file, in upload order
@@ -88,6 +88,27 @@ def decoded(contents: object, filenames: object) -> Files:
     if twice:
         raise InputError(f"two files are named {twice[0]}: give each rank's file its own name", field="files")
     return tuple(out)
+
+
+def order_in(files: Files) -> str | None:
+    """The name of the order CSV uploaded with profiler traces (it names their compute when they carry no
+    annotations), or None; more than one file beside the traces is refused."""
+    others = [name for name, data in files if not _is_trace(data)]
+    if len(others) == len(files) or not others:
+        return None
+    if len(others) > 1:
+        raise InputError(f"the upload holds profiler traces and {len(others)} other files ({', '.join(others)}): "
+                         "add at most one, the order CSV the run ran", field="files")  # fmt: skip
+    return others[0]
+
+
+def _is_trace(data: bytes) -> bool:
+    """Whether the file is JSON (gzipped or not), as ``ppviz.measured.files.detect`` tells a trace."""
+    head = data[:4096]
+    if data[:2] == b"\x1f\x8b":
+        with contextlib.suppress(OSError, EOFError), gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+            head = fh.read(4096)
+    return head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n").startswith(("{", "["))
 
 
 def _unpacked_size(data: bytes, cap: int) -> int:
