@@ -1,0 +1,132 @@
+"""The rows of ``ops_json`` written by a numba kernel from its tables' bytes, 8 bytes at a time.
+
+CPython spends ~14 ns on each piece of a row (indexing an object table, ``tolist``, ``join``): at
+524k rows that is more than half the compiled simulation. The kernel copies each piece from a
+table of fixed-width rows (its texts padded to whole 8-byte words) into the chunk as whole words,
+a fixed number per column: no branch depends on a text's length, and the next piece overwrites
+the padding that the last word wrote past the piece's end.
+
+It runs only in a process that has numba already (``loaded``): importing numba costs ~0.4 s of
+CPU, more than the whole write it would speed up, so a one-off CLI run below the compiled event
+pass's threshold (``eventpass.LOAD_AFTER_STEPS``) never pays it. Its machine code is cached on
+disk as the event pass's is; if it cannot compile, ``ops_json`` joins the pieces instead, after
+one warning.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .ops_json import Table
+
+_WORD = 8
+COLUMNS = 4  # ops_json's tables per row: place, microbatch and kind, start, end
+_kernel = None  # the compiled copy once loaded; False if it cannot be
+_mark = None  # the compiled count of the keys present
+
+
+def loaded() -> bool:
+    """Whether numba is in this process and the kernel loads (from its cache, or compiled there)."""
+    if _kernel is None and sys.modules.get("numba") is not None:
+        _load()
+    return bool(_kernel)
+
+
+def chunks(tables: Sequence[Table], n: int, rows: int) -> Iterator[memoryview]:
+    """The text of rows ``0 … n - 1``, ``rows`` at a time: each chunk is valid until the next."""
+    padded = [_padded(t) for t in tables]
+    words = tuple(p[0] for p in padded)
+    lengths = tuple(p[1] for p in padded)
+    keys = _same_type([t.keys for t in tables])
+    buffer = np.empty(rows * sum(w.shape[1] * _WORD for w in words) + _WORD, dtype=np.uint8)
+    out = _unaligned_words(buffer)
+    for lo in range(0, n, rows):
+        size = _kernel(out, words, lengths, keys, lo, min(lo + rows, n))
+        yield memoryview(buffer)[:size]
+
+
+def present(keys: np.ndarray) -> np.ndarray:
+    """Whether each of ``0 … keys.max()`` is among ``keys`` (numpy's count takes ~5× longer)."""
+    return _mark(keys, np.zeros(int(keys.max()) + 1, dtype=np.bool_))
+
+
+def _padded(table: Table) -> tuple[np.ndarray, np.ndarray]:
+    """The table's texts as rows of whole 8-byte words (NUL-padded) indexed by key, and their
+    lengths in bytes (ASCII: a character is a byte)."""
+    width = -(-max(map(len, table.texts)) // _WORD)
+    text = np.array(table.texts, dtype=f"S{width * _WORD}")
+    length = np.strings.str_len(text).astype(np.int64)
+    text = text.view(np.uint64).reshape(-1, width)
+    if table.used is None:
+        return text, length
+    size = int(table.used[-1]) + 1
+    words, lengths = np.zeros((size, width), dtype=np.uint64), np.zeros(size, dtype=np.int64)
+    words[table.used], lengths[table.used] = text, length
+    return words, lengths
+
+
+def _same_type(keys: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The key columns in one integer type (the kernel takes a tuple of like arrays)."""
+    wide = np.result_type(np.int32, *keys)
+    return tuple(k.astype(wide, copy=False) for k in keys)
+
+
+def _unaligned_words(buffer: np.ndarray) -> np.ndarray:
+    """A uint64 view of ``buffer`` whose element i is the 8 bytes starting at byte i."""
+    return np.ndarray((len(buffer) - _WORD + 1,), dtype=np.uint64, buffer=buffer, strides=(1,))
+
+
+def _load() -> None:
+    global _kernel, _mark
+    try:
+        import numba
+
+        _mark = numba.njit(cache=True, nogil=True)(_mark_keys)
+        for index in (np.int32, np.int64):
+            _mark(np.zeros(1, dtype=index), np.zeros(1, dtype=np.bool_))
+        kernel = numba.njit(cache=True, nogil=True)(_copy_rows)
+        # loaded now for ops_json's columns, not on the first write
+        words, lengths = (np.zeros((1, 1), dtype=np.uint64),) * COLUMNS, (np.ones(1, dtype=np.int64),) * COLUMNS
+        kernel(
+            _unaligned_words(np.zeros(64, dtype=np.uint8)),
+            words,
+            lengths,
+            (np.zeros(1, dtype=np.int32),) * COLUMNS,
+            0,
+            1,
+        )
+        _kernel = kernel
+    except Exception as e:  # unable to compile on this machine
+        warnings.warn(
+            f"ppviz: the compiled --json writer is unavailable ({type(e).__name__}: {e}); joining in Python",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        _kernel = False
+
+
+def _copy_rows(out, words, lengths, keys, lo, hi):
+    """Rows ``lo … hi - 1`` into ``out`` (see ``_unaligned_words``) from byte 0: row i is, for each
+    column c, the text of key ``keys[c][i]``. Returns the bytes written."""
+    at = 0
+    for i in range(lo, hi):
+        for c in range(len(keys)):
+            key = keys[c][i]
+            table = words[c]
+            for j in range(table.shape[1]):
+                out[at + 8 * j] = table[key, j]
+            at += lengths[c][key]
+    return at
+
+
+def _mark_keys(keys, present):
+    """``present[k] = True`` for every k of ``keys``; returns ``present``."""
+    for k in keys:
+        present[k] = True
+    return present
