@@ -28,7 +28,7 @@ from .simulator import Result
 CHUNK_ROWS = 4096  # rows joined at once: ~0.4 MB of text, with its pieces, stays in the caches
 KERNEL_CHUNK_ROWS = 16384  # rows the kernel writes at once (~1.6 MB): fewer calls, as fast
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
-_END = ', "end": '
+_END = b', "end": '
 
 
 class Table(NamedTuple):
@@ -37,10 +37,10 @@ class Table(NamedTuple):
 
     keys: np.ndarray
     used: np.ndarray | None
-    texts: list[str]
+    texts: np.ndarray  # of bytes (numpy's S type), ASCII
 
 
-Texts = Callable[[int, int], Sequence[str]]  # the text of rows lo … hi of a column
+Texts = Callable[[int, int], Sequence[bytes]]  # the text of rows lo … hi of a column
 
 
 def ops_json(result: Result, head: str = "", tail: str = "") -> str:
@@ -72,20 +72,20 @@ def write_ops(out: BinaryIO, result: Result, head: str = "", tail: str = "") -> 
     out.write(("}]" + tail).encode())
 
 
-def _joined(columns: list[Table | Texts | str], n: int) -> Iterator[bytes]:
+def _joined(columns: list[Table | Texts | bytes], n: int) -> Iterator[bytes]:
     """The rows' text, ``CHUNK_ROWS`` at a time, from CPython's join of each chunk's pieces."""
     columns = [_objects(c) if isinstance(c, Table) else c for c in columns]
     rows = np.empty((min(CHUNK_ROWS, n), len(columns)), dtype=object)
     for i, column in enumerate(columns):
-        if isinstance(column, str):
+        if isinstance(column, bytes):
             rows[:, i] = column
     for lo in range(0, n, CHUNK_ROWS):
         hi = min(lo + CHUNK_ROWS, n)
         chunk = rows[: hi - lo]
         for i, column in enumerate(columns):
-            if not isinstance(column, str):
+            if not isinstance(column, bytes):
                 chunk[:, i] = column(lo, hi)
-        yield "".join(chunk.ravel().tolist()).encode()
+        yield b"".join(chunk.ravel().tolist())
 
 
 def dumps_with_ops(obj: dict, result: Result, at: tuple[str, ...] = ()) -> str:
@@ -117,15 +117,12 @@ def _places(result: Result, present: Callable[[np.ndarray], np.ndarray]) -> list
     from tables of the keys ``present`` finds in the rows."""
     stages, kinds, names = _top(result.stage), len(KINDS), [k.value for k in KINDS]
     place, what = (
-        Table(keys, np.flatnonzero(present(keys)), [])
+        Table(keys, np.flatnonzero(present(keys)), np.empty(0, dtype="S"))
         for keys in (_keys(result.device, result.stage, stages), _keys(result.microbatch, result.kind, kinds))
     )
-    return [
-        place._replace(
-            texts=[f'}}, {{"device": {k // stages}, "stage": {k % stages}, "microbatch": ' for k in place.used.tolist()]
-        ),
-        what._replace(texts=[f'{k // kinds}, "kind": "{names[k % kinds]}", "start": ' for k in what.used.tolist()]),
-    ]
+    places = [f'}}, {{"device": {k // stages}, "stage": {k % stages}, "microbatch": ' for k in place.used.tolist()]
+    whats = [f'{k // kinds}, "kind": "{names[k % kinds]}", "start": ' for k in what.used.tolist()]
+    return [place._replace(texts=np.array(places, dtype="S")), what._replace(texts=np.array(whats, dtype="S"))]
 
 
 def _top(column: np.ndarray) -> int:
@@ -143,13 +140,16 @@ def _present(keys: np.ndarray) -> np.ndarray:
 
 
 def _objects(table: Table) -> Texts:
-    """The table as numpy's object array over its keys, for the rows of a chunk."""
-    objects = np.empty(_top(table.keys) if table.used is not None else len(table.texts), dtype=object)
-    objects[table.used if table.used is not None else slice(None)] = table.texts
+    """The table as numpy's object array of ``bytes`` over its keys, for the rows of a chunk."""
+    if table.used is None:
+        objects = table.texts.astype(object)
+    else:
+        objects = np.empty(_top(table.keys), dtype=object)
+        objects[table.used] = table.texts.astype(object)
     return lambda lo, hi: objects[table.keys[lo:hi]]
 
 
-def _times(start: np.ndarray, end: np.ndarray) -> list[Table | Texts | str]:
+def _times(start: np.ndarray, end: np.ndarray) -> list[Table | Texts | bytes]:
     """The row's ``start, "end": `` and ``end`` text, as columns (a string is the same in every
     row), in orjson's shortest round-trip digits: the text of ``repr`` for every value below 1e15.
 
@@ -161,14 +161,14 @@ def _times(start: np.ndarray, end: np.ndarray) -> list[Table | Texts | str]:
     first = _steps(start, last[0], int(last[1].max())) if last else None
     if first:
         (scale, first), last = first, last[1]
-        numbers = _spell(np.arange(_top(last)) / scale)
-        return [Table(first, None, [t + _END for t in numbers]), Table(last, None, numbers)]
+        numbers = np.array(_spell(np.arange(_top(last)) / scale), dtype="S")
+        return [Table(first, None, np.strings.add(numbers, _END)), Table(last, None, numbers)]
     return [_numbers(start), _END, _numbers(end)]
 
 
-def _spell(values: np.ndarray) -> list[str]:
+def _spell(values: np.ndarray) -> list[bytes]:
     """Each value's JSON text, from one orjson call."""
-    return orjson.dumps(values, option=_NUMPY).decode()[1:-1].split(",")
+    return orjson.dumps(values, option=_NUMPY)[1:-1].split(b",")
 
 
 def _steps(column: np.ndarray, scale: int | None = None, top: int | None = None) -> tuple[int, np.ndarray] | None:

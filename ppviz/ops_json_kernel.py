@@ -58,11 +58,10 @@ def present(keys: np.ndarray) -> np.ndarray:
 
 def _padded(table: Table) -> tuple[np.ndarray, np.ndarray]:
     """The table's texts as rows of whole 8-byte words (NUL-padded) indexed by key, and their
-    lengths in bytes (ASCII: a character is a byte)."""
-    width = -(-max(map(len, table.texts)) // _WORD)
-    text = np.array(table.texts, dtype=f"S{width * _WORD}")
-    length = np.strings.str_len(text).astype(np.int64)
-    text = text.view(np.uint64).reshape(-1, width)
+    lengths in bytes."""
+    width = -(-table.texts.itemsize // _WORD)
+    text = table.texts.astype(f"S{width * _WORD}").view(np.uint64).reshape(-1, width)
+    length = np.strings.str_len(table.texts).astype(np.int64)
     if table.used is None:
         return text, length
     size = int(table.used[-1]) + 1
