@@ -41,6 +41,7 @@ class Table(NamedTuple):
 
 
 Texts = Callable[[int, int], Sequence[bytes]]  # the text of rows lo … hi of a column
+Whole = Callable[[np.ndarray, int, int], "np.ndarray | None"]  # _whole, or the kernel's
 
 
 def ops_json(result: Result, head: str = "", tail: str = "") -> str:
@@ -58,7 +59,8 @@ def write_ops(out: BinaryIO, result: Result, head: str = "", tail: str = "") -> 
         out.write((head + "[]" + tail).encode())
         return
     compiled = ops_json_kernel.loaded()
-    columns = [*_places(result, ops_json_kernel.present if compiled else _present), *_times(result.start, result.end)]
+    present, whole = (ops_json_kernel.present, ops_json_kernel.whole) if compiled else (_present, _whole)
+    columns = [*_places(result, present), *_times(result.start, result.end, whole)]
     tables = [c for c in columns if isinstance(c, Table)]
     if compiled and len(tables) == len(columns):
         chunks = ops_json_kernel.chunks(tables, n, KERNEL_CHUNK_ROWS)
@@ -153,7 +155,7 @@ def _objects(table: Table) -> Texts:
     return lambda lo, hi: objects[table.keys[lo:hi]]
 
 
-def _times(start: np.ndarray, end: np.ndarray) -> list[Table | Texts | bytes]:
+def _times(start: np.ndarray, end: np.ndarray, whole: Whole) -> list[Table | Texts | bytes]:
     """The row's ``start, "end": `` and ``end`` text, as columns (a string is the same in every
     row), in orjson's shortest round-trip digits: the text of ``repr`` for every value below 1e15.
 
@@ -161,8 +163,8 @@ def _times(start: np.ndarray, end: np.ndarray) -> list[Table | Texts | bytes]:
     chunk share) up to a few per row come from one table of those steps, spelt once. Others are
     orjson's formatting of each chunk.
     """
-    last = _steps(end)
-    first = _steps(start, last[0], int(last[1].max())) if last else None
+    last = _steps(end, whole)
+    first = _steps(start, whole, last[0], int(last[1].max())) if last else None
     if first:
         (scale, first), last = first, last[1]
         numbers = np.array(_spell(np.arange(_top(last)) / scale), dtype="S")
@@ -175,7 +177,9 @@ def _spell(values: np.ndarray) -> list[bytes]:
     return orjson.dumps(values, option=_NUMPY)[1:-1].split(b",")
 
 
-def _steps(column: np.ndarray, scale: int | None = None, top: int | None = None) -> tuple[int, np.ndarray] | None:
+def _steps(
+    column: np.ndarray, whole: Whole, scale: int | None = None, top: int | None = None
+) -> tuple[int, np.ndarray] | None:
     """The least 2^k (k ≤ 6, or ``scale``) that makes every value of ``column`` a whole number of
     steps in 0 … ``top`` (by default: fewer than half the values, so that a table of them pays),
     with those steps; None if none does."""
@@ -183,12 +187,18 @@ def _steps(column: np.ndarray, scale: int | None = None, top: int | None = None)
     sample = column[:256]
     for s in [scale] if scale else [1 << k for k in range(7)]:
         if np.array_equal(np.floor(sample * s), sample * s):
-            steps = column * s
-            if steps.min() < 0 or steps.max() > top:
-                return None
-            whole = steps.astype(np.int32 if top < 2**31 else np.int64)
-            return (s, whole) if np.array_equal(whole, steps) else None
+            steps = whole(column, s, top)
+            return None if steps is None else (s, steps)
     return None
+
+
+def _whole(column: np.ndarray, scale: int, top: int) -> np.ndarray | None:
+    """``column * scale`` as integers if each is a whole number in 0 … ``top``, else None."""
+    steps = column * scale
+    if not (steps.min() >= 0 and steps.max() <= top):  # NaN too
+        return None
+    whole = steps.astype(np.int32 if top < 2**31 else np.int64)
+    return whole if np.array_equal(whole, steps) else None
 
 
 def _numbers(column: np.ndarray) -> Texts:

@@ -31,7 +31,8 @@ _WORD = 16  # bytes in a word
 _CARRIER = np.complex128  # a 16-byte scalar: copied, never computed with
 COLUMNS = 4  # ops_json's tables per row: place, microbatch and kind, start, end
 _kernel = None  # the compiled copy once loaded; False if it cannot be
-_mark = None  # the compiled count of the keys present
+_mark = None  # the compiled marking of the keys present
+_whole = None  # the compiled test of whole steps
 
 
 def loaded() -> bool:
@@ -57,6 +58,13 @@ def chunks(tables: Sequence[Table], n: int, rows: int) -> Iterator[memoryview]:
 def present(keys: np.ndarray) -> np.ndarray:
     """Whether each of ``0 … keys.max()`` is among ``keys`` (numpy's count takes ~5× longer)."""
     return _mark(keys, np.zeros(int(keys.max()) + 1, dtype=np.bool_))
+
+
+def whole(column: np.ndarray, scale: int, top: int) -> np.ndarray | None:
+    """``ops_json._whole`` in one pass: ``column * scale`` as integers if each is a whole number
+    in 0 … ``top``, else None."""
+    steps = np.empty(len(column), dtype=np.int32 if top < 2**31 else np.int64)
+    return steps if _whole(column, float(scale), float(top), steps) else None
 
 
 def _padded(table: Table) -> tuple[np.ndarray, np.ndarray]:
@@ -85,13 +93,15 @@ def _unaligned_words(buffer: np.ndarray) -> np.ndarray:
 
 
 def _load() -> None:
-    global _kernel, _mark
+    global _kernel, _mark, _whole
     try:
         import numba
 
         _mark = numba.njit(cache=True, nogil=True)(_mark_keys)
+        _whole = numba.njit(cache=True, nogil=True)(_whole_steps)
         for index in (np.int32, np.int64):
             _mark(np.zeros(1, dtype=index), np.zeros(1, dtype=np.bool_))
+            _whole(np.zeros(1), 1.0, 1.0, np.zeros(1, dtype=index))
         kernel = numba.njit(cache=True, nogil=True)(_copy_rows)
         # loaded now for ops_json's columns, not on the first write
         words, lengths = (np.zeros((1, 1), dtype=_CARRIER),) * COLUMNS, (np.ones(1, dtype=np.int64),) * COLUMNS
@@ -132,3 +142,16 @@ def _mark_keys(keys, present):
     for k in keys:
         present[k] = True
     return present
+
+
+def _whole_steps(column, scale, top, steps):
+    """``steps[i] = column[i] * scale`` while each is a whole number in 0 … ``top``; whether all were."""
+    for i in range(len(column)):
+        value = column[i] * scale
+        if not 0 <= value <= top:  # NaN too
+            return False
+        step = int(value)
+        if step != value:
+            return False
+        steps[i] = step
+    return True

@@ -14,7 +14,7 @@ from test_formats import overlapped_run
 import ppviz
 from ppviz import formats, ops_json_kernel
 from ppviz.__main__ import main
-from ppviz.ops_json import CHUNK_ROWS, dumps_with_ops, ops_json, write_with_ops
+from ppviz.ops_json import CHUNK_ROWS, _whole, dumps_with_ops, ops_json, write_with_ops
 from ppviz.simulator import Result
 
 
@@ -158,3 +158,22 @@ def test_a_kernel_that_cannot_compile_warns_once_and_the_join_writes(monkeypatch
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no second warning
         assert formats.run_json(run) == json.dumps(run.to_dict())
+
+
+@pytest.mark.parametrize(
+    ("column", "expected"),
+    [
+        ([0.0, 0.5, 1.5, 3.0], [0, 1, 3, 6]),
+        ([0.0, 0.25], None),  # a quarter is not a whole half
+        ([0.0, -0.5], None),
+        ([0.0, 4.0], None),  # past top
+        ([0.0, float("nan")], None),
+        ([0.0, float("inf")], None),
+        ([0.0, 2.0**40], None),
+    ],
+)
+def test_whole_steps_are_the_same_in_numpy_and_in_the_kernel(writer, column, expected):
+    """Whole steps of 1/2 up to 6: the tables' keys, from numpy's passes or the kernel's one."""
+    whole = ops_json_kernel.whole if writer == "compiled" else _whole
+    got = whole(np.array(column), 2, 6)
+    assert (got if got is None else got.tolist()) == expected
