@@ -58,7 +58,7 @@ def write_ops(out: BinaryIO, result: Result, head: str = "", tail: str = "") -> 
     if n == 0:
         out.write((head + "[]" + tail).encode())
         return
-    compiled = ops_json_kernel.loaded()
+    compiled = ops_json_kernel.usable(n)
     present, whole = (ops_json_kernel.present, ops_json_kernel.whole) if compiled else (_present, _whole)
     columns = [*_places(result, present), *_times(result.start, result.end, whole)]
     tables = [c for c in columns if isinstance(c, Table)]

@@ -8,11 +8,12 @@ the padding that the last word wrote past the piece's end. A word is numpy's com
 16-byte scalar numba loads and stores whole (one SSE move, ~25% faster than two 8-byte ones);
 it is only ever copied, never computed with, so its bits are the text's.
 
-It runs only in a process that has numba already (``loaded``): importing numba costs ~0.4 s of
+It runs only in a process that has numba already (``usable``): importing numba costs ~0.4 s of
 CPU, more than the whole write it would speed up, so a one-off CLI run below the compiled event
-pass's threshold (``eventpass.LOAD_AFTER_STEPS``) never pays it. Its machine code is cached on
-disk as the event pass's is; if it cannot compile, ``ops_json`` joins the pieces instead, after
-one warning.
+pass's threshold (``eventpass.LOAD_AFTER_STEPS``) never pays it. Loading its machine code from
+numba's cache on disk (as the event pass's is) takes ~5–15 ms, so a write loads it only from
+``LOAD_AFTER_ROWS`` rows (or ``warm()`` does); once loaded it writes any size. If it cannot
+compile, ``ops_json`` joins the pieces instead, after one warning.
 """
 
 from __future__ import annotations
@@ -30,13 +31,21 @@ if TYPE_CHECKING:
 _WORD = 16  # bytes in a word
 _CARRIER = np.complex128  # a 16-byte scalar: copied, never computed with
 COLUMNS = 4  # ops_json's tables per row: place, microbatch and kind, start, end
+LOAD_AFTER_ROWS = 200_000  # CPython's join takes ~60 ns a row longer: past this, the load pays
 _kernel = None  # the compiled copy once loaded; False if it cannot be
 _mark = None  # the compiled marking of the keys present
 _whole = None  # the compiled test of whole steps
 
 
-def loaded() -> bool:
-    """Whether numba is in this process and the kernel loads (from its cache, or compiled there)."""
+def usable(rows: int) -> bool:
+    """Whether the kernel writes ``rows`` rows: loaded already, or loaded now, as numba is in this
+    process and the rows reach ``LOAD_AFTER_ROWS``."""
+    return bool(_kernel) or (rows >= LOAD_AFTER_ROWS and warm())
+
+
+def warm() -> bool:
+    """Load the kernel now if numba is in this process (from its cache, or compiled there); whether
+    it is loaded."""
     if _kernel is None and sys.modules.get("numba") is not None:
         _load()
     return bool(_kernel)

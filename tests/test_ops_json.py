@@ -24,7 +24,7 @@ def writer(request, monkeypatch):
     if request.param == "compiled":
         import numba  # noqa: F401  (the kernel runs only in a process that has numba)
 
-        assert ops_json_kernel.loaded()
+        assert ops_json_kernel.warm()
     else:
         monkeypatch.setattr(ops_json_kernel, "_kernel", False)
     return request.param
@@ -151,6 +151,7 @@ def test_a_kernel_that_cannot_compile_warns_once_and_the_join_writes(monkeypatch
 
     run = ppviz.simulate("zb-h1", 4, 8)
     monkeypatch.setattr(ops_json_kernel, "_kernel", None)
+    monkeypatch.setattr(ops_json_kernel, "LOAD_AFTER_ROWS", 0)
     monkeypatch.setattr(numba, "njit", lambda **kw: 1 / 0)
     with pytest.warns(RuntimeWarning, match="compiled --json writer is unavailable"):
         assert formats.run_json(run) == json.dumps(run.to_dict())
@@ -177,3 +178,19 @@ def test_whole_steps_are_the_same_in_numpy_and_in_the_kernel(writer, column, exp
     whole = ops_json_kernel.whole if writer == "compiled" else _whole
     got = whole(np.array(column), 2, 6)
     assert (got if got is None else got.tolist()) == expected
+
+
+def test_the_kernel_loads_for_a_large_write_only(monkeypatch):
+    """With numba in the process, a write below ``LOAD_AFTER_ROWS`` rows joins and leaves the
+    kernel unloaded (its load would cost more); one that reaches it loads the kernel."""
+    import numba  # noqa: F401
+
+    run = ppviz.simulate("1f1b", 4, 8)
+    expected = json.dumps(run.to_dict())
+    monkeypatch.setattr(ops_json_kernel, "_kernel", None)
+    monkeypatch.setattr(ops_json_kernel, "LOAD_AFTER_ROWS", len(run.result) + 1)
+    assert formats.run_json(run) == expected
+    assert ops_json_kernel._kernel is None
+    monkeypatch.setattr(ops_json_kernel, "LOAD_AFTER_ROWS", len(run.result))
+    assert formats.run_json(run) == expected
+    assert ops_json_kernel._kernel
