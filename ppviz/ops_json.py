@@ -1,13 +1,13 @@
 """The ``ops[]`` array of the JSON contract, written from the result's columns.
 
 A dict per op costs more than the simulation itself (0.45 s to build and 0.86 s for ``json.dumps``
-at 524k ops). Here each row is four shared strings: its place (device and stage), its microbatch
-with its kind, its start and its end, each from a table of the values present, indexed by numpy.
-Rows are made a chunk at a time: a chunk's pieces and text stay in the CPU's caches, and no
-whole-output string (50 MB at 524k ops) is built, encoded or page-faulted in. Once numba is loaded
-(the compiled event pass loads it), ``ops_json_kernel`` copies the tables' bytes into each chunk;
-before that CPython joins the pieces. Times are orjson's shortest round-trip digits, so the parsed
-values are the simulator's exact float64.
+at 524k ops). Here each row is four shared pieces of text: its place (device and stage), its
+microbatch with its kind, its start and its end, each from a table of the values present, indexed
+by a key per row. Rows are made a chunk at a time: a chunk's pieces and text stay in the CPU's
+caches, and no whole-output text (50 MB at 524k ops) is built or page-faulted in. Where numba is
+loaded already (the compiled event pass loads it) ``ops_json_kernel`` copies the tables' bytes
+into each chunk; elsewhere CPython joins the pieces. Times are orjson's shortest round-trip
+digits, so the parsed values are the simulator's exact float64.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class Table(NamedTuple):
 
 
 Texts = Callable[[int, int], Sequence[bytes]]  # the text of rows lo … hi of a column
-Whole = Callable[[np.ndarray, int, int], "np.ndarray | None"]  # _whole, or the kernel's
+Present = Callable[[np.ndarray], np.ndarray]  # _present, or the kernel's
+Whole = Callable[[np.ndarray, int, int], np.ndarray | None]  # _whole, or the kernel's
 
 
 def ops_json(result: Result, head: str = "", tail: str = "") -> str:
@@ -114,17 +115,28 @@ def _with(obj: dict, at: tuple[str, ...], value) -> dict:
     return {**obj, at[0]: value if len(at) == 1 else _with(obj[at[0]], at[1:], value)}
 
 
-def _places(result: Result, present: Callable[[np.ndarray], np.ndarray]) -> list[Table]:
+def _places(result: Result, present: Present) -> list[Table]:
     """Each row's ``}, {"device": d, "stage": s, "microbatch": `` and ``m, "kind": "K", "start": ``,
     from tables of the keys ``present`` finds in the rows."""
     stages, kinds, names = _top(result.stage), len(KINDS), [k.value for k in KINDS]
-    place, what = (
-        Table(keys, np.flatnonzero(present(keys)), np.empty(0, dtype="S"))
-        for keys in (_keys(result.device, result.stage, stages), _keys(result.microbatch, result.kind, kinds))
-    )
-    places = [f'}}, {{"device": {k // stages}, "stage": {k % stages}, "microbatch": ' for k in place.used.tolist()]
-    whats = [f'{k // kinds}, "kind": "{names[k % kinds]}", "start": ' for k in what.used.tolist()]
-    return [place._replace(texts=np.array(places, dtype="S")), what._replace(texts=np.array(whats, dtype="S"))]
+    return [
+        _lookup(
+            _keys(result.device, result.stage, stages),
+            present,
+            lambda keys: [f'}}, {{"device": {k // stages}, "stage": {k % stages}, "microbatch": ' for k in keys],
+        ),
+        _lookup(
+            _keys(result.microbatch, result.kind, kinds),
+            present,
+            lambda keys: [f'{k // kinds}, "kind": "{names[k % kinds]}", "start": ' for k in keys],
+        ),
+    ]
+
+
+def _lookup(keys: np.ndarray, present: Present, spell: Callable[[list[int]], list[str]]) -> Table:
+    """A table of the keys present, ``spell`` writing their texts (in ascending order)."""
+    used = np.flatnonzero(present(keys))
+    return Table(keys, used, np.array(spell(used.tolist()), dtype="S"))
 
 
 def _top(column: np.ndarray) -> int:
@@ -156,12 +168,12 @@ def _objects(table: Table) -> Texts:
 
 
 def _times(start: np.ndarray, end: np.ndarray, whole: Whole) -> list[Table | Texts | bytes]:
-    """The row's ``start, "end": `` and ``end`` text, as columns (a string is the same in every
+    """The row's ``start, "end": `` and ``end`` text, as columns (``bytes``: the same in every
     row), in orjson's shortest round-trip digits: the text of ``repr`` for every value below 1e15.
 
-    Times that are all multiples of one 1/2^k (abstract units with costs such as 1, 1.5 or a 1/v
-    chunk share) up to a few per row come from one table of those steps, spelt once. Others are
-    orjson's formatting of each chunk.
+    Times that are all whole steps of one 1/2^k (abstract units with costs such as 1, 1.5 or a
+    1/v chunk share), fewer steps than half the rows, come from one table of every step's text,
+    spelt once. Others are orjson's formatting of each chunk.
     """
     last = _steps(end, whole)
     first = _steps(start, whole, last[0], int(last[1].max())) if last else None

@@ -57,6 +57,7 @@ def chunks(tables: Sequence[Table], n: int, rows: int) -> Iterator[memoryview]:
     words = tuple(p[0] for p in padded)
     lengths = tuple(p[1] for p in padded)
     keys = _same_type([t.keys for t in tables])
+    rows = min(rows, n)
     buffer = np.empty(rows * sum(w.shape[1] * _WORD for w in words) + _WORD, dtype=np.uint8)
     out = _unaligned_words(buffer)
     for lo in range(0, n, rows):
@@ -65,7 +66,7 @@ def chunks(tables: Sequence[Table], n: int, rows: int) -> Iterator[memoryview]:
 
 
 def present(keys: np.ndarray) -> np.ndarray:
-    """Whether each of ``0 … keys.max()`` is among ``keys`` (numpy's count takes ~5× longer)."""
+    """Whether each of ``0 … keys.max()`` is among ``keys`` (numpy's count takes ~3× longer)."""
     return _mark(keys, np.zeros(int(keys.max()) + 1, dtype=np.bool_))
 
 
