@@ -147,6 +147,7 @@ def test_times_on_a_grid_are_written_by_the_kernel_once_numba_is_loaded(writer, 
 
 
 def test_a_kernel_that_cannot_compile_warns_once_and_the_join_writes(monkeypatch):
+    """numba present but unable to compile: one warning, then every write joins, the same text."""
     import numba
 
     run = ppviz.simulate("zb-h1", 4, 8)
