@@ -4,10 +4,13 @@
 
 Per case and per checkout (this one, and each ``--against DIR``, e.g. the tree before a change),
 each in a fresh process: the in-process ``ppviz.simulate`` with the compiled pass loaded (``sim
-s``), writing its ``--json`` text to /dev/null the way that checkout's CLI does (``write s``), and
-the CPU time of whole ``ppviz simulate …`` processes with ``--json`` and without (the text
-summary), output to /dev/null. Times are medians of the repeats in process CPU seconds (user +
-system); the machine's load is printed, so compare the ratios within one run.
+s``), writing its ``--json`` text to /dev/null the way that checkout's CLI does (``write s``: with
+numba loaded, so by the compiled writer where the checkout has one), the same with CPython's join
+(``joined s``: as a process without numba writes; "-" where the checkout has one writer only),
+the compiled writer's load from numba's cache on its first write (``load s``), and the CPU time
+of whole ``ppviz simulate …`` processes with ``--json`` and without (the text summary), output to
+/dev/null. Times are medians of the repeats in process CPU seconds (user + system); the
+machine's load is printed, so compare the ratios within one run.
 """
 
 from __future__ import annotations
@@ -49,6 +52,15 @@ def child(name: str, p: int, m: int, v: int, repeat: int) -> dict:
     run = ppviz.simulate(name, p, m, **params)
     sim = _cpu(repeat, lambda: ppviz.simulate(name, p, m, **params))
     null = open(os.devnull, "w")  # noqa: SIM115  (open for the whole case)
+    try:
+        from ppviz import ops_json_kernel
+    except ImportError:  # a checkout with one writer
+        ops_json_kernel = None
+    load = None
+    if ops_json_kernel is not None:
+        load = time.process_time()
+        ops_json_kernel.warm()  # as the simulation's pass: the steady state
+        load = time.process_time() - load
     if hasattr(formats, "write_run_json"):  # the CLI writes the bytes a chunk at a time
 
         def write():
@@ -61,7 +73,11 @@ def child(name: str, p: int, m: int, v: int, repeat: int) -> dict:
             null.write("\n")
             null.flush()
 
-    return {"actions": len(run.result), "sim": sim, "write": _cpu(repeat, write)}
+    got = {"actions": len(run.result), "sim": sim, "write": _cpu(repeat, write), "joined": None, "load": load}
+    if ops_json_kernel is not None:
+        ops_json_kernel._kernel = False  # as in a process without numba
+        got["joined"] = _cpu(repeat, write)
+    return got
 
 
 def _cli_cpu(tree: Path, argv: list[str]) -> float:
@@ -93,6 +109,10 @@ def measure(trees: list[Path], case: tuple[str, int, int, int], repeat: int) -> 
     return [{**g, **{k: statistics.median(g[k]) for k in ("cli_json", "cli_text")}} for g in got]
 
 
+def _round(value: float | None, digits: int) -> float | str:
+    return "-" if value is None else round(value, digits)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -108,7 +128,8 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load average at the start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     trees = [("this", ROOT)] + [(d, Path(d).resolve()) for d in args.against]
-    cols = ["case", "actions", "tree", "sim s", "write s", "write/sim", "cli --json s", "cli text s"]
+    cols = ["case", "actions", "tree", "sim s", "write s", "write/sim", "joined s", "load s", "cli --json s",
+            "cli text s"]  # fmt: skip
     rows = []
     print(" | ".join(cols))
     for case in CASES:
@@ -117,7 +138,8 @@ def main() -> None:
         for (tree_name, _), got in zip(trees, measure([tree for _, tree in trees], case, args.repeat)):
             ratio = got["write"] / got["sim"]
             row = [label, got["actions"], tree_name, round(got["sim"], 4), round(got["write"], 4), round(ratio, 2),
-                   round(got["cli_json"], 3), round(got["cli_text"], 3)]  # fmt: skip
+                   _round(got["joined"], 4), _round(got["load"], 4), round(got["cli_json"], 3),
+                   round(got["cli_text"], 3)]  # fmt: skip
             rows.append(row)
             print(" | ".join(map(str, row)), flush=True)
     if args.json:
