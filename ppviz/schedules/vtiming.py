@@ -16,8 +16,8 @@ import numpy as np
 
 SIZE = 6
 LETTERS = "FfBbWw"
-_INDEX = np.full(256, -1, dtype=np.int64)
-_INDEX[list(LETTERS.encode("ascii"))] = range(SIZE)
+LETTER_OF = np.full(256, -1, dtype=np.int64)  # ASCII code -> letter (0..5), -1 for any other
+LETTER_OF[list(LETTERS.encode("ascii"))] = range(SIZE)
 _SWEEPS = 64  # sweeps before the op-by-op pass takes over
 
 
@@ -30,7 +30,7 @@ class Ops:
         """``grid``: ASCII codes, one row per device (blanks where no op sits)."""
         p = len(grid)
         self.p = p
-        letters = _INDEX[grid]
+        letters = LETTER_OF[grid]
         self.dev, self.slot = np.nonzero(letters >= 0)
         self.letter = letters[self.dev, self.slot]
         self.bounds = np.searchsorted(self.dev, np.arange(p + 1))
