@@ -10,7 +10,7 @@ import stat
 import sys
 import threading
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import job_targets
