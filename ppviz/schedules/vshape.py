@@ -31,49 +31,41 @@ PERIOD = 6  # slots per microbatch per device: F, f, B, b, W, w
 
 
 def zb_v_row(p: int, m: int, r: int) -> Row:
-    """ZB-V on device r, built for max(2p−1, m) microbatches, then cut to m."""
+    """ZB-V on device r, built for n = max(2p−1, m) microbatches, then cut to m: the first
+    chunk's (stage r) 2(p−r)−1 forwards; r of (second chunk's F, first chunk's F); p−r of the
+    second chunk's (F, B, W); then n−p steady groups (first chunk's F while any are left, B, W,
+    then the second chunk's F, B, W); r of (first chunk's B, second's B); p−r of the first chunk's
+    (B, W); the W left over, the second chunk's first. Group by group as columns."""
     n = max(2 * p - 1, m)
-    s0, s1 = r, 2 * p - 1 - r
-    count = {(s, k): 0 for s in (s0, s1) for k in (F, B, W)}
-    kinds: list[int] = []
-    stages: list[int] = []
-    microbatches: list[int] = []
+    lo, hi = r, 2 * p - 1 - r
+    with_f = n - (2 * p - 1 - r)  # steady groups that still have a first-chunk forward
+    row = _groups(
+        ([(lo, F, 0)], 2 * (p - r) - 1),
+        ([(hi, F, 0), (lo, F, 2 * (p - r) - 1)], r),
+        ([(hi, F, r), (hi, B, 0), (hi, W, 0)], p - r),
+        ([(lo, F, 2 * p - 1 - r), (lo, B, 0), (lo, W, 0), (hi, F, p), (hi, B, p - r), (hi, W, p - r)], with_f),
+        (
+            [(lo, B, with_f), (lo, W, with_f), (hi, F, p + with_f), (hi, B, p - r + with_f), (hi, W, p - r + with_f)],
+            n - p - with_f,
+        ),
+        ([(lo, B, n - p), (hi, B, n - r)], r),
+        ([(lo, B, n - p + r), (lo, W, n - p)], p - r),
+        ([(hi, W, n - r)], r),
+        ([(lo, W, n - r)], r),
+    )
+    return row.take(np.flatnonzero(row.microbatch < m))
 
-    def run(stage: int, kind: Kind) -> None:
-        kinds.append(KIND_INDEX[kind])
-        stages.append(stage)
-        microbatches.append(count[stage, kind])
-        count[stage, kind] += 1
 
-    for _ in range(2 * (p - r) - 1):
-        run(s0, F)
-    for _ in range(r):
-        run(s1, F)
-        run(s0, F)
-    for _ in range(p - r):
-        run(s1, F)
-        run(s1, B)
-        run(s1, W)
-    while count[s1, F] < count[s0, F] or count[s0, F] < n:
-        if count[s0, F] < n:
-            run(s0, F)
-        run(s0, B)
-        run(s0, W)
-        run(s1, F)
-        run(s1, B)
-        run(s1, W)
-    for _ in range(r):
-        run(s0, B)
-        run(s1, B)
-    for _ in range(p - r):
-        run(s0, B)
-        run(s0, W)
-    while count[s1, W] < n:
-        run(s1, W)
-    while count[s0, W] < n:
-        run(s0, W)
-    mb = np.array(microbatches)
-    return Row(np.array(kinds, dtype=np.int8), np.array(stages), mb).take(np.flatnonzero(mb < m))
+def _groups(*parts: tuple[list[tuple[int, Kind, int]], int]) -> Row:
+    """Rows of ``count`` repeats of a group of (stage, kind, first microbatch) ops, one after the
+    other; each repeat takes every op's next microbatch."""
+    kinds, stages, microbatches = [], [], []
+    for ops, count in parts:
+        stage, kind, first = zip(*ops)
+        kinds.append(np.tile([KIND_INDEX[k] for k in kind], count))
+        stages.append(np.tile(stage, count))
+        microbatches.append(np.repeat(np.arange(count), len(ops)) + np.tile(first, count))
+    return Row(np.concatenate(kinds).astype(np.int8), np.concatenate(stages), np.concatenate(microbatches))
 
 
 def zb_v(p: int, m: int) -> Schedule:
