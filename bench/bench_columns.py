@@ -1,12 +1,13 @@
 """Schedules as columns (issue 22 §1, §3): generation, flattening and whole-simulate time, and
 memory per action above the import baseline. Prints figures; not a test.
 
-    .venv/bin/python bench/bench_columns.py [--repeat 5] [--against /work/main]
+    .venv/bin/python bench/bench_columns.py [--repeat 5] [--against /work/main] [--search]
 
 Each figure comes from a fresh process per checkout, so the two checkouts are measured in one
 run under the same load. Times are process CPU seconds (median of the repeats). Memory: the peak
 RSS (VmHWM, reset after the import) and tracemalloc's (tm) peak and kept bytes, each above what
-``import ppviz`` leaves, divided by the actions.
+``import ppviz`` leaves, divided by the actions. ``--search`` runs the searching schedules
+instead (few actions, much work per action: use ``--repeat 1``, so ``gen`` is a cold build).
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ CASES = [
     ("interleaved-1f1b", 64, 1024, {"chunks": 8}),  # 1,048,576
     ("1f1b", 64, 4096, {}),  # 524,288
     ("zb-h1", 32, 4096, {}),  # 393,216
+]
+SEARCH_CASES = [
+    ("zb-auto", 32, 128, {}),
+    ("zb-auto", 64, 256, {}),
+    ("v-half", 16, 64, {}),
+    ("v-auto", 32, 128, {}),
+    ("v-auto", 32, 256, {}),  # p·m past the greedy re-timings' size: the family search alone
 ]
 
 _CHILD = r"""
@@ -76,13 +84,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--against", metavar="DIR", help="another checkout (e.g. the main branch) measured alongside")
+    ap.add_argument("--search", action="store_true", help="the searching schedules instead of the large closed forms")
     args = ap.parse_args()
     here = Path(__file__).resolve().parents[1]
     checkouts = [("this", here)] + ([("against", Path(args.against).resolve())] if args.against else [])
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'checkout':<8} {'schedule':<17} {'p':>3} {'m':>5} {'actions':>9} {'gen s':>6} {'prep s':>6} "
           f"{'sim s':>6} {'M act/s':>7} {'RSS pk':>6} {'kept':>5} {'tm pk':>6} {'kept':>5}")  # fmt: skip
-    for name, p, m, params in CASES:
+    for name, p, m, params in SEARCH_CASES if args.search else CASES:
         for label, checkout in checkouts:
             case = {"name": name, "p": p, "m": m, "params": params, "repeat": args.repeat}
             t = _measure(checkout, {**case, "what": "time"})

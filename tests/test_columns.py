@@ -60,7 +60,9 @@ def test_columns_and_order_agree_for_every_registry_schedule(name):
         if sched is None:
             continue
         built += 1
+        assert isinstance(sched.steps, Columns)  # generated as columns: no Action until asked for
         cols, order = sched.columns, sched.order
+        assert cols.stage.dtype == narrowest(0, sched.stages - 1) and cols.kind.dtype == np.int8
         assert len(order) == p == cols.devices
         assert columns_of_order(order) == cols
         assert cols.rows() == order

@@ -446,7 +446,7 @@ import pytest  # noqa: E402
 from checks import assert_valid  # noqa: E402
 
 import ppviz  # noqa: E402
-from ppviz.ir import Placement, make_schedule  # noqa: E402
+from ppviz.ir import Placement, Schedule, make_schedule  # noqa: E402
 from ppviz.schedules import vfamily  # noqa: E402
 
 COSTS = {  # per chunk, as the authors give them: (f, b, w, c)
@@ -521,6 +521,13 @@ def test_the_reference_timing_is_ppviz_timing(cost):
         assert max(run.metrics.peak_activation) == peak / 2
 
 
+def test_letter_rows_read_as_the_reference_reads_them():
+    """``vfamily.to_columns`` gives each letter the stage and microbatch the reference's ``to_order`` does."""
+    for rows, _ in reference_family(4, 8):
+        letters = ["".join(row).replace(" ", "") for row in rows]
+        assert vfamily.to_columns(letters).rows() == tuple(map(tuple, to_order(rows)))
+
+
 SIZES = [(4, 8), (4, 16), (5, 10), (6, 12), (6, 18), (8, 16)]
 
 
@@ -568,7 +575,7 @@ def test_an_order_with_a_w_before_its_b_gets_the_w_deferred():
     fixed = vfamily.defer_early_w(rows)
     assert fixed is not None and vfamily.runs_in_order(fixed)
     assert sorted("".join(fixed)) == sorted("".join(rows))
-    assert_valid(ppviz.evaluate(make_schedule(Placement.vshape(16), 32, vfamily.to_order(fixed))))
+    assert_valid(ppviz.evaluate(Schedule(Placement.vshape(16), 32, vfamily.to_columns(fixed))))
 
 
 def test_a_late_b_pulled_forward_keeps_the_authors_peak_and_runs():
@@ -580,7 +587,7 @@ def test_a_late_b_pulled_forward_keeps_the_authors_peak_and_runs():
     assert pulled is not None and vfamily.runs_in_order(pulled)
     assert sorted("".join(pulled)) == sorted("".join(rows))
     assert max(peaks(pulled)) == peak
-    assert_valid(ppviz.evaluate(make_schedule(Placement.vshape(16), 32, vfamily.to_order(pulled))))
+    assert_valid(ppviz.evaluate(Schedule(Placement.vshape(16), 32, vfamily.to_columns(pulled))))
 
 
 @pytest.mark.parametrize(
@@ -624,7 +631,7 @@ def test_the_cost_aware_guess_times_the_repeated_rows_as_the_simulator_does(p):
     got = vfamily.repeated_spans(p, family, times, lag, n=6)
     for block, guess in zip(family, got):
         rows = ["".join(row).replace(" ", "") for row in vfamily._repeated(p, 6, block)]
-        run = ppviz.evaluate(make_schedule(Placement.vshape(p), 6, vfamily.to_order(rows)), costs)
+        run = ppviz.evaluate(Schedule(Placement.vshape(p), 6, vfamily.to_columns(rows)), costs)
         assert guess == pytest.approx(max(run.metrics.span))
     level = max(vfamily.levels(p).values(), key=len)
     ranked = vfamily.likely_first(p, level, times, lag)

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 import ppviz
-from ppviz.ir import Placement, make_schedule
+from ppviz.ir import Placement, Schedule
 from ppviz.schedules import vfamily, vshape, vtiming
 
 
 def simulated(rows: list[str], m: int, costs) -> tuple[float, float]:
-    run = ppviz.evaluate(make_schedule(Placement.vshape(len(rows)), m, vfamily.to_order(rows)), costs)
+    run = ppviz.evaluate(Schedule(Placement.vshape(len(rows)), m, vfamily.to_columns(rows)), costs)
     return max(run.metrics.span), run.metrics.makespan
 
 
@@ -22,7 +22,7 @@ def candidates(p: int, m: int) -> list[list[str]]:
             rows = built[0] if vfamily.runs_in_order(built[0]) else vfamily.defer_early_w(built[0])
             if rows is not None:
                 out.append(rows)
-    own = [vshape.repeat_block(p, m, vshape.v_block(p, s)) for s in (1, 2)] + [vshape.zb_v(p, m).order]
+    own = [vshape.repeat_block(p, m, vshape.v_block(p, s)) for s in (1, 2)] + [vshape.zb_v(p, m).columns]
     return out + [vfamily.to_letters(order) for order in own]
 
 
@@ -38,10 +38,10 @@ def test_spans_are_the_simulators(p, m, cost):
 
 
 def test_own_orders_read_back_as_letters():
-    """``to_letters`` is ``to_order``'s inverse on ppviz's own V orders."""
+    """``to_letters`` is ``to_columns``' inverse on ppviz's own V orders."""
     p, m = 6, 14
-    for order in [vshape.repeat_block(p, m, vshape.v_block(p, s)) for s in (1, 2, 3)] + [vshape.zb_v(p, m).order]:
-        assert vfamily.to_order(vfamily.to_letters(order)) == [list(row) for row in order]
+    for order in [vshape.repeat_block(p, m, vshape.v_block(p, s)) for s in (1, 2, 3)] + [vshape.zb_v(p, m).columns]:
+        assert vfamily.to_columns(vfamily.to_letters(order)) == order
 
 
 def test_rows_that_cannot_run_have_no_span():

@@ -7,6 +7,9 @@ units as the simulator), so the order it returns simulates to the times it plann
 
 Dependencies are those of the simulator: F(s) after F(s−1), B(s) after B(s+1) (or after F on the
 last stage), W(s) after B(s). Only single-direction placements with split backward are handled.
+
+Orders come and go as ``Columns``; inside, an action is one small int, its *code*
+(stage·m + microbatch)·3 + kind (F 0, B 1, W 2, as ``KINDS``), so no ``Action`` is made.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from ..costs import Costs
-from ..ir import Action, B, Columns, F, Kind, Placement, Schedule, W
+from ..ir import KIND_INDEX, B, Columns, F, Kind, Placement, Row, Schedule, W, stack_rows
 
 _EPS = 1e-9
 
@@ -42,12 +45,12 @@ class Guard(Protocol):
 
     def allows(self, device: int, forward: Candidate) -> bool: ...
 
-    def ran(self, device: int, action: Action) -> None: ...
+    def ran(self, device: int, code: int) -> None: ...
 
 
 def greedy_order(
     placement: Placement, m: int, costs: Costs, limit: float, priority: Priority, guard: Guard | None = None
-) -> list[list[Action]] | None:
+) -> Columns | None:
     """Per-device orders built greedily, or None if the limit leaves some device stuck."""
     S, P = placement.stages, placement.devices
     where = placement.devices_of[0]
@@ -60,7 +63,7 @@ def greedy_order(
     next_f, next_b = [0] * S, [0] * S
     waiting_w: list[deque] = [deque() for _ in range(P)]
     free, mem = [0.0] * P, [0.0] * P
-    order: list[list[Action]] = [[] for _ in range(P)]
+    order: list[list[int]] = [[] for _ in range(P)]  # per device, the codes of its actions
     p2p = costs.p2p
 
     def ready(s: int, mb: int, kind: Kind) -> float:
@@ -106,6 +109,7 @@ def greedy_order(
         cands = decision[d][1]
         c = min(cands, key=priority)
         s, mb, kind = c.stage, c.microbatch, c.kind
+        code = (s * m + mb) * 3
         if kind == F:
             end = t + t_f[s]
             end_f[s][mb] = end
@@ -114,23 +118,44 @@ def greedy_order(
             touched = (d, where[s + 1]) if s + 1 < S else (d,)
         elif kind == B:
             end = t + t_b[s]
+            code += 1
             end_b[s][mb] = end
             next_b[s] += 1
             waiting_w[d].append((s, mb))
             touched = (d, where[s - 1]) if s > 0 else (d,)
         else:
             end = t + t_w[s]
+            code += 2
             waiting_w[d].popleft()
             mem[d] -= unit  # freed at W's end, which is when this device is next free
             touched = (d,)
         free[d] = end
-        order[d].append(Action(s, mb, kind))
+        order[d].append(code)
         if guard is not None:
-            guard.ran(d, order[d][-1])
+            guard.ran(d, code)
         for e in set(touched):
             decision[e] = options(e)
             heapq.heappush(heap, (decision[e][0], e))
-    return order
+    return _columns(order, S, m)
+
+
+def _columns(order: list[list[int]], stages: int, m: int) -> Columns:
+    """Per-device lists of codes as narrow columns."""
+    rows = (np.array(codes, dtype=np.int64) for codes in order)
+    return stack_rows((Row(c % 3, c // 3 // m, c // 3 % m) for c in rows), stages, m)
+
+
+def _positions(order: Columns, m: int) -> list[int]:
+    """Each action's place in its device's row, indexed by its code."""
+    codes = (order.stage.astype(np.int64) * m + order.microbatch) * 3 + order.kind
+    at = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=np.int64)
+    at[codes] = np.arange(len(codes)) - np.repeat(order.bounds[:-1], np.diff(order.bounds))
+    return at.tolist()
+
+
+def _activation_steps(order: Columns, unit: float) -> np.ndarray:
+    """How each action changes its device's activation: F adds ``unit``, W frees it."""
+    return np.where(order.kind == KIND_INDEX[F], unit, np.where(order.kind == KIND_INDEX[W], -unit, 0.0))
 
 
 class ReferenceGuard:
@@ -144,23 +169,25 @@ class ReferenceGuard:
     question costs O(log n), not a walk over the stretch.
     """
 
-    def __init__(self, reference: list[list[Action]], limit: float, unit: float):
+    def __init__(self, reference: Columns, m: int, limit: float, unit: float):
+        self.m = m
         self.limit = limit
         self.unit = unit
-        self.position = [{a: i for i, a in enumerate(row)} for row in reference]
-        self.trees = [_PrefixTree([unit if a.kind == F else -unit if a.kind == W else 0.0 for a in row])
-                      for row in reference]  # fmt: skip
-        self.done = [bytearray(len(row)) for row in reference]
-        self.first = [0] * len(reference)
+        self.position = _positions(reference, m)
+        step = _activation_steps(reference, unit)
+        bounds = reference.bounds.tolist()
+        self.trees = [_PrefixTree(step[lo:hi].tolist()) for lo, hi in zip(bounds, bounds[1:])]
+        self.done = [bytearray(hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+        self.first = [0] * reference.devices
 
     def allows(self, device: int, forward: Candidate) -> bool:
-        end = self.position[device][Action(forward.stage, forward.microbatch, F)]
+        end = self.position[(forward.stage * self.m + forward.microbatch) * 3]
         rise = self.trees[device].best_prefix(self.first[device], end)
         return forward.in_flight + max(0.0, rise) + self.unit <= self.limit + _EPS
 
-    def ran(self, device: int, action: Action) -> None:
+    def ran(self, device: int, code: int) -> None:
         done = self.done[device]
-        i = self.position[device][action]
+        i = self.position[code]
         done[i] = 1
         self.trees[device].clear(i)
         i, n = self.first[device], len(done)
@@ -230,44 +257,43 @@ class _PrefixTree:
 
 
 def repairs(
-    placement: Placement, m: int, reference: list[list[Action]], limit: float, costs: Costs, defer_w_only: bool = True
-) -> list[list[list[Action]]]:
+    placement: Placement, m: int, reference: Columns, limit: float, costs: Costs, defer_w_only: bool = True
+) -> list[Columns]:
     """Greedy re-timings of a reference order that never exceed ``limit``: the reference's
     priority with every W deferred until nothing else is ready (and, unless ``defer_w_only``,
     the reference's priority as it is)."""
-    rank = {a: i for row in reference for i, a in enumerate(row)}
+    rank = _positions(reference, m)
     unit = placement.devices / placement.stages
-    in_order = lambda c: rank[Action(c.stage, c.microbatch, c.kind)]
-    w_last = lambda c: (c.kind == W, rank[Action(c.stage, c.microbatch, c.kind)])
+    in_order = lambda c: rank[(c.stage * m + c.microbatch) * 3 + KIND_INDEX[c.kind]]
+    w_last = lambda c: (c.kind == W, in_order(c))
     out = []
     for priority in (w_last,) if defer_w_only else (in_order, w_last):
-        order = greedy_order(placement, m, costs, limit, priority, ReferenceGuard(reference, limit, unit))
+        order = greedy_order(placement, m, costs, limit, priority, ReferenceGuard(reference, m, limit, unit))
         if order is not None:
             out.append(order)
     return out
 
 
-def order_peak(order: list[list[Action]], unit: float) -> float:
+def order_peak(order: Columns, unit: float) -> float:
     """The largest activation any device reaches running ``order`` (F adds at start, W frees)."""
+    step = _activation_steps(order, unit)
+    forward = order.kind == KIND_INDEX[F]
     peak = 0.0
-    for row in order:
-        level = 0.0
-        for a in row:
-            if a.kind == F:
-                level += unit
-                peak = max(peak, level)
-            elif a.kind == W:
-                level -= unit
+    bounds = order.bounds.tolist()
+    for lo, hi in zip(bounds, bounds[1:]):
+        levels = np.cumsum(step[lo:hi])[forward[lo:hi]]  # added in turn, as the device runs them
+        if len(levels):
+            peak = max(peak, float(levels.max()))
     return peak
 
 
-def score(placement: Placement, m: int, order: list[list[Action]] | Columns, limit: float, costs: Costs):
-    """(key, schedule) of one order (rows of actions, or columns), key = (longest span, makespan,
-    peak) as ``pick_best`` ranks them; None when its peak passes ``limit``."""
+def score(placement: Placement, m: int, order: Columns, limit: float, costs: Costs):
+    """(key, schedule) of one order, key = (longest span, makespan, peak) as ``pick_best`` ranks
+    them; None when its peak passes ``limit``."""
     from ..memory import activation
     from ..simulator import simulate
 
-    schedule = Schedule(placement, m, order if isinstance(order, Columns) else tuple(map(tuple, order)))
+    schedule = Schedule(placement, m, order)
     result = simulate(schedule, costs)
     peak = float(activation(result).peak.max())
     if peak > limit + _EPS:
@@ -280,7 +306,7 @@ def score(placement: Placement, m: int, order: list[list[Action]] | Columns, lim
     return (span, float(result.slot_end.max()), peak), schedule
 
 
-def pick_best(placement: Placement, m: int, orders: list[list[list[Action]] | Columns], limit: float, costs: Costs):
+def pick_best(placement: Placement, m: int, orders: list[Columns], limit: float, costs: Costs):
     """The order with the shortest longest span (the zero-bubble papers' measure), then the
     shortest makespan, then the lowest peak, among those within ``limit``; None if none fits."""
     best = None

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import threading
 from functools import cache, lru_cache
-from itertools import chain, repeat
+from itertools import chain
 
 import numpy as np
 from cachetools import LRUCache, cached
 
-from ..ir import Action, B, F, W
+from ..ir import Columns, Row, stack_rows
 from . import vtiming
 
 SIZE = 6
@@ -402,12 +402,20 @@ def _first_all(p: int, family) -> np.ndarray:
 def block_peaks(p: int, family: tuple[Block, ...]) -> np.ndarray:
     """Each repeated block's peak (before the warm-up and cool-down rules, which never raise it),
     for all blocks at once: every letter's microbatch-0 slot as in ``_first_slots``, then the
-    highest level over one period once every letter has started."""
-    first = _first_all(p, family)
-    t = first.max(axis=2, keepdims=True) + np.arange(SIZE)  # [block, device, phase]
+    highest level over one period once every letter has started. In batches of blocks, so the
+    [block, device, phase, letter] counts stay a few MB (42 MB at once for p = 32's 1,824 blocks)."""
+    first_all = _first_all(p, family)
     sign = np.array([1, 1, 0, 0, -1, -1])
-    level = ((t[..., None] - first[:, :, None, :]) // SIZE * sign).sum(axis=3)
-    return level.max(axis=(1, 2))
+    out = np.empty(len(family), dtype=np.int64)
+    for lo in range(0, len(family), _BATCH):
+        first = first_all[lo : lo + _BATCH]
+        t = first.max(axis=2, keepdims=True) + np.arange(SIZE)  # [block, device, phase]
+        level = ((t[..., None] - first[:, :, None, :]) // SIZE * sign).sum(axis=3)
+        out[lo : lo + _BATCH] = level.max(axis=(1, 2))
+    return out
+
+
+_BATCH = 128
 
 
 def _inputs(p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -631,35 +639,30 @@ def lowest_peak(p: int) -> float:
     return min(levels(p), default=float("inf")) / 2
 
 
-def to_order(rows: list[str]) -> list[list[Action]]:
-    """Letter strings as ppviz orders on the V placement (microbatch = the letter's count so far)."""
+def to_columns(rows: list[str]) -> Columns:
+    """Letter strings as a V-placement order (microbatch = the letter's count so far in its row)."""
     p = len(rows)
-    out = []
+    out, n = [], 1
     for i, row in enumerate(rows):
-        upper = 2 * p - 1 - i
-        stage = {"F": i, "f": upper, "B": upper, "b": i, "W": upper, "w": i}
-        codes = np.frombuffer(row.encode("ascii"), dtype=np.uint8)
+        letter = vtiming.LETTER_OF[np.frombuffer(row.encode("ascii"), dtype=np.uint8)]
         mb = np.empty(len(row), dtype=np.int64)
-        for c in LETTERS:
-            at = codes == ord(c)
+        for c in range(SIZE):
+            at = letter == c
             mb[at] = np.arange(int(at.sum()))
-        out.append(
-            list(
-                map(
-                    tuple.__new__,
-                    repeat(Action),
-                    zip(map(stage.__getitem__, row), mb.tolist(), map(_KIND.__getitem__, row)),
-                )
-            )
-        )
-    return out
+        n = max(n, int(mb.max()) + 1 if len(mb) else 1)
+        upper = np.isin(letter, _UPPER)  # f, B, W: the second chunk, stage 2p−1−i
+        out.append(Row(letter // 2, np.where(upper, 2 * p - 1 - i, i), mb))
+    return stack_rows(out, 2 * p, n)
 
 
-_KIND = {"F": F, "f": F, "B": B, "b": B, "W": W, "w": W}
+_UPPER = [LETTERS.index(c) for c in "fBW"]  # letters // 2 is the kind: F f → F, B b → B, W w → W
+_NAMES = np.frombuffer(b"FfbBwW", dtype=np.uint8)  # [2·kind + on the second chunk]
 
 
-def to_letters(order: list[list[Action]]) -> list[str]:
-    """A V-placement order as letter strings (``to_order``'s inverse for orders that run each
+def to_letters(order: Columns) -> list[str]:
+    """A V-placement order as letter strings (``to_columns``'s inverse for orders that run each
     letter's microbatches in turn, as ppviz's own V orders do)."""
-    names = {F: ("F", "f"), B: ("b", "B"), W: ("w", "W")}
-    return ["".join(names[a.kind][a.stage != i] for a in row) for i, row in enumerate(order)]
+    second = order.stage != order.device()
+    codes = _NAMES[2 * order.kind.astype(np.int64) + second]
+    bounds = order.bounds.tolist()
+    return [codes[lo:hi].tobytes().decode("ascii") for lo, hi in zip(bounds, bounds[1:])]

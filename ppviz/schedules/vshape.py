@@ -21,7 +21,7 @@ import numpy as np
 
 from ..costs import Costs
 from ..errors import InputError
-from ..ir import Action, B, F, Kind, Placement, Schedule, Step, W, make_schedule
+from ..ir import KIND_INDEX, B, Columns, F, Kind, Placement, Row, Schedule, W, stack_rows
 from ..simulator import ScheduleError
 from . import vfamily, vtiming
 from .greedy import order_peak, repairs, score
@@ -30,49 +30,46 @@ from .registry import Param, Spec, register
 PERIOD = 6  # slots per microbatch per device: F, f, B, b, W, w
 
 
-def zb_v_row(p: int, m: int, r: int) -> list[Step]:
-    """ZB-V on device r, built for max(2p−1, m) microbatches, then cut to m."""
+def zb_v_row(p: int, m: int, r: int) -> Row:
+    """ZB-V on device r, built for n = max(2p−1, m) microbatches, then cut to m: the first
+    chunk's (stage r) 2(p−r)−1 forwards; r of (second chunk's F, first chunk's F); p−r of the
+    second chunk's (F, B, W); then n−p steady groups (first chunk's F while any are left, B, W,
+    then the second chunk's F, B, W); r of (first chunk's B, second's B); p−r of the first chunk's
+    (B, W); the W left over, the second chunk's first. Group by group as columns."""
     n = max(2 * p - 1, m)
-    s0, s1 = r, 2 * p - 1 - r
-    count = {(s, k): 0 for s in (s0, s1) for k in (F, B, W)}
-    row: list[Action] = []
+    lo, hi = r, 2 * p - 1 - r
+    with_f = n - (2 * p - 1 - r)  # steady groups that still have a first-chunk forward
+    row = _groups(
+        ([(lo, F, 0)], 2 * (p - r) - 1),
+        ([(hi, F, 0), (lo, F, 2 * (p - r) - 1)], r),
+        ([(hi, F, r), (hi, B, 0), (hi, W, 0)], p - r),
+        ([(lo, F, 2 * p - 1 - r), (lo, B, 0), (lo, W, 0), (hi, F, p), (hi, B, p - r), (hi, W, p - r)], with_f),
+        (
+            [(lo, B, with_f), (lo, W, with_f), (hi, F, p + with_f), (hi, B, p - r + with_f), (hi, W, p - r + with_f)],
+            n - p - with_f,
+        ),
+        ([(lo, B, n - p), (hi, B, n - r)], r),
+        ([(lo, B, n - p + r), (lo, W, n - p)], p - r),
+        ([(hi, W, n - r)], r),
+        ([(lo, W, n - r)], r),
+    )
+    return row.take(np.flatnonzero(row.microbatch < m))
 
-    def run(stage: int, kind) -> None:
-        row.append(Action(stage, count[stage, kind], kind))
-        count[stage, kind] += 1
 
-    for _ in range(2 * (p - r) - 1):
-        run(s0, F)
-    for _ in range(r):
-        run(s1, F)
-        run(s0, F)
-    for _ in range(p - r):
-        run(s1, F)
-        run(s1, B)
-        run(s1, W)
-    while count[s1, F] < count[s0, F] or count[s0, F] < n:
-        if count[s0, F] < n:
-            run(s0, F)
-        run(s0, B)
-        run(s0, W)
-        run(s1, F)
-        run(s1, B)
-        run(s1, W)
-    for _ in range(r):
-        run(s0, B)
-        run(s1, B)
-    for _ in range(p - r):
-        run(s0, B)
-        run(s0, W)
-    while count[s1, W] < n:
-        run(s1, W)
-    while count[s0, W] < n:
-        run(s0, W)
-    return [a for a in row if a.microbatch < m]
+def _groups(*parts: tuple[list[tuple[int, Kind, int]], int]) -> Row:
+    """Rows of ``count`` repeats of a group of (stage, kind, first microbatch) ops, one after the
+    other; each repeat takes every op's next microbatch."""
+    kinds, stages, microbatches = [], [], []
+    for ops, count in parts:
+        stage, kind, first = zip(*ops)
+        kinds.append(np.tile([KIND_INDEX[k] for k in kind], count))
+        stages.append(np.tile(stage, count))
+        microbatches.append(np.repeat(np.arange(count), len(ops)) + np.tile(first, count))
+    return Row(np.concatenate(kinds).astype(np.int8), np.concatenate(stages), np.concatenate(microbatches))
 
 
 def zb_v(p: int, m: int) -> Schedule:
-    return make_schedule(Placement.vshape(p), m, [zb_v_row(p, m, r) for r in range(p)])
+    return Schedule(Placement.vshape(p), m, stack_rows((zb_v_row(p, m, r) for r in range(p)), 2 * p, m))
 
 
 def _zb_v_makespan(p: int, m: int, c) -> float | None:
@@ -123,13 +120,18 @@ def v_block(p: int, stretch: int) -> Block | None:
     return None
 
 
-def repeat_block(p: int, m: int, block: Block) -> list[list[Action]]:
-    """Microbatch k's block shifted by 6k, read per device in slot order (the squeezed pattern)."""
-    order = []
+def repeat_block(p: int, m: int, block: Block) -> Columns:
+    """Microbatch k's block shifted by 6k, read per device in slot order (the squeezed pattern).
+    A device's six ops sit in distinct slots mod 6, so no two of its ops share a slot."""
+    k = np.arange(m)
+    rows = []
     for slots in block:
-        timed = sorted((t + PERIOD * k, Action(s, k, kind)) for (s, kind), t in slots.items() for k in range(m))
-        order.append([a for _, a in timed])
-    return order
+        ops = list(slots.items())
+        at = np.concatenate([t + PERIOD * k for _, t in ops])
+        row = Row(np.repeat([KIND_INDEX[kind] for (_, kind), _ in ops], m), np.repeat([s for (s, _), _ in ops], m),
+                  np.tile(k, len(ops)))  # fmt: skip
+        rows.append(row.take(np.argsort(at, kind="stable")))
+    return stack_rows(rows, 2 * p, m)
 
 
 FAMILY_WORK = 80_000  # blocks built per search × p × max(m, 2p): 19 blocks at 32 × 128, 26 at 32 × 96
@@ -141,7 +143,7 @@ FAMILY_WORK = 80_000  # blocks built per search × p × max(m, 2p): 19 blocks at
 REPAIR_SIZE = 4_096
 
 
-def controlled(p: int, m: int, references: list[list[list[Action]]], limit: float | None, costs: Costs | None):
+def controlled(p: int, m: int, references: list[Columns], limit: float | None, costs: Costs | None):
     """The least-bubble V schedule within ``limit`` (default: the largest reference's own peak).
 
     Candidates: the authors' family under that limit (``vfamily.search``: their blocks, warm-up
@@ -174,8 +176,7 @@ def controlled(p: int, m: int, references: list[list[list[Action]]], limit: floa
         found = vfamily.search(p, m, at, work, times, lag)
         best = [s for s in (_best(placement, m, group, at, costs, times, lag) for group in (fits, found)) if s]
         if small:
-            tried = [[list(row) for row in schedule.order] for _, schedule in best]
-            repaired = [r for ref in tried for r in repairs(placement, m, ref, at, costs)]
+            repaired = [r for _, schedule in best for r in repairs(placement, m, schedule.columns, at, costs)]
             best += [s for s in (score(placement, m, order, at, costs) for order in repaired) if s is not None]
         scored += best
     if not scored:
@@ -189,7 +190,7 @@ def _best(placement: Placement, m: int, group: list[list[str]], cap: float, cost
     timed = vtiming.spans(group, times, lag)
     keyed = [(t, vfamily.peak(rows), k) for k, (rows, t) in enumerate(zip(group, timed)) if t is not None]
     for *_, k in sorted(keyed):
-        scored = _score(placement, m, vfamily.to_order(group[k]), cap, costs)
+        scored = _score(placement, m, vfamily.to_columns(group[k]), cap, costs)
         if scored is not None:
             return scored
     return None
@@ -212,7 +213,7 @@ def _letter_times(p: int, costs: Costs):
     return times, lag
 
 
-def _score(placement: Placement, m: int, order: list[list[Action]], cap: float, costs: Costs):
+def _score(placement: Placement, m: int, order: Columns, cap: float, costs: Costs):
     """``score``, or None for an order that cannot run (a repaired family order whose pulled B
     waits on an op queued behind it)."""
     try:
@@ -221,7 +222,7 @@ def _score(placement: Placement, m: int, order: list[list[Action]], cap: float, 
         return None
 
 
-def _stretch_reference(p: int, m: int, stretch: int) -> list[list[Action]]:
+def _stretch_reference(p: int, m: int, stretch: int) -> Columns:
     block = v_block(p, stretch)
     if block is None:  # stretch 1 and 2 always fit; kept as a guard for other stretches
         raise ValueError(f"no building block with stretch {stretch} fits {p} devices")
@@ -240,7 +241,7 @@ def v_half(p: int, m: int, costs: Costs | None = None) -> Schedule:
 
 def v_zb(p: int, m: int, costs: Costs | None = None) -> Schedule:
     """The best V schedule within V-ZB's memory p; ZB-V's handcrafted order is its reference."""
-    return controlled(p, m, [[list(r) for r in zb_v(p, m).order]], None, costs)
+    return controlled(p, m, [zb_v(p, m).columns], None, costs)
 
 
 def v_auto(p: int, m: int, max_memory: float | None = None, costs: Costs | None = None) -> Schedule:
@@ -248,7 +249,7 @@ def v_auto(p: int, m: int, max_memory: float | None = None, costs: Costs | None 
     limit, and ppviz's own blocks (stretch 1, 2, 3 and ZB-V's) where they fit."""
     limit = p if max_memory is None else max_memory
     refs = [repeat_block(p, m, b) for b in (v_block(p, s) for s in (1, 2, 3)) if b is not None]
-    return controlled(p, m, refs + [[list(r) for r in zb_v(p, m).order]], limit, costs)
+    return controlled(p, m, [*refs, zb_v(p, m).columns], limit, costs)
 
 
 def _check_auto(p: int, m: int, max_memory: float | None) -> None:

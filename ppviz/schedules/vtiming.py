@@ -16,8 +16,8 @@ import numpy as np
 
 SIZE = 6
 LETTERS = "FfBbWw"
-_INDEX = np.full(256, -1, dtype=np.int64)
-_INDEX[list(LETTERS.encode("ascii"))] = range(SIZE)
+LETTER_OF = np.full(256, -1, dtype=np.int64)  # ASCII code -> letter (0..5), -1 for any other
+LETTER_OF[list(LETTERS.encode("ascii"))] = range(SIZE)
 _SWEEPS = 64  # sweeps before the op-by-op pass takes over
 
 
@@ -30,7 +30,7 @@ class Ops:
         """``grid``: ASCII codes, one row per device (blanks where no op sits)."""
         p = len(grid)
         self.p = p
-        letters = _INDEX[grid]
+        letters = LETTER_OF[grid]
         self.dev, self.slot = np.nonzero(letters >= 0)
         self.letter = letters[self.dev, self.slot]
         self.bounds = np.searchsorted(self.dev, np.arange(p + 1))
@@ -139,7 +139,9 @@ def spans(group: list[list[str]], times: np.ndarray, lag: np.ndarray) -> list[tu
             at.append(None)
             continue
         at.append((offset, ops.bounds + offset))
-        parts.append((ops, slot, k, offset))
+        # kept narrow until every candidate is read: 11 bytes an op, not Ops' 40
+        narrow = (ops.dev.astype(np.int32), ops.letter.astype(np.int8), ops.dep.astype(np.int32))
+        parts.append((*narrow, slot.astype(np.int32), k, offset))
         offset += n
     if not parts:
         return [None] * len(group)
@@ -147,15 +149,15 @@ def spans(group: list[list[str]], times: np.ndarray, lag: np.ndarray) -> list[tu
     dep = np.full(offset + 2, zero, dtype=np.int64)
     dur = np.zeros(offset + 2)
     wait = np.zeros(offset + 2)
-    depth = max(int(slot.max()) for _, slot, _, _ in parts) + 1
+    depth = max(int(part[3].max()) for part in parts) + 1
     grid = np.full((depth, len(group) * p), empty, dtype=np.int64)
-    for ops, slot, k, base in parts:
-        cells = slice(base, base + len(ops.dep))
-        has = ops.dep >= 0
-        dep[cells] = np.where(has, ops.dep + base, zero)
-        dur[cells] = times[ops.dev, ops.letter]
-        wait[cells] = np.where(has, lag[ops.dev, ops.letter], 0.0)
-        grid[slot, k * p + ops.dev] = np.arange(base, base + len(ops.dep))
+    for dev, letter, needs, slot, k, base in parts:
+        cells = slice(base, base + len(needs))
+        has = needs >= 0
+        dep[cells] = np.where(has, needs.astype(np.int64) + base, zero)
+        dur[cells] = times[dev, letter]
+        wait[cells] = np.where(has, lag[dev, letter], 0.0)
+        grid[slot, k * p + dev] = np.arange(base, base + len(needs))
     end = np.zeros(offset + 2)
     free = np.zeros(len(group) * p)
     for cells in grid:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..costs import Costs
 from ..errors import InputError
-from ..ir import B, Columns, F, Placement, Schedule, Step, stack_rows
+from ..ir import B, Columns, F, Placement, Schedule, stack_rows
 from . import rows
 from .greedy import Candidate, greedy_order, pick_best
 from .registry import Param, Spec, register
@@ -45,7 +45,7 @@ def zb_auto(p: int, m: int, max_memory: float | None = None, costs: Costs | None
     costs = costs or Costs()
     limit = 2 * p - 1 if max_memory is None else max_memory
     placement = Placement.standard(p)
-    candidates: list[list[list[Step]] | Columns] = []
+    candidates: list[Columns] = []
     if limit >= min(p, m):
         candidates.append(stack_rows(rows.handcrafted_zb(p, m, 1), p, m))
     if limit >= min(2 * p - 1, m):
