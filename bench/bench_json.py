@@ -7,7 +7,9 @@ each in a fresh process: the in-process ``ppviz.simulate`` with the compiled pas
 s``), writing its ``--json`` text to /dev/null the way that checkout's CLI does (``write s``: with
 numba loaded, so by the compiled writer where the checkout has one), the same with CPython's join
 (``joined s``: as a process without numba writes; "-" where the checkout has one writer only),
-the compiled writer's load from numba's cache on its first write (``load s``), and the CPU time
+the compiled writer's load from numba's cache on its first write (``load s``), the simulate of a
+process without numba (``ref sim s``: the reference event pass, as a one-off CLI run below 1M steps
+runs it) and that process's in-process ``--json`` work against it (``(ref+joined)/ref``), and the CPU time
 of whole ``ppviz simulate …`` processes with ``--json`` and without (the text summary), output to
 /dev/null. Times are medians of the repeats in process CPU seconds (user + system); the
 machine's load is printed, so compare the ratios within one run.
@@ -47,8 +49,14 @@ def child(name: str, p: int, m: int, v: int, repeat: int) -> dict:
     import ppviz
     from ppviz import eventpass, formats
 
-    eventpass.warm()
     params = {"chunks": v} if v > 1 else {}
+    ref_sim = None
+    if hasattr(eventpass, "LOAD_AFTER_STEPS"):  # as a process that never loads numba
+        threshold, eventpass.LOAD_AFTER_STEPS = eventpass.LOAD_AFTER_STEPS, 10**15
+        ppviz.simulate(name, p, m, **params)
+        ref_sim = _cpu(repeat, lambda: ppviz.simulate(name, p, m, **params))
+        eventpass.LOAD_AFTER_STEPS = threshold
+    eventpass.warm()
     run = ppviz.simulate(name, p, m, **params)
     sim = _cpu(repeat, lambda: ppviz.simulate(name, p, m, **params))
     null = open(os.devnull, "w")  # noqa: SIM115  (open for the whole case)
@@ -73,7 +81,8 @@ def child(name: str, p: int, m: int, v: int, repeat: int) -> dict:
             null.write("\n")
             null.flush()
 
-    got = {"actions": len(run.result), "sim": sim, "write": _cpu(repeat, write), "joined": None, "load": load}
+    got = {"actions": len(run.result), "sim": sim, "write": _cpu(repeat, write), "joined": None, "load": load,
+           "ref_sim": ref_sim}  # fmt: skip
     if ops_json_kernel is not None:
         ops_json_kernel._kernel = False  # as in a process without numba
         got["joined"] = _cpu(repeat, write)
@@ -128,8 +137,8 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load average at the start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     trees = [("this", ROOT)] + [(d, Path(d).resolve()) for d in args.against]
-    cols = ["case", "actions", "tree", "sim s", "write s", "write/sim", "joined s", "load s", "cli --json s",
-            "cli text s"]  # fmt: skip
+    cols = ["case", "actions", "tree", "sim s", "write s", "write/sim", "joined s", "load s", "ref sim s",
+            "(ref+joined)/ref", "cli --json s", "cli text s"]  # fmt: skip
     rows = []
     print(" | ".join(cols))
     for case in CASES:
@@ -137,9 +146,11 @@ def main() -> None:
         label = f"{name} {p} × {m}" + (f" × {v}" if v > 1 else "")
         for (tree_name, _), got in zip(trees, measure([tree for _, tree in trees], case, args.repeat)):
             ratio = got["write"] / got["sim"]
+            ref, joined = got.get("ref_sim"), got["joined"]
+            one_shot = (ref + joined) / ref if ref and joined is not None else None
             row = [label, got["actions"], tree_name, round(got["sim"], 4), round(got["write"], 4), round(ratio, 2),
-                   _round(got["joined"], 4), _round(got["load"], 4), round(got["cli_json"], 3),
-                   round(got["cli_text"], 3)]  # fmt: skip
+                   _round(joined, 4), _round(got["load"], 4), _round(ref, 4), _round(one_shot, 2),
+                   round(got["cli_json"], 3), round(got["cli_text"], 3)]  # fmt: skip
             rows.append(row)
             print(" | ".join(map(str, row)), flush=True)
     if args.json:

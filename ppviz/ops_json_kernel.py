@@ -21,12 +21,18 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .ops_json import Table
+
+class Table(Protocol):
+    """What the kernel reads of ``ops_json.Table`` (named here, not imported: no import circle)."""
+
+    keys: np.ndarray
+    used: np.ndarray | None
+    texts: np.ndarray
+
 
 _WORD = 16  # bytes in a word
 _CARRIER = np.complex128  # a 16-byte scalar: copied, never computed with
