@@ -60,10 +60,10 @@ def child(name: str, p: int, m: int, v: int, repeat: int) -> dict:
     run = ppviz.simulate(name, p, m, **params)
     sim = _cpu(repeat, lambda: ppviz.simulate(name, p, m, **params))
     null = open(os.devnull, "w")  # noqa: SIM115  (open for the whole case)
-    try:
-        from ppviz import ops_json_kernel
-    except ImportError:  # a checkout with one writer
-        ops_json_kernel = None
+    from ppviz import ops_json
+
+    # a checkout with one writer has no kernel (an editable install may still find this one's module)
+    ops_json_kernel = getattr(ops_json, "ops_json_kernel", None)
     load = None
     if ops_json_kernel is not None:
         load = time.process_time()
