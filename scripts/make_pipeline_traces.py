@@ -51,12 +51,40 @@ def stage_indices(rank: int, ranks: int, per_rank: int, placement: str) -> list[
     return [rank + k * ranks for k in range(per_rank)]
 
 
-def make_stage_module(stage: int, blocks: int, hidden: int) -> nn.Sequential:
-    """One stage: `blocks` Linear+ReLU blocks, seeded by stage so every run builds the same weights."""
+class _DeviceWait(torch.autograd.Function):
+    """Identity whose forward sleeps `ms` and whose backward sleeps twice that: time a rank spends waiting
+    for its device, as a host thread waits for a GPU, without using a core (the ranks never share one)."""
+
+    @staticmethod
+    def forward(ctx, x, ms):
+        ctx.ms = ms
+        time.sleep(ms / 1000)
+        return x.clone()  # a new tensor, not a view: the split backward detaches its inputs in place
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(2 * ctx.ms / 1000)
+        return grad, None
+
+
+class DeviceTime(nn.Module):
+    def __init__(self, ms: float):
+        super().__init__()
+        self.ms = ms
+
+    def forward(self, x):
+        return _DeviceWait.apply(x, self.ms)
+
+
+def make_stage_module(stage: int, blocks: int, hidden: int, device_ms: float = 0.0) -> nn.Sequential:
+    """One stage: `blocks` Linear+ReLU blocks, seeded by stage so every run builds the same weights; with
+    `device_ms`, each block also waits that long for an emulated device (twice that in its backward)."""
     torch.manual_seed(1000 + stage)
     layers: list[nn.Module] = []
     for _ in range(blocks):
         layers += [nn.Linear(hidden, hidden), nn.ReLU()]
+        if device_ms > 0:
+            layers.append(DeviceTime(device_ms))
     return nn.Sequential(*layers)
 
 
@@ -136,7 +164,7 @@ def _train_and_profile(rank: int, cfg: dict) -> None:
     ranks, mbs, hidden = cfg["ranks"], cfg["microbatches"], cfg["hidden"]
     num_stages = ranks * per_rank
     mine = stage_indices(rank, ranks, per_rank, placement)
-    modules = [make_stage_module(s, cfg["blocks"], hidden) for s in mine]
+    modules = [make_stage_module(s, cfg["blocks"], hidden, cfg["device_ms"]) for s in mine]
     stages = [PipelineStage(m, s, num_stages, torch.device("cpu")) for m, s in zip(modules, mine)]
     loss_fn = nn.MSELoss()
     if cls is schedules._PipelineScheduleRuntime:
@@ -234,6 +262,7 @@ def record_run(name: str, ranks: int, args: argparse.Namespace, out: Path) -> Pa
             "microbatch_rows": args.microbatch_rows,
             "hidden": args.hidden,
             "blocks": args.blocks,
+            "device_ms": args.device_ms,
             "wait": args.wait,
             "port": free_port(),
             "out": str(out),
@@ -252,7 +281,9 @@ def record_run(name: str, ranks: int, args: argparse.Namespace, out: Path) -> Pa
         "stage_placement": placement,
         "microbatches": args.microbatches,
         "microbatch_shape": [args.microbatch_rows, args.hidden],
-        "stage_module": f"{args.blocks} x (Linear({args.hidden}, {args.hidden}) + ReLU)",
+        "stage_module": f"{args.blocks} x (Linear({args.hidden}, {args.hidden}) + ReLU"
+        + (f" + DeviceTime({args.device_ms} ms forward, {2 * args.device_ms} ms backward)" if args.device_ms else "")
+        + ")",
         "threads_per_rank": 1,
         "profiler_schedule": {"wait": args.wait, "warmup": WARMUP, "active": ACTIVE},
         "step_annotation": STEP_ANNOTATION,
@@ -311,6 +342,12 @@ def main() -> None:
     parser.add_argument("--microbatch-rows", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--blocks", type=int, default=2)
+    parser.add_argument(
+        "--device-ms",
+        type=float,
+        default=0.0,
+        help="each block also waits this long for an emulated device (a sleep, twice in its backward)",
+    )
     parser.add_argument("--wait", type=int, default=3, help="unprofiled steps first, so the profiled ones run warm")
     parser.add_argument("--attempts", type=int, default=3, help="runs per schedule; the least disturbed is kept")
     parser.add_argument("--verify-only", action="store_true", help="check the traces already in --out")
