@@ -10,10 +10,21 @@ from __future__ import annotations
 import json
 import time
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from web_dispatch import Page
 
 REQUEST_S = 5.0  # the slowest synchronous answer allowed (the budget is about 0.5 s of CPU)
+
+
+def fuzz_settings(max_examples: int):
+    """Hypothesis settings of a page fuzz: no deadline (a request may run a background job), and the
+    page fixture reused across examples."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 def junk(*typical: object):

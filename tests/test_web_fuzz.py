@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fuzzing import check_answer, damaged, junk, randomised
+from fuzzing import check_answer, damaged, fuzz_settings, junk, randomised
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from web_dispatch import Page
@@ -51,22 +51,14 @@ def page() -> Page:
     return p
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@fuzz_settings(150)
 @given(data=st.data())
 def test_random_values_for_every_input_never_give_a_500(page, data):
     dep = data.draw(st.sampled_from([d for d in page.server_callbacks() if d["output"] in OWN]))
     check_answer(page, dep, randomised(page, dep, data, JUNK, PLAUSIBLE))
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@fuzz_settings(150)
 @given(data=st.data())
 def test_damaged_request_bodies_get_400_or_200_never_500(page, data):
     """Protocol damage (tests/fuzzing.py ``damaged``) to a request for any server callback of the app."""

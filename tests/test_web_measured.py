@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fuzzing import check_answer, junk, randomised
-from hypothesis import HealthCheck, given, settings
+from fuzzing import check_answer, fuzz_settings, junk, randomised
+from hypothesis import given
 from hypothesis import strategies as st
 from web_dispatch import Page, answer, text_of
 
@@ -310,11 +310,7 @@ def test_the_view_has_callbacks_to_fuzz(fuzzed):
 
 
 @pytest.mark.slow  # fuzz at its full example count
-@settings(
-    max_examples=80,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@fuzz_settings(80)
 @given(data=st.data())
 def test_random_values_for_every_input_never_give_a_500(fuzzed, data):
     page, plausible = fuzzed

@@ -6,8 +6,8 @@ unbounded work (each synchronous answer within a few seconds; background jobs po
 from __future__ import annotations
 
 import pytest
-from fuzzing import check_answer, junk, randomised
-from hypothesis import HealthCheck, given, settings
+from fuzzing import check_answer, fuzz_settings, junk, randomised
+from hypothesis import given
 from hypothesis import strategies as st
 from web_dispatch import Page
 
@@ -41,11 +41,7 @@ def test_the_views_have_callbacks_to_fuzz(pages):
 
 
 @pytest.mark.slow  # fuzz at its full example count
-@settings(
-    max_examples=120,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@fuzz_settings(120)
 @given(data=st.data())
 def test_random_values_for_every_input_never_give_a_500(pages, data):
     dep = data.draw(st.sampled_from([d for d in pages[0].server_callbacks() if d["output"] in OWN]))

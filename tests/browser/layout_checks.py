@@ -159,8 +159,9 @@ def chart(duo, name: str, script: str):
 
 
 def wait_for(check, what: str, timeout: float = 20):
-    """Poll ``check`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    """Poll ``check`` until it holds, and return what it gave; fail naming ``what`` after ``timeout`` seconds."""
     deadline = time.time() + timeout
-    while not check():
+    while not (value := check()):
         assert time.time() < deadline, f"never: {what}"
         time.sleep(0.1)
+    return value

@@ -7,24 +7,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from layout_checks import wait_for
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "data" / "measured" / "torch-2.13" / "1f1b-runtime-4r"
 TRACES = sorted(RUN.glob("rank*.trace.json.gz"))
-
-
-def wait_for(check, what: str, timeout: float = 30):
-    deadline = time.time() + timeout
-    while not (value := check()):
-        assert time.time() < deadline, f"never: {what}"
-        time.sleep(0.1)
-    return value
 
 
 def test_uploaded_traces_draw_the_run_against_its_simulation(dash_duo, tmp_path):
@@ -47,7 +39,7 @@ def test_uploaded_traces_draw_the_run_against_its_simulation(dash_duo, tmp_path)
     page.driver.save_screenshot(str(tmp_path / "measured.png"))
     assert "run=" in page.driver.current_url  # the files' key and the options: a reload keeps the view
     page.find_element("#what-if-link-measured").click()
-    wait_for(lambda: page.find_elements("#abstract-view"), "the abstract view opens")
+    wait_for(lambda: page.find_elements("#abstract-view"), "the abstract view opens", timeout=30)
     makespan = expected["what_if"][0]["makespan_s"] * 1e3
     page.wait_for_contains_text("#card-makespan", f"{makespan:g}", timeout=30)
     assert "stage_times=" in page.driver.current_url

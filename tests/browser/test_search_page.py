@@ -4,24 +4,15 @@ button stops it (its job process ends), and a small search whose table, scatter 
 
 from __future__ import annotations
 
-import time
-
 import psutil
 import pytest
+from layout_checks import wait_for
 
 import ppviz
 from ppviz.estimate import model
 from ppviz.units import duration
 
 pytestmark = pytest.mark.browser
-
-
-def wait_for(check, what: str, timeout: float = 20):
-    deadline = time.time() + timeout
-    while not (value := check()):
-        assert time.time() < deadline, f"never: {what}"
-        time.sleep(0.1)
-    return value
 
 
 def progress(duo) -> tuple[float, float]:
