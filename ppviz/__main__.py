@@ -71,6 +71,15 @@ def _stage_time(text: str) -> tuple[int, tuple[float, float, float]]:
         raise argparse.ArgumentTypeError(f"--stage-time wants SHARE:F,B,W such as 3:1.5,3,1.5 (got {text!r})") from None
 
 
+def _host_overhead(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(ascii_float(x) for x in text.split(","))
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(
+            f"--host-overhead wants one time, or one per device such as 0.1,0.4,0.4,0.2 (got {text!r})"
+        ) from None
+
+
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser; given ``only`` (the command line's first word), only that command's
     subparser is built in full and the others are their help line."""
@@ -165,6 +174,9 @@ def _add_abstract_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--b", type=ascii_float, help="input-backward time per device share (default 1)")
     p.add_argument("--w", type=ascii_float, help="weight-backward time per device share (default 1)")
     p.add_argument("--p2p", type=ascii_float, help="latency added to cross-device dependencies (default 0)")
+    p.add_argument("--host-overhead", type=_host_overhead, metavar="T[,T…]",
+                   help="a device's host time between two consecutive ops (dispatch, posting sends and receives): "
+                        "one time for every device, or one per device (default 0; `ppviz measured` fits it)")
     p.add_argument("--overlap", type=ascii_float, help="time factor of an overlapped F&B pair (default 1)")
     p.add_argument("--b-frees", type=ascii_float, help="fraction of activation that B frees (default 0)")
     p.add_argument("--stage-time", type=_stage_time, action="append", default=[], metavar="SHARE:F,B,W",
@@ -202,6 +214,8 @@ def _simulate(args: argparse.Namespace) -> api.Run:
                  overlap=1.0 if args.overlap is None else args.overlap,
                  b_frees=0.0 if args.b_frees is None else args.b_frees,
                  stage_times=dict(args.stage_time))  # fmt: skip
+    if args.host_overhead:
+        costs["host_overhead"] = args.host_overhead
     if args.order:
         if args.schedule:
             raise UsageError("give either a schedule name or --order FILE, not both")
@@ -212,7 +226,7 @@ def _simulate(args: argparse.Namespace) -> api.Run:
 
         schedule = formats.read_torch_csv(data, max_bytes=MAX_ORDER_BYTES, name=os.path.basename(args.order),
                                           naming=args.naming or "auto")  # fmt: skip
-        return api.evaluate(schedule, api.make_costs(**costs))
+        return api.evaluate(schedule, api.make_costs(**_per_device(costs, schedule.devices)))
     if args.naming:
         raise UsageError("--naming is the naming of an --order file: give --order FILE.csv, or drop it")
     if not args.schedule:
@@ -235,7 +249,20 @@ def _simulate(args: argparse.Namespace) -> api.Run:
         if spec is not None and spec.param(name) is None and name != "chunks":
             raise UsageError(f"{args.schedule} does not take --{name.replace('_', '-')}")
         params[name] = value
-    return api.simulate(args.schedule, args.devices, args.microbatches, **costs, **params)
+    return api.simulate(args.schedule, args.devices, args.microbatches, **_per_device(costs, args.devices), **params)
+
+
+def _per_device(costs: dict, devices: int) -> dict:
+    """One --host-overhead time stands for every device's; a list must give one per device."""
+    gaps = costs.get("host_overhead")
+    if gaps is None:
+        return costs
+    if len(gaps) == 1:
+        return {**costs, "host_overhead": gaps * devices}
+    if len(gaps) != devices:
+        raise UsageError(f"--host-overhead gives {len(gaps)} times for {devices} devices: give one time, or one "
+                         "per device")  # fmt: skip
+    return costs
 
 
 def _or(value, default):
@@ -246,7 +273,8 @@ def _or(value, default):
 IN_REAL_UNITS = {"order": "a schedule name", "naming": "a schedule name", "devices": "--pp",
                  "microbatches": "--gbs with --mbs", "chunks": "--vpp",
                  "f": "the model", "b": "the model", "w": "the model", "p2p": "the GPU's links",
-                 "overlap": "--pair-overlap", "stage_time": "--layer-split"}  # fmt: skip
+                 "overlap": "--pair-overlap", "stage_time": "--layer-split",
+                 "host_overhead": "a measured run's fit (`ppviz measured`)"}  # fmt: skip
 
 
 def _in_real_units(render: argparse.ArgumentParser, units: argparse.ArgumentParser, argv: list[str]) -> bool:

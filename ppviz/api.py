@@ -63,9 +63,11 @@ def make_costs(
     b_frees: float = 0.0,
     stage_times: Mapping[int, Sequence[float]] | None = None,
     exact_stage_times: Sequence[Sequence[float]] = (),
+    host_overhead: Sequence[float] = (),
 ) -> Costs:
     """The cost inputs; ``stage_times`` keys are device shares (see ``ppviz.costs``)."""
-    return Costs(f, b, w, p2p, overlap, b_frees, dict(stage_times or {}), exact_stage_times)
+    return Costs(f, b, w, p2p, overlap, b_frees, dict(stage_times or {}), exact_stage_times,
+                 host_overhead=tuple(host_overhead))
 
 
 def evaluate(schedule: Schedule, costs: Costs | None = None) -> Run:
@@ -88,12 +90,13 @@ def simulate(
     overlap: float = 1.0,
     b_frees: float = 0.0,
     stage_times: Mapping[int, Sequence[float]] | None = None,
+    host_overhead: Sequence[float] = (),
     **params,
 ) -> Run:
     """Generate the named schedule and simulate it under the cost convention.
 
     Raises ValueError with a message saying what to change when an input is invalid.
     """
-    costs = make_costs(f, b, w, p2p, overlap, b_frees, stage_times)
+    costs = make_costs(f, b, w, p2p, overlap, b_frees, stage_times, host_overhead=host_overhead)
     schedule = schedules.build(name, devices, microbatches, costs=costs, **params)
     return evaluate(schedule, costs)

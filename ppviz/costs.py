@@ -15,6 +15,11 @@ stage's real time, gives ``exact_stage_times`` instead: one (f, b, w) per stage,
 ``optimizer_step`` (real units only; empty in the abstract view) is, per device, the end-of-iteration
 work (its exposed DP gradient sync, then the optimizer step) that the simulator places on that
 device between an iteration's last backward op and the next op (``ppviz.iterations``).
+
+``host_overhead`` is, per device, the time its host spends between two consecutive ops (dispatching the
+next op, posting its sends and receives): an op starts no earlier than its device's previous op's end
+plus this, and no earlier than its input's arrival. Empty (the default) means 0. Measured runs fit it
+(``ppviz.measured.fit``); the host of a real stack is never free.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ class Costs:
     exact_stage_times: Sequence[Sequence[float]] = ()  # one (f, b, w) per stage, not scaled by p/S
     link_p2p: Sequence[Sequence[float]] = ()  # [from device][to device] latency, replacing p2p (real units)
     optimizer_step: Sequence[float] = ()  # per device, its work between two iterations (real units)
+    host_overhead: Sequence[float] = ()  # per device, its host's time between two consecutive ops
 
     def __post_init__(self) -> None:
         try:
@@ -64,6 +70,13 @@ class Costs:
         object.__setattr__(self, "optimizer_step", steps)
         for d, v in enumerate(steps):
             _check_number(f"optimizer_step[{d}]", v, low=0.0, high=MAX_TIME, field="optimizer_step")
+        try:
+            gaps = tuple(self.host_overhead)
+        except TypeError:
+            raise InputError("host_overhead needs one time per device", field="host_overhead") from None
+        object.__setattr__(self, "host_overhead", gaps)
+        for d, v in enumerate(gaps):
+            _check_number(f"host_overhead[{d}]", v, low=0.0, high=MAX_TIME, field="host_overhead")
         for a, row in enumerate(links):
             if len(row) != len(links):
                 raise InputError(
@@ -105,6 +118,11 @@ class Costs:
                 f"optimizer_step gives times for {len(self.optimizer_step)} devices, but there are {devices}",
                 field="optimizer_step",
             )
+        if self.host_overhead and len(self.host_overhead) != devices:
+            raise InputError(
+                f"host_overhead gives times for {len(self.host_overhead)} devices, but there are {devices}",
+                field="host_overhead",
+            )
         if self.exact_stage_times and len(self.exact_stage_times) != stages:
             raise InputError(
                 f"exact per-stage times give {len(self.exact_stage_times)} stages, but the schedule has {stages}",
@@ -134,8 +152,10 @@ class Costs:
 
     @property
     def uniform(self) -> bool:
-        """True when every stage runs the common times and nothing sits between iterations (closed forms then apply)."""
-        if self.exact_stage_times or any(any(row) for row in self.link_p2p) or any(self.optimizer_step):
+        """True when every stage runs the common times and nothing sits between ops or iterations (closed forms
+        then apply)."""
+        if (self.exact_stage_times or any(any(row) for row in self.link_p2p) or any(self.optimizer_step)
+                or any(self.host_overhead)):
             return False
         return all(tuple(v) == (self.f, self.b, self.w) for v in self.stage_times.values())
 
@@ -152,6 +172,7 @@ class Costs:
             "exact_stage_times": [list(fbw) for fbw in self.exact_stage_times],
             "link_p2p": [list(row) for row in self.link_p2p],
             "optimizer_step": list(self.optimizer_step),
+            "host_overhead": list(self.host_overhead),
         }
 
 

@@ -11,6 +11,8 @@ plain-Python reference (``eventpass_reference``), with bit-identical results.
 Optimizer steps between iterations (``Costs.optimizer_step``, real units) are extra steps with no
 dependency, inserted after each device's last backward slot of an iteration: the device is busy
 for their time, and nothing else changes. Without them (the abstract view) nothing is inserted.
+A device's host overhead (``Costs.host_overhead``, fitted from measured runs) is inserted the same
+way after each of its slots but the last: the next op starts no earlier than that gap's end.
 """
 
 from __future__ import annotations
@@ -229,14 +231,12 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Result:
     else:
         step_dep, step_dur, step_slot, first, second, main = _paired_steps(dep_act, act_dur, slot, slot_device, costs)
     del dep_act, act_dur
-    if any(costs.optimizer_step):
-        after = step_slots(schedule, dev, mb, kind, slot)
-        if (after >= 0).any():
+    if any(costs.optimizer_step) or any(costs.host_overhead):
+        at, times = _inserted(schedule, costs, dev, mb, kind, slot, slot_device)
+        if len(at):
             if step_slot is None:
                 step_slot = main = np.arange(len(step_dep), dtype=step_dep.dtype)
-            step_dep, step_dur, step_slot, main = _with_optimizer_steps(
-                step_dep, step_dur, step_slot, main, after, costs.optimizer_step
-            )
+            step_dep, step_dur, step_slot, main = _with_inserted_steps(step_dep, step_dur, step_slot, main, at, times)
     step_device = slot_device if step_slot is None else slot_device[step_slot]
     bounds = np.searchsorted(step_device, np.arange(schedule.devices + 1))
     latency = _latencies(costs, step_dep, step_device)
@@ -313,13 +313,33 @@ def _paired_steps(dep_act, act_dur, slot, slot_device, costs: Costs):
     return step_dep, step_dur, step_slot, first, second, main
 
 
-def _with_optimizer_steps(step_dep, step_dur, step_slot, main, after, times):
-    """The steps with one more after each slot named in ``after`` ([iteration, device] → slot, −1:
-    none): no dependency, the device's ``times`` entry as its duration. Indices are renumbered."""
-    it, dev = np.nonzero(after >= 0)
-    at = main[after[it, dev]]  # the step each follows
+def _inserted(schedule: Schedule, costs: Costs, dev, mb, kind, slot, slot_device):
+    """The slots after which a step without dependency is inserted, and its duration: each device's
+    optimizer step after its iteration's last backward slot, and its host overhead after each of its
+    slots but its last."""
+    at, times = [], []
+    if any(costs.optimizer_step):
+        after = step_slots(schedule, dev, mb, kind, slot)
+        it, d = np.nonzero(after >= 0)
+        at.append(after[it, d])
+        times.append(np.asarray(costs.optimizer_step, dtype=float)[d])
+    if any(costs.host_overhead):
+        gap = np.asarray(costs.host_overhead, dtype=float)
+        slots = np.flatnonzero(slot_device[:-1] == slot_device[1:])  # not its device's last slot
+        slots = slots[gap[slot_device[slots]] > 0]
+        at.append(slots)
+        times.append(gap[slot_device[slots]])
+    if not at:
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    return np.concatenate(at), np.concatenate(times)
+
+
+def _with_inserted_steps(step_dep, step_dur, step_slot, main, at_slot, times):
+    """The steps with one more after the main step of each slot in ``at_slot``: no dependency, its
+    ``times`` entry as its duration (several after one slot run back to back). Indices are renumbered."""
+    at = main[at_slot]  # the step each follows
     order = np.argsort(at, kind="stable")
-    at, dev = at[order], dev[order]
+    at, times = at[order], np.asarray(times, dtype=float)[order]
     n = len(step_dep)
     new_of_old = np.arange(n) + np.searchsorted(at, np.arange(n), side="left")
     added = at + 1 + np.arange(len(at))  # after its step, past the earlier additions
@@ -329,7 +349,7 @@ def _with_optimizer_steps(step_dep, step_dur, step_slot, main, after, times):
     slot = np.empty(total, dtype=_index_type(total))
     dep[new_of_old] = np.where(step_dep >= 0, new_of_old[step_dep], -1)
     dur[new_of_old] = step_dur
-    dur[added] = np.asarray(times, dtype=float)[dev]
+    dur[added] = times
     slot[new_of_old] = step_slot
     slot[added] = step_slot[at]
     return dep, dur, slot, new_of_old[main]
