@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--naming", choices=("auto", "torch", "torch-old"), default="auto",
                    help="action naming of an order CSV (default: read from its tokens)")  # fmt: skip
+    p.add_argument("--estimator", choices=("mean", "median"), default="mean",
+                   help="fit each op time, latency and host overhead as the mean of its samples (default: a step "
+                   "pays its ops' long tails) or their median")  # fmt: skip
     p.add_argument("--what-if", metavar="SCHEDULE", action="append", default=[],
                    help="the fitted costs under another schedule (repeatable): its `ppviz simulate` command and "
                    "makespan (JSON: what_if)")  # fmt: skip
@@ -60,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
             for note in got.notes:
                 print(f"note: {note}")
         return 0
-    c = compare(got)
+    c = compare(got, args.estimator)
     d = to_dict(c)
     d["what_if"] = [what_if(c.fit, name, got.ranks, got.microbatches).to_dict() for name in args.what_if]
     print(json.dumps(d) if args.json else text(d))
@@ -80,7 +83,7 @@ def text(d: dict) -> str:
     """The comparison as readable tables, times in ms."""
     lines = [f"{d['format']}: {d['ranks']} ranks, {d['stages']} stages, {d['microbatches']} microbatches"
              + ("" if d["iteration"] is None else f", ProfilerStep#{d['iteration']}"), "",
-             "fitted per-stage times (ms, median [min–max] × samples)",
+             f"fitted per-stage times (ms, {d['fitted'].get('estimator', 'mean')} [min–max] × samples)",
              f"{'stage':>5}  {'F':>28}  {'B':>28}  {'W':>28}"]  # fmt: skip
     for s in d["fitted"]["stage_times"]:
         cells = []
@@ -90,6 +93,8 @@ def text(d: dict) -> str:
         lines.append(f"{s['stage']:>5}  " + "  ".join(f"{c:>28}" for c in cells))
     f = d["fitted"]
     lines.append(f"p2p latency {_ms(f['p2p_s'])} ms ({f['p2p_samples']} waited-for transfers)")
+    lines.append("host overhead between ops (ms per rank): "
+                 + ", ".join(f"{_ms(h)} ×{n}" for h, n in zip(f["host_overhead_s"], f["host_overhead_samples"])))
     lines += ["", f"{'':>9} {'makespan':>12}", f"{'measured':>9} {_ms(d['measured']['makespan_s']):>9} ms",
               f"{'simulated':>9} {_ms(d['simulated']['makespan_s']):>9} ms", "",
               f"{'rank':>4} {'measured idle':>15} {'simulated idle':>16} {'excess':>12}"]  # fmt: skip

@@ -52,8 +52,9 @@ class Comparison:
         return tuple(m - s for m, s in zip(self.measured_idle_s, self.simulated_idle_s))
 
 
-def compare(run: MeasuredRun) -> Comparison:
-    fitted = fit(run)
+def compare(run: MeasuredRun, estimator: str = "mean") -> Comparison:
+    """``run`` fitted (``estimator``: mean or median op times, ``fit``) and simulated under the fit."""
+    fitted = fit(run, estimator)
     sim = api.evaluate(run.schedule(), fitted.costs())
     start = min(op.start for row in run.ops for op in row)
     makespan = max(op.end for row in run.ops for op in row) - start
@@ -84,6 +85,7 @@ def to_dict(c: Comparison) -> dict:
         "iteration": run.iteration,
         "sources": list(run.sources),
         "fitted": {
+            "estimator": c.fit.estimator,
             "stage_times": [
                 {
                     "stage": s.stage,
@@ -93,12 +95,16 @@ def to_dict(c: Comparison) -> dict:
                     "samples": {k: (0 if v is None else v.samples) for k, v in (("f", s.f), ("b", s.b), ("w", s.w))},
                     "spread_s": {k: None if v is None else [v.low, v.high] for k, v in (("f", s.f), ("b", s.b),
                                                                                          ("w", s.w))},
+                    "median_s": {k: None if v is None else v.median for k, v in (("f", s.f), ("b", s.b),
+                                                                                 ("w", s.w))},
                 }
                 for s in c.fit.stages
             ],
             "p2p_s": _median(c.fit.p2p) or 0.0,
             "p2p_samples": 0 if c.fit.p2p is None else c.fit.p2p.samples,
             "p2p_spread_s": None if c.fit.p2p is None else [c.fit.p2p.low, c.fit.p2p.high],
+            "host_overhead_s": list(c.fit.host_overhead_s),
+            "host_overhead_samples": [0 if h is None else h.samples for h in c.fit.host_overhead],
         },
         "measured": {"makespan_s": c.measured_makespan_s, "idle_s": list(c.measured_idle_s),
                      "step_s": list(c.measured_step_s)},
@@ -115,4 +121,4 @@ def to_dict(c: Comparison) -> dict:
 
 
 def _median(s: Spread | None) -> float | None:
-    return None if s is None else s.median
+    return None if s is None else s.time

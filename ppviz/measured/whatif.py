@@ -5,6 +5,8 @@ i-th 1/p of the model): share i takes the summed times of the measured stages s 
 a schedule of S' stages runs each of its stages at its share's times × p/S' (``ppviz.costs``). Times
 are written in ms, so the simulated makespan reads in ms. A backward that was not split (``w_s``
 null) goes whole into B and W is 0: a zero-bubble schedule then has no W to move, as its run would.
+Each rank's fitted host overhead goes with it (``--host-overhead``, one per device): the what-if runs
+on the run's own ranks.
 """
 
 from __future__ import annotations
@@ -38,8 +40,13 @@ def share_times(fit: Fit, devices: int) -> dict[int, tuple[float, float, float]]
     for st in fit.stages:
         share = out[st.stage * devices // stages]
         for k, spread in enumerate((st.f, st.b, st.w)):
-            share[k] += 0.0 if spread is None else spread.median
+            share[k] += 0.0 if spread is None else spread.time
     return {i: (f, b, w) for i, (f, b, w) in out.items()}
+
+
+def host_overhead_ms(fit: Fit) -> tuple[float, ...]:
+    """Each rank's fitted host overhead in ms, as the command writes it (6 significant digits)."""
+    return tuple(float(f"{t * MS:.6g}") for t in fit.host_overhead_s)
 
 
 def what_if(fit: Fit, schedule: str, devices: int, microbatches: int) -> WhatIf:
@@ -47,11 +54,15 @@ def what_if(fit: Fit, schedule: str, devices: int, microbatches: int) -> WhatIf:
     if schedule not in REGISTRY:
         raise InputError(f"unknown schedule {schedule!r}: see `ppviz list`", field="what_if")
     shares = share_times(fit, devices)
-    p2p = 0.0 if fit.p2p is None else fit.p2p.median
+    p2p = 0.0 if fit.p2p is None else fit.p2p.time
+    gaps = host_overhead_ms(fit)
     flags = [f"--devices {devices}", f"--microbatches {microbatches}", f"--p2p {p2p * MS:.6g}"]
     flags += [f"--stage-time {i}:{f * MS:.6g},{b * MS:.6g},{w * MS:.6g}" for i, (f, b, w) in shares.items()]
+    if any(gaps):
+        flags.append("--host-overhead " + ",".join(f"{g:.6g}" for g in gaps))
     exact = {i: tuple(float(f"{t * MS:.6g}") for t in times) for i, times in shares.items()}
-    run = api.simulate(schedule, devices, microbatches, p2p=float(f"{p2p * MS:.6g}"), stage_times=exact)
+    run = api.simulate(schedule, devices, microbatches, p2p=float(f"{p2p * MS:.6g}"), stage_times=exact,
+                       host_overhead=gaps if any(gaps) else ())  # fmt: skip
     notes = []
     if any(st.w is None for st in fit.stages):
         notes.append("the measured backward is not split: all of it is B and W is 0")

@@ -116,7 +116,7 @@ def abstract_link(fit, schedule: str, devices: int, microbatches: int) -> str:
     """The abstract view of ``schedule`` on the run's devices and microbatches with the fitted costs as
     its per-stage table, in ms (the numbers ``ppviz measured --what-if`` simulates)."""
     shares = share_times(fit, devices)
-    p2p = 0.0 if fit.p2p is None else fit.p2p.median
+    p2p = 0.0 if fit.p2p is None else fit.p2p.time
     cells = (":".join([str(i), *(_ms6(t) for t in fbw)]) for i, fbw in shares.items())
     pairs = {
         "schedule": schedule,
