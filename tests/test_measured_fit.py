@@ -33,10 +33,15 @@ CASES = [
     ("interleaved-1f1b", 2, 4, {"chunks": 2}, dict(f=1.0, b=1.5, w=0.5, p2p=0.1)),
     ("zb-h1", 3, 6, {}, dict(f=1.0, b=1.0, w=0.75, p2p=0.2)),  # split backward
     ("zb-v", 2, 6, {}, dict(f=1.0, b=1.25, w=0.5, p2p=0.3)),  # split backward, V placement
+    # each rank's host between its ops, as a real run's: different per rank, some above the latency
+    ("1f1b", 4, 8, {}, dict(f=1.0, b=2.0, w=0.0, p2p=0.2, host_overhead=[0.05, 0.4, 0.3, 0.1])),
+    ("interleaved-zb", 2, 8, {}, dict(f=1.0, b=1.0, w=1.0, p2p=0.1, host_overhead=[0.25, 0.5])),
+    ("zb-v", 4, 8, {}, dict(f=1.0, b=1.25, w=0.5, p2p=0.3, host_overhead=[0.6, 0.1, 0.2, 0.05])),
 ]
 
 
-@pytest.mark.parametrize("name, p, m, params, costs", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name, p, m, params, costs", CASES,
+                         ids=[c[0] + ("+host" if "host_overhead" in c[4] else "") for c in CASES])  # fmt: skip
 def test_the_fit_recovers_known_costs_exactly(tmp_path, name, p, m, params, costs):
     uneven = {0: (costs["f"] * 1.5, costs["b"], costs["w"])}  # one slower device share
     run = ppviz.simulate(name, p, m, stage_times=uneven, **params, **costs)
@@ -46,14 +51,19 @@ def test_the_fit_recovers_known_costs_exactly(tmp_path, name, p, m, params, cost
     durations = run.costs.durations(run.schedule.stages, p)  # [kind, stage] in units; a unit is 1 ms here
     split = any(a.kind == Kind.W for _, a in run.schedule.actions())
     for s in fitted.stages:
-        assert s.f.median == pytest.approx(durations[0, s.stage] * MS, abs=1e-12)
+        assert s.f.time == pytest.approx(durations[0, s.stage] * MS, abs=1e-12)
         assert s.f.samples == m and s.f.low == pytest.approx(s.f.high, abs=1e-12)
         if split:
-            assert s.b.median == pytest.approx(durations[1, s.stage] * MS, abs=1e-12)
-            assert s.w.median == pytest.approx(durations[2, s.stage] * MS, abs=1e-12)
+            assert s.b.time == pytest.approx(durations[1, s.stage] * MS, abs=1e-12)
+            assert s.w.time == pytest.approx(durations[2, s.stage] * MS, abs=1e-12)
         else:
-            assert s.w is None and s.b.median == pytest.approx(durations[3, s.stage] * MS, abs=1e-12)
-    assert fitted.p2p.median == pytest.approx(costs["p2p"] * MS, abs=1e-12) and fitted.p2p.samples > 0
+            assert s.w is None and s.b.time == pytest.approx(durations[3, s.stage] * MS, abs=1e-12)
+    assert fitted.p2p.time == pytest.approx(costs["p2p"] * MS, abs=1e-12) and fitted.p2p.samples > 0
+    for given, got in zip(costs.get("host_overhead", [0.0] * p), fitted.host_overhead, strict=True):
+        # a rank whose every op waited for its input never shows its overhead, and it never mattered there
+        assert got is None or got.time == pytest.approx(given * MS, abs=1e-12)
+    assert sum(h is not None and h.time > 0 for h in fitted.host_overhead) == sum(
+        g > 0 for g in costs.get("host_overhead", []))
     c = compare(measured)
     assert c.simulated_makespan_s == pytest.approx(run.metrics.makespan * MS, rel=1e-9)
     assert c.measured_makespan_s == pytest.approx(run.metrics.makespan * MS, rel=1e-9)
@@ -61,18 +71,28 @@ def test_the_fit_recovers_known_costs_exactly(tmp_path, name, p, m, params, cost
 
 
 def test_a_late_op_is_named_with_its_lateness(tmp_path):
+    """Rank 1 stalls 5 ms before its last backward (and rank 0's last backward, which needs its gradient,
+    starts 5 ms later too). The median fit sees no overhead, so 1B3 is 5 ms late against the model; the
+    mean fit counts the stall as rank 1's host overhead, 5 ms over its 7 gaps: spread over every op of
+    the rank, it ends the simulation with the run, and no op is late."""
     run = ppviz.simulate("1f1b", 2, 4, f=1.0, b=2.0)
     traces = rank_traces(run)
-    for e in traces[1]["traceEvents"]:  # rank 1 idles 5 ms before its last backward
-        if e["name"] == "PP:1B3":
+    for e in traces[0]["traceEvents"] + traces[1]["traceEvents"]:
+        if e["name"] in ("PP:1B3", "PP:0B3"):
             e["ts"] += 5000.0
+        elif e["name"].startswith("ProfilerStep#"):
+            e["dur"] += 5000.0
     paths = []
     for r, t in enumerate(traces):
         (tmp_path / f"r{r}.json").write_text(json.dumps(t))
         paths.append(str(tmp_path / f"r{r}.json"))
-    c = compare(read_traces(paths))
+    measured = read_traces(paths)
+    c = compare(measured, "median")
     assert c.late_ops[0].name == "1B3" and c.late_ops[0].late_s == pytest.approx(5 * MS)
-    assert c.excess_idle_s[1] > 0
+    assert c.excess_idle_s[1] > 0 and c.fit.host_overhead_s == (0.0, 0.0)
+    mean = compare(measured)
+    assert mean.fit.host_overhead_s == pytest.approx((0.0, 5 * MS / 7))
+    assert mean.simulated_makespan_s == pytest.approx(mean.measured_makespan_s) and not mean.late_ops
 
 
 def _dump(tmp_path, traces) -> list[str]:
@@ -95,7 +115,7 @@ def test_ranks_are_aligned_by_their_clock_base(tmp_path):
         assert [t for o in a for t in (o.start, o.end)] == pytest.approx(
             [t for o in b for t in (o.start, o.end)], abs=1e-12
         )
-    assert fit(shifted).p2p.median == pytest.approx(0.5 * MS, abs=1e-12)
+    assert fit(shifted).p2p.time == pytest.approx(0.5 * MS, abs=1e-12)
 
 
 def test_the_last_complete_iteration_is_taken_unless_one_is_asked(tmp_path):
@@ -127,12 +147,12 @@ def test_stages_with_a_full_backward_and_stages_with_split_ones_fit_each_their_w
     run = ppviz.evaluate(schedule, ppviz.make_costs(exact_stage_times=times, p2p=0.2))
     fitted = fit(read_traces(_dump(tmp_path, rank_traces(run))))
     for s, (f, b, w) in zip(fitted.stages, times):
-        assert s.f.median == pytest.approx(f * MS)
+        assert s.f.time == pytest.approx(f * MS)
         if s.stage in (0, 2):  # rank 0: full backwards only
-            assert s.w is None and s.b.median == pytest.approx((b + w) * MS)
+            assert s.w is None and s.b.time == pytest.approx((b + w) * MS)
         else:
-            assert (s.b.median, s.w.median) == pytest.approx((b * MS, w * MS))
-    assert fitted.p2p.median == pytest.approx(0.2 * MS)
+            assert (s.b.time, s.w.time) == pytest.approx((b * MS, w * MS))
+    assert fitted.p2p.time == pytest.approx(0.2 * MS)
 
 
 def test_a_ranks_step_ends_when_its_last_send_is_received(tmp_path):
