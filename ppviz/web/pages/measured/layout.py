@@ -108,7 +108,8 @@ def _panel(values: dict) -> list:
             className="group",
         ),
         html.P(
-            "Per-stage F, B and W (or the full backward) are fitted from the run's own ops (median, with spread); "
+            "Per-stage F, B and W (or the full backward) are fitted from the run's own ops (mean, with spread), "
+            "with the p2p latency and each rank's host overhead between ops; "
             "the run's own order is simulated under them. Idle time beyond the simulation's (the bubble this "
             "schedule implies) is the excess: time the run lost. The same figures as `ppviz measured FILES --json`.",
             className="help",

@@ -147,11 +147,12 @@ def summary(d: dict) -> str:
 
 
 FITTED_HEADER = ("stage", "F (ms)", "B (ms)", "W (ms)")
-SPREAD_NOTE = "median [min–max] × samples; B is the full backward when W is —"
+SPREAD_NOTE = "mean [min–max] × samples; B is the full backward when W is —"
 
 
 def fitted_rows(d: dict) -> list[list[str]]:
-    """Per stage: F, B and W as median [min–max] × samples, in ms; then the p2p latency."""
+    """Per stage: F, B and W as mean (or median) [min–max] × samples, in ms; then the p2p latency and each
+    rank's host overhead between ops."""
     rows = []
     for s in d["fitted"]["stage_times"]:
         cells = [str(s["stage"])]
@@ -163,6 +164,8 @@ def fitted_rows(d: dict) -> list[list[str]]:
     spread = f["p2p_spread_s"]
     p2p = ms(f["p2p_s"]) + ("" if spread is None else f" [{ms(spread[0])}–{ms(spread[1])}]")
     rows.append(["p2p", f"{p2p} ×{f['p2p_samples']}", "", ""])
+    rows += [[f"host overhead, rank {r}", f"{ms(h)} ×{n}", "", ""]
+             for r, (h, n) in enumerate(zip(f["host_overhead_s"], f["host_overhead_samples"]))]  # fmt: skip
     return rows
 
 
