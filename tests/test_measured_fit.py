@@ -68,6 +68,11 @@ def test_the_fit_recovers_known_costs_exactly(tmp_path, name, p, m, params, cost
     assert c.simulated_makespan_s == pytest.approx(run.metrics.makespan * MS, rel=1e-9)
     assert c.measured_makespan_s == pytest.approx(run.metrics.makespan * MS, rel=1e-9)
     assert c.excess_idle_s == pytest.approx([0.0] * p, abs=1e-9) and not c.late_ops
+    # the simulated idle splits into each rank's host overhead, one after each op but its last, and the bubble
+    ops = [len(row) for row in measured.ops]
+    assert c.simulated_host_s == pytest.approx([h * (n - 1) for h, n in zip(fitted.host_overhead_s, ops)], abs=1e-12)
+    assert [b + h for b, h in zip(c.bubble_s, c.simulated_host_s)] == pytest.approx(c.simulated_idle_s, abs=1e-12)
+    assert min(c.bubble_s) >= -1e-12
 
 
 def test_a_late_op_is_named_with_its_lateness(tmp_path):

@@ -93,15 +93,21 @@ def test_the_page_shows_the_clis_figures_for_a_real_4_rank_run(page, expected):
         assert row[1].startswith(f"{s['f_s'] * 1e3:,.3f} [") and row[1].endswith(f"×{s['samples']['f']}")
         assert row[2].startswith(f"{s['b_s'] * 1e3:,.3f} [")
         assert row[3] == "—"  # 1F1B's backward is not split
-    assert fitted[-1][0] == "p2p" and fitted[-1][1].startswith(f"{expected['fitted']['p2p_s'] * 1e3:,.3f}")
+    p2p_row = fitted[len(expected["fitted"]["stage_times"])]
+    assert p2p_row[0] == "p2p" and p2p_row[1].startswith(f"{expected['fitted']['p2p_s'] * 1e3:,.3f}")
+    hosts = zip(expected["fitted"]["host_overhead_s"], expected["fitted"]["host_overhead_samples"])
+    assert fitted[-4:] == [[f"host overhead, rank {r}", f"{h * 1e3:,.3f} ×{n}", "", ""] for r, (h, n) in enumerate(hosts)]
     idle = cells(page, "idle")
+    sim = expected["simulated"]
     for r in range(4):
-        m, s, e = expected["measured"]["idle_s"][r], expected["simulated"]["idle_s"][r], expected["excess_idle_s"][r]
-        a, b = expected["measured"]["step_s"][r], expected["simulated"]["step_s"][r]
-        assert idle[r] == [str(r), f"{m * 1e3:,.3f}", f"{s * 1e3:,.3f}", f"{e * 1e3:,.3f}", f"{a * 1e3:,.3f}",
+        m, e = expected["measured"]["idle_s"][r], expected["excess_idle_s"][r]
+        a, b = expected["measured"]["step_s"][r], sim["step_s"][r]
+        assert idle[r] == [str(r), f"{m * 1e3:,.3f}", f"{sim['bubble_s'][r] * 1e3:,.3f}",
+                           f"{sim['host_overhead_s'][r] * 1e3:,.3f}", f"{e * 1e3:,.3f}", f"{a * 1e3:,.3f}",
                            f"{b * 1e3:,.3f}", f"{b / a - 1:+.1%}"]  # fmt: skip
-    assert idle[-1][0] == "all" and idle[-1][3] == f"{sum(expected['excess_idle_s']) * 1e3:,.3f}"
-    assert idle[-1][4] == f"{max(expected['measured']['step_s']) * 1e3:,.3f}"
+        assert sim["bubble_s"][r] + sim["host_overhead_s"][r] == pytest.approx(sim["idle_s"][r])
+    assert idle[-1][0] == "all" and idle[-1][4] == f"{sum(expected['excess_idle_s']) * 1e3:,.3f}"
+    assert idle[-1][5] == f"{max(expected['measured']['step_s']) * 1e3:,.3f}"
     late = cells(page, "late")
     assert [(row[0], row[4]) for row in late] == [(x["op"], str(x["rank"])) for x in expected["late_ops"]]
     first = expected["late_ops"][0]

@@ -83,7 +83,7 @@ def text(d: dict) -> str:
     """The comparison as readable tables, times in ms."""
     lines = [f"{d['format']}: {d['ranks']} ranks, {d['stages']} stages, {d['microbatches']} microbatches"
              + ("" if d["iteration"] is None else f", ProfilerStep#{d['iteration']}"), "",
-             f"fitted per-stage times (ms, {d['fitted'].get('estimator', 'mean')} [min–max] × samples)",
+             f"fitted per-stage times (ms, {d['fitted']['estimator']} [min–max] × samples)",
              f"{'stage':>5}  {'F':>28}  {'B':>28}  {'W':>28}"]  # fmt: skip
     for s in d["fitted"]["stage_times"]:
         cells = []
@@ -97,11 +97,13 @@ def text(d: dict) -> str:
                  + ", ".join(f"{_ms(h)} ×{n}" for h, n in zip(f["host_overhead_s"], f["host_overhead_samples"])))
     lines += ["", f"{'':>9} {'makespan':>12}", f"{'measured':>9} {_ms(d['measured']['makespan_s']):>9} ms",
               f"{'simulated':>9} {_ms(d['simulated']['makespan_s']):>9} ms", "",
-              f"{'rank':>4} {'measured idle':>15} {'simulated idle':>16} {'excess':>12}"]  # fmt: skip
-    for r, (m, s, e) in enumerate(zip(d["measured"]["idle_s"], d["simulated"]["idle_s"], d["excess_idle_s"])):
-        lines.append(f"{r:>4} {_ms(m):>12} ms {_ms(s):>13} ms {_ms(e):>9} ms")
-    total = [sum(d["measured"]["idle_s"]), sum(d["simulated"]["idle_s"]), sum(d["excess_idle_s"])]
-    lines.append(f"{'all':>4} {_ms(total[0]):>12} ms {_ms(total[1]):>13} ms {_ms(total[2]):>9} ms")
+              f"{'rank':>4} {'measured idle':>15} {'= bubble':>12} {'+ host overhead':>16} {'+ excess':>12}"]  # fmt: skip
+    sim = d["simulated"]
+    cols = (d["measured"]["idle_s"], sim["bubble_s"], sim["host_overhead_s"], d["excess_idle_s"])
+    for r, (m, b, h, e) in enumerate(zip(*cols)):
+        lines.append(f"{r:>4} {_ms(m):>12} ms {_ms(b):>9} ms {_ms(h):>13} ms {_ms(e):>9} ms")
+    m, b, h, e = (sum(c) for c in cols)
+    lines.append(f"{'all':>4} {_ms(m):>12} ms {_ms(b):>9} ms {_ms(h):>13} ms {_ms(e):>9} ms")
     lines += ["", f"{'rank':>4} {'measured step':>15} {'simulated step':>16} {'error':>8}"]
     for r, (m, s) in enumerate(zip(d["measured"]["step_s"], d["simulated"]["step_s"])):
         lines.append(f"{r:>4} {_ms(m):>12} ms {_ms(s):>13} ms {step_error(m, s):>8}")

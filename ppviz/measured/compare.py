@@ -1,7 +1,8 @@
 """Measured against simulated: the run's own order simulated under its fitted costs, and the gap.
 
-Idle time per rank is the makespan minus the rank's busy time. The simulated idle is the bubble
-this order implies under these costs; what the measured run idled beyond it is the excess. Each
+Idle time per rank is the makespan minus the rank's busy time. The simulated idle is what this order
+implies under these costs: the rank's host overhead between its ops (fitted: the stack's) and the
+rest, the schedule's bubble; what the measured run idled beyond it is the excess. Each
 rank's step ends when its last send is received, if that is after its last op (``step.py``).
 """
 
@@ -48,6 +49,17 @@ class Comparison:
         return self.simulated.metrics.makespan
 
     @property
+    def simulated_host_s(self) -> tuple[float, ...]:
+        """Per rank, the simulation's time in host overhead: its overhead after each of its ops but the last."""
+        gaps = self.fit.host_overhead_s
+        return tuple(g * max(len(row) - 1, 0) for g, row in zip(gaps, self.run.ops))
+
+    @property
+    def bubble_s(self) -> tuple[float, ...]:
+        """Per rank, the simulated idle time that is not host overhead: the schedule's bubble."""
+        return tuple(i - h for i, h in zip(self.simulated_idle_s, self.simulated_host_s))
+
+    @property
     def excess_idle_s(self) -> tuple[float, ...]:
         return tuple(m - s for m, s in zip(self.measured_idle_s, self.simulated_idle_s))
 
@@ -89,9 +101,9 @@ def to_dict(c: Comparison) -> dict:
             "stage_times": [
                 {
                     "stage": s.stage,
-                    "f_s": _median(s.f),
-                    "b_s": _median(s.b),
-                    "w_s": _median(s.w),
+                    "f_s": _time(s.f),
+                    "b_s": _time(s.b),
+                    "w_s": _time(s.w),
                     "samples": {k: (0 if v is None else v.samples) for k, v in (("f", s.f), ("b", s.b), ("w", s.w))},
                     "spread_s": {k: None if v is None else [v.low, v.high] for k, v in (("f", s.f), ("b", s.b),
                                                                                          ("w", s.w))},
@@ -100,7 +112,7 @@ def to_dict(c: Comparison) -> dict:
                 }
                 for s in c.fit.stages
             ],
-            "p2p_s": _median(c.fit.p2p) or 0.0,
+            "p2p_s": _time(c.fit.p2p) or 0.0,
             "p2p_samples": 0 if c.fit.p2p is None else c.fit.p2p.samples,
             "p2p_spread_s": None if c.fit.p2p is None else [c.fit.p2p.low, c.fit.p2p.high],
             "host_overhead_s": list(c.fit.host_overhead_s),
@@ -109,6 +121,7 @@ def to_dict(c: Comparison) -> dict:
         "measured": {"makespan_s": c.measured_makespan_s, "idle_s": list(c.measured_idle_s),
                      "step_s": list(c.measured_step_s)},
         "simulated": {"makespan_s": c.simulated_makespan_s, "idle_s": list(c.simulated_idle_s),
+                      "bubble_s": list(c.bubble_s), "host_overhead_s": list(c.simulated_host_s),
                       "step_s": list(c.simulated_step_s)},
         "excess_idle_s": list(c.excess_idle_s),
         "late_ops": [
@@ -120,5 +133,5 @@ def to_dict(c: Comparison) -> dict:
     }  # fmt: skip
 
 
-def _median(s: Spread | None) -> float | None:
+def _time(s: Spread | None) -> float | None:
     return None if s is None else s.time

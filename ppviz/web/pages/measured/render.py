@@ -169,17 +169,19 @@ def fitted_rows(d: dict) -> list[list[str]]:
     return rows
 
 
-IDLE_HEADER = ("rank", "measured idle (ms)", "simulated idle: the bubble (ms)", "excess (ms)", "measured step (ms)",
-               "simulated step (ms)", "step error")  # fmt: skip
+IDLE_HEADER = ("rank", "measured idle (ms)", "= the bubble (ms)", "+ host overhead (ms)", "+ excess (ms)",
+               "measured step (ms)", "simulated step (ms)", "step error")  # fmt: skip
 
 
 def idle_rows(d: dict) -> list[list[str]]:
-    """Per rank and in all: measured idle = the schedule's bubble (simulated idle) + the excess; each rank's
-    step (its last op or, later, its last send received), measured and simulated; in all, the longest."""
-    cols = (d["measured"]["idle_s"], d["simulated"]["idle_s"], d["excess_idle_s"])
+    """Per rank and in all: measured idle = the schedule's bubble + the fitted host overhead (together the
+    simulated idle) + the excess; each rank's step (its last op or, later, its last send received), measured
+    and simulated; in all, the longest."""
+    sim = d["simulated"]
+    cols = (d["measured"]["idle_s"], sim["bubble_s"], sim["host_overhead_s"], d["excess_idle_s"])
     steps = (d["measured"]["step_s"], d["simulated"]["step_s"])
-    rows = [[str(r), ms(m), ms(s), ms(e), ms(a), ms(b), step_error(a, b)]
-            for r, (m, s, e, a, b) in enumerate(zip(*cols, *steps))]  # fmt: skip
+    rows = [[str(r), ms(m), ms(b), ms(h), ms(e), ms(x), ms(y), step_error(x, y)]
+            for r, (m, b, h, e, x, y) in enumerate(zip(*cols, *steps))]  # fmt: skip
     longest = [max(x) for x in steps]
     rows.append(["all", *(ms(sum(c)) for c in cols), *(ms(x) for x in longest), step_error(*longest)])
     return rows
