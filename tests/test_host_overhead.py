@@ -109,3 +109,10 @@ def test_the_cli_takes_one_time_for_every_device_or_one_per_device(capsys):
     got = json.loads(one)
     assert got["makespan"] == ppviz.simulate("1f1b", 4, 8, host_overhead=[0.5] * 4).metrics.makespan
     assert got["costs"]["host_overhead"] == [0.5] * 4 and got["formula_makespan"] is None
+
+
+def test_with_optimizer_steps_one_device_pays_both():
+    """One device, two iterations of 4 microbatches: 16 ops with 15 gaps, and one optimizer step between."""
+    run = ppviz.evaluate(ppviz.build("gpipe", 1, 4, iterations=2),
+                         ppviz.Costs(1.0, 2.0, 0.5, optimizer_step=[3.0], host_overhead=[0.25]))  # fmt: skip
+    assert run.metrics.makespan == pytest.approx(8 * 3.5 + 15 * 0.25 + 3.0)
