@@ -91,6 +91,7 @@ BOUNDS: dict[str, Bound] = {
     "--b": Bound(0, MAX_TIME, "op times, any unit"),
     "--w": Bound(0, MAX_TIME, "op times, any unit"),
     "--p2p": Bound(0, MAX_TIME, "a latency, in op-time units"),
+    "--host-overhead": Bound(0, MAX_TIME, "a host time between two ops, in op-time units"),
     "--overlap": Bound(0, 100, "the time factor of an overlapped pair", low_open=True),
     "--b-frees": Bound(0, 1, "a fraction"),
     "--stage-time": Bound(0, MAX_TIME, "device shares and op times"),
