@@ -63,20 +63,8 @@ class Costs:
         except TypeError:
             raise InputError("link_p2p needs one row of latencies per device", field="link_p2p") from None
         object.__setattr__(self, "link_p2p", links)
-        try:
-            steps = tuple(self.optimizer_step)
-        except TypeError:
-            raise InputError("optimizer_step needs one time per device", field="optimizer_step") from None
-        object.__setattr__(self, "optimizer_step", steps)
-        for d, v in enumerate(steps):
-            _check_number(f"optimizer_step[{d}]", v, low=0.0, high=MAX_TIME, field="optimizer_step")
-        try:
-            gaps = tuple(self.host_overhead)
-        except TypeError:
-            raise InputError("host_overhead needs one time per device", field="host_overhead") from None
-        object.__setattr__(self, "host_overhead", gaps)
-        for d, v in enumerate(gaps):
-            _check_number(f"host_overhead[{d}]", v, low=0.0, high=MAX_TIME, field="host_overhead")
+        for name in ("optimizer_step", "host_overhead"):
+            object.__setattr__(self, name, _per_device_times(name, getattr(self, name)))
         for a, row in enumerate(links):
             if len(row) != len(links):
                 raise InputError(
@@ -174,6 +162,17 @@ class Costs:
             "optimizer_step": list(self.optimizer_step),
             "host_overhead": list(self.host_overhead),
         }
+
+
+def _per_device_times(name: str, times: object) -> tuple:
+    """One time ≥ 0 per device, as a tuple."""
+    try:
+        out = tuple(times)
+    except TypeError:
+        raise InputError(f"{name} needs one time per device", field=name) from None
+    for d, v in enumerate(out):
+        _check_number(f"{name}[{d}]", v, low=0.0, high=MAX_TIME, field=name)
+    return out
 
 
 def _check_triple(name: str, fbw: object) -> None:
