@@ -96,7 +96,8 @@ def test_the_page_shows_the_clis_figures_for_a_real_4_rank_run(page, expected):
     p2p_row = fitted[len(expected["fitted"]["stage_times"])]
     assert p2p_row[0] == "p2p" and p2p_row[1].startswith(f"{expected['fitted']['p2p_s'] * 1e3:,.3f}")
     hosts = zip(expected["fitted"]["host_overhead_s"], expected["fitted"]["host_overhead_samples"])
-    assert fitted[-4:] == [[f"host overhead, rank {r}", f"{h * 1e3:,.3f} ×{n}", "", ""] for r, (h, n) in enumerate(hosts)]
+    assert fitted[-4:] == [[f"host overhead, rank {r}", f"{h * 1e3:,.3f} ×{n}", "", ""]
+                           for r, (h, n) in enumerate(hosts)]  # fmt: skip
     idle = cells(page, "idle")
     sim = expected["simulated"]
     for r in range(4):

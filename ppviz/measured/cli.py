@@ -97,7 +97,8 @@ def text(d: dict) -> str:
                  + ", ".join(f"{_ms(h)} ×{n}" for h, n in zip(f["host_overhead_s"], f["host_overhead_samples"])))
     lines += ["", f"{'':>9} {'makespan':>12}", f"{'measured':>9} {_ms(d['measured']['makespan_s']):>9} ms",
               f"{'simulated':>9} {_ms(d['simulated']['makespan_s']):>9} ms", "",
-              f"{'rank':>4} {'measured idle':>15} {'= bubble':>12} {'+ host overhead':>16} {'+ excess':>12}"]  # fmt: skip
+              f"{'rank':>4} {'measured idle':>15} {'= bubble':>12} {'+ host overhead':>16} "
+              f"{'+ excess':>12}"]  # fmt: skip
     sim = d["simulated"]
     cols = (d["measured"]["idle_s"], sim["bubble_s"], sim["host_overhead_s"], d["excess_idle_s"])
     for r, (m, b, h, e) in enumerate(zip(*cols)):
