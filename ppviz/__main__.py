@@ -174,9 +174,13 @@ def _add_abstract_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--b", type=ascii_float, help="input-backward time per device share (default 1)")
     p.add_argument("--w", type=ascii_float, help="weight-backward time per device share (default 1)")
     p.add_argument("--p2p", type=ascii_float, help="latency added to cross-device dependencies (default 0)")
-    p.add_argument("--host-overhead", type=_host_overhead, metavar="T[,T…]",
-                   help="a device's host time between two consecutive ops (dispatch, posting sends and receives): "
-                        "one time for every device, or one per device (default 0; `ppviz measured` fits it)")
+    p.add_argument(
+        "--host-overhead",
+        type=_host_overhead,
+        metavar="T[,T…]",
+        help="a device's host time between two consecutive ops (dispatch, posting sends and receives): "
+        "one time for every device, or one per device (default 0; `ppviz measured` fits it)",
+    )
     p.add_argument("--overlap", type=ascii_float, help="time factor of an overlapped F&B pair (default 1)")
     p.add_argument("--b-frees", type=ascii_float, help="fraction of activation that B frees (default 0)")
     p.add_argument("--stage-time", type=_stage_time, action="append", default=[], metavar="SHARE:F,B,W",

@@ -66,8 +66,9 @@ def make_costs(
     host_overhead: Sequence[float] = (),
 ) -> Costs:
     """The cost inputs; ``stage_times`` keys are device shares (see ``ppviz.costs``)."""
-    return Costs(f, b, w, p2p, overlap, b_frees, dict(stage_times or {}), exact_stage_times,
-                 host_overhead=tuple(host_overhead))
+    return Costs(
+        f, b, w, p2p, overlap, b_frees, dict(stage_times or {}), exact_stage_times, host_overhead=tuple(host_overhead)
+    )
 
 
 def evaluate(schedule: Schedule, costs: Costs | None = None) -> Run:

@@ -142,8 +142,12 @@ class Costs:
     def uniform(self) -> bool:
         """True when every stage runs the common times and nothing sits between ops or iterations (closed forms
         then apply)."""
-        if (self.exact_stage_times or any(any(row) for row in self.link_p2p) or any(self.optimizer_step)
-                or any(self.host_overhead)):
+        if (
+            self.exact_stage_times
+            or any(any(row) for row in self.link_p2p)
+            or any(self.optimizer_step)
+            or any(self.host_overhead)
+        ):
             return False
         return all(tuple(v) == (self.f, self.b, self.w) for v in self.stage_times.values())
 

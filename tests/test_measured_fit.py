@@ -63,7 +63,8 @@ def test_the_fit_recovers_known_costs_exactly(tmp_path, name, p, m, params, cost
         # a rank whose every op waited for its input never shows its overhead, and it never mattered there
         assert got is None or got.time == pytest.approx(given * MS, abs=1e-12)
     assert sum(h is not None and h.time > 0 for h in fitted.host_overhead) == sum(
-        g > 0 for g in costs.get("host_overhead", []))
+        g > 0 for g in costs.get("host_overhead", [])
+    )
     c = compare(measured)
     assert c.simulated_makespan_s == pytest.approx(run.metrics.makespan * MS, rel=1e-9)
     assert c.measured_makespan_s == pytest.approx(run.metrics.makespan * MS, rel=1e-9)

@@ -93,8 +93,10 @@ def text(d: dict) -> str:
         lines.append(f"{s['stage']:>5}  " + "  ".join(f"{c:>28}" for c in cells))
     f = d["fitted"]
     lines.append(f"p2p latency {_ms(f['p2p_s'])} ms ({f['p2p_samples']} waited-for transfers)")
-    lines.append("host overhead between ops (ms per rank): "
-                 + ", ".join(f"{_ms(h)} ×{n}" for h, n in zip(f["host_overhead_s"], f["host_overhead_samples"])))
+    lines.append(
+        "host overhead between ops (ms per rank): "
+        + ", ".join(f"{_ms(h)} ×{n}" for h, n in zip(f["host_overhead_s"], f["host_overhead_samples"]))
+    )
     lines += ["", f"{'':>9} {'makespan':>12}", f"{'measured':>9} {_ms(d['measured']['makespan_s']):>9} ms",
               f"{'simulated':>9} {_ms(d['simulated']['makespan_s']):>9} ms", "",
               f"{'rank':>4} {'measured idle':>15} {'= bubble':>12} {'+ host overhead':>16} "
