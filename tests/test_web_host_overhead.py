@@ -139,6 +139,8 @@ def test_more_devices_give_the_new_ones_no_overhead_and_fewer_keep_those_that_re
     assert parse(out["url"]["hash"]).state.host_overhead == HOST[:2]
     out = answer(page.fire(dep, [("devices", "value")], {("devices", "value"): 4}))
     assert parse(out["url"]["hash"]).state.host_overhead == (*HOST[:2], 0.0, 0.0)
+    out = answer(page.fire(dep, [("devices", "value")], {("devices", "value"): 1e308}))  # clamped to 64, with a note
+    assert parse(out["url"]["hash"]).state.host_overhead == (*HOST[:2], *[0.0] * 62)
 
 
 def test_compare_mode_and_the_sweep_run_under_the_host_overhead():

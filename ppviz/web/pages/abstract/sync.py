@@ -88,7 +88,9 @@ def table_rows(state: ViewState) -> list[dict]:
 
 
 def host_overheads(times: tuple[float, ...], devices: int) -> tuple[float, ...]:
-    """One host overhead per device: the devices that remain keep theirs, new ones get 0."""
+    """One host overhead per device: the devices that remain keep theirs, new ones get 0. A count past
+    the slider (a crafted request) is taken as ``bounded`` will clamp it."""
+    devices = min(max(devices, 1), limits.MAX_DEVICES)
     return tuple(times[:devices]) + (0.0,) * (devices - len(times[:devices]))
 
 
