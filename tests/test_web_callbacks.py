@@ -55,6 +55,7 @@ def test_a_full_view_survives_the_round_trip_through_its_link():
         mbs=2,
         params={"interleaved-1f1b": {"chunks": 3, "group_size": 8}},
         stage_times={2: (3.0, 1.0, 1.0), 7: (1.0, 2.5, 0.5)},
+        host_overhead=(0.5, 0.0, 0.25, 0.0, 0.0, 0.0, 0.0, 1.0),
     )
     parsed = parse(encode(original))
     assert parsed.notes == []
@@ -106,8 +107,8 @@ def test_opening_a_link_sets_every_control_from_it():
     assert out.controls["schedule"] == "interleaved-1f1b"
     assert (out.controls["devices"], out.controls["microbatches"], out.controls["f"]) == (8, 16, 2.0)
     assert out.params == [4, None]
-    assert out.rows[1] == {"stage": 1, "f": 3.0, "b": 1.0, "w": 1.0}
-    assert out.rows[0] == {"stage": 0, "f": 2.0, "b": 1.0, "w": 1.0}
+    assert out.rows[1] == {"stage": 1, "f": 3.0, "b": 1.0, "w": 1.0, "host_overhead": 0.0}
+    assert out.rows[0] == {"stage": 0, "f": 2.0, "b": 1.0, "w": 1.0, "host_overhead": 0.0}
     assert len(out.rows) == 8
 
 

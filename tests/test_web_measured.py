@@ -58,6 +58,14 @@ def cli_json(*args: str) -> dict:
     return json.loads(done.stdout)
 
 
+def cli_makespan(command: str) -> float:
+    """The makespan of a ``ppviz simulate …`` command, as the CLI prints it (``--json``)."""
+    args = command.removeprefix("ppviz ").split()
+    done = subprocess.run([sys.executable, "-m", "ppviz", *args, "--json"], capture_output=True, text=True,
+                          cwd=ROOT, check=True)  # fmt: skip
+    return json.loads(done.stdout)["makespan"]
+
+
 @pytest.fixture
 def page() -> Page:
     p = Page.open(SERVER, PATH)
@@ -131,13 +139,17 @@ def test_the_what_if_link_opens_the_abstract_view_with_the_fitted_costs(page, ex
     assert (state.schedule, state.devices, state.microbatches) == ("zb-v", 4, 8)
     flags = w["command"].split("--stage-time ")[1:]
     for flag in flags:  # the CLI's --stage-time SHARE:F,B,W, in ms
-        share, _, times = flag.strip().partition(":")
+        share, _, times = flag.split()[0].partition(":")
         assert state.stage_times[int(share)] == tuple(float(t) for t in times.split(","))
+    gaps = w["command"].split("--host-overhead ")[1].split()[0]  # each rank's, in ms
+    assert state.host_overhead == tuple(float(t) for t in gaps.split(",")) and any(state.host_overhead)
     page.go("/", "#" + hash_)
     page.load()  # the abstract view: its per-stage table holds the fitted costs, its makespan is the what-if's
     table = page.value("stage-table", "rowData")
     assert [(r["stage"], r["f"], r["b"], r["w"]) for r in table] == [(i, *state.stage_times[i]) for i in range(4)]
+    assert tuple(r["host_overhead"] for r in table) == state.host_overhead
     assert f"makespan {w['makespan_s'] * 1e3:g}" in page.text("cards")
+    assert f"makespan {cli_makespan(w['command']):g}" in page.text("cards")
 
 
 def test_another_schedule_changes_the_what_if(page):

@@ -42,7 +42,7 @@ def test_uploaded_traces_draw_the_run_against_its_simulation(dash_duo, tmp_path)
     wait_for(lambda: page.find_elements("#abstract-view"), "the abstract view opens", timeout=30)
     makespan = expected["what_if"][0]["makespan_s"] * 1e3
     page.wait_for_contains_text("#card-makespan", f"{makespan:g}", timeout=30)
-    assert "stage_times=" in page.driver.current_url
+    assert "stage_times=" in page.driver.current_url and "host_overhead=" in page.driver.current_url
     assert page.get_logs() == []
 
 

@@ -63,6 +63,7 @@ def test_a_shared_link_restores_the_view(page):
     """Every control shows the link's values, the charts draw them, a reload keeps them, and the
     copy-link button copies them."""
     query = "#schedule=interleaved-1f1b&devices=6&microbatches=12&f=1.5&interleaved-1f1b.chunks=3&stage_times=2:2:1:1"
+    query += "&host_overhead=0,0,0.5,0,0,0"
     page.driver.get(page.server_url + "/" + query)
     for reload in (False, True):
         if reload:
@@ -78,6 +79,7 @@ def test_a_shared_link_restores_the_view(page):
         assert chunks[0] == "3"
         open_section(page, "stages")
         page.wait_for_text_to_equal('#stage-table .ag-row[row-index="2"] .ag-cell[col-id="f"]', "2")
+        page.wait_for_text_to_equal('#stage-table .ag-row[row-index="2"] .ag-cell[col-id="host_overhead"]', "0.5")
         assert "chunks=3" in page.driver.current_url
 
     # The copy-link button puts this exact view's link on the clipboard.
@@ -90,6 +92,7 @@ def test_a_shared_link_restores_the_view(page):
         assert time.time() < deadline, f"the clipboard holds {copied!r}, not {page.driver.current_url!r}"
         time.sleep(0.2)
     assert "stage_times=2:2:1:1" in copied and "interleaved-1f1b.chunks=3" in copied
+    assert "host_overhead=0,0,0.5,0,0,0" in copied
 
 
 def test_an_export_downloads(page):

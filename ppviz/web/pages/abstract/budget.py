@@ -130,8 +130,22 @@ def too_big(state: ViewState, name: str, units: int) -> str:
 def cli_command(state: ViewState, name: str, extra: str = "") -> str:
     """The ``ppviz simulate`` command of one schedule of the view (what to run past the page's bounds)."""
     if name == CUSTOM:
-        return commands.command("simulate", order="order.csv") + extra
+        return commands.command("simulate", order="order.csv") + cost_flags(state) + extra
     size = {"gbs": state.gbs, "mbs": state.mbs} if state.gbs and state.mbs else {}
     short = () if size else ("-m", state.microbatches)
     params = {k: float(v) for k, v in state.params_of(name).items()}
-    return commands.command("simulate", name, "-p", state.devices, *short, **size, **params) + extra
+    command = commands.command("simulate", name, "-p", state.devices, *short, **size, **params)
+    return command + cost_flags(state) + extra
+
+
+def cost_flags(state: ViewState) -> str:
+    """The view's op times as ``ppviz simulate`` flags, those not at the CLI's defaults (the overlap factor
+    and B frees are left out: the CLI refuses them for a schedule without pairs or a split backward)."""
+    num = validation.num
+    default = ViewState()
+    changed = [k for k in ("f", "b", "w", "p2p") if getattr(state, k) != getattr(default, k)]
+    flags = [f"--{k} {num(getattr(state, k))}" for k in changed]
+    flags += [f"--stage-time {i}:{','.join(map(num, fbw))}" for i, fbw in sorted(state.stage_times.items())]
+    if state.host_overhead:
+        flags.append("--host-overhead " + ",".join(map(num, state.host_overhead)))
+    return "".join(" " + flag for flag in flags)

@@ -22,9 +22,11 @@ FIELD_CONTROLS = {
     **{name: name for name in ("devices", "microbatches", "f", "b", "w", "p2p", "overlap", "b_frees", "limit")},
     "latency": "p2p",
     "stage_times": "stage_times",
+    "host_overhead": "stage_times",  # the per-stage table's host column
     "order": "upload",
     "gbs": "gbs",
     "mbs": "gbs",
     "lines": "lines",
 }
-SET_BY_ORDER = ("devices", "microbatches", "stage_times")  # with an uploaded order, its errors go to the upload
+# with an uploaded order, the errors of these go to the upload
+SET_BY_ORDER = ("devices", "microbatches", "stage_times", "host_overhead")

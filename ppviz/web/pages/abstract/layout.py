@@ -13,12 +13,20 @@ from . import controls
 from .ids import msg_id
 from .render import UPLOAD_MAX_BYTES
 from .state import SLIDERS, ViewState
+from .sync import HOST
 
 UPLOAD_KB = UPLOAD_MAX_BYTES // 1024
 
 STAGE_COLUMNS = [
     {"field": "stage", "headerName": "stage", "editable": False, "cellStyle": {"color": "#667"}},
     *({"field": k, "headerName": k.upper(), "editable": True, "cellDataType": "number"} for k in "fbw"),
+    {
+        "field": HOST,
+        "headerName": "host",
+        "headerTooltip": "host overhead of device i: its host's time between two consecutive ops (0: none)",
+        "editable": True,
+        "cellDataType": "number",
+    },
 ]
 WRAPPED = {"wrapText": True, "autoHeight": True, "cellStyle": {"lineHeight": "1.25", "padding": "1px 5px"}}
 PERCENT = {"function": "params.value == null ? '' : d3.format('.1%')(params.value)"}
@@ -136,7 +144,8 @@ def stage_table(state: ViewState) -> list:
     return [
         html.P(
             "One row per device share of the model (1/p of it, in model order). Schedules with more stages "
-            "(chunks, V shapes) apply a row to the stages that make up that share.",
+            "(chunks, V shapes) apply a row to the stages that make up that share. Host: device i's host "
+            "overhead, its time between two consecutive ops (as F, B and W; 0: none).",
             className="help",
         ),
         html.Div(

@@ -64,8 +64,10 @@ class View:
     drawn_as: str = "bars"  # "bars", "overview" or "none"
 
 
-def costs_kwargs(state: ViewState) -> dict:
-    return {k: getattr(state, k) for k in ("f", "b", "w", "p2p", "overlap", "b_frees")}
+def costs_of(state: ViewState) -> ppviz.Costs:
+    """The view's costs: the sliders, the per-stage table's times and its devices' host overheads."""
+    sliders = {k: getattr(state, k) for k in ("f", "b", "w", "p2p", "overlap", "b_frees")}
+    return ppviz.make_costs(**sliders, stage_times=state.stage_times, host_overhead=state.host_overhead)
 
 
 def schedule_of(state: ViewState, name: str, costs: ppviz.Costs | None = None) -> ppviz.Schedule:
@@ -86,7 +88,7 @@ def run_of(state: ViewState, name: str) -> ppviz.Run:
     The per-stage table's rows are device shares of the model, as everywhere in ppviz, so every
     schedule runs the same heterogeneous model; searching schedules search under those times.
     """
-    costs = ppviz.make_costs(**costs_kwargs(state), stage_times=state.stage_times)
+    costs = costs_of(state)
     return ppviz.evaluate(schedule_of(state, name, costs), costs)
 
 
@@ -135,6 +137,7 @@ def run_key(state: ViewState, name: str) -> tuple:
         *(getattr(state, k) for k in SLIDER_CONTROLS),
         tuple(sorted(state.params_of(name).items())),
         tuple(sorted(state.stage_times.items())),
+        state.host_overhead,
         state.order if name == CUSTOM else None,
     )
 
@@ -331,7 +334,7 @@ def sweep_rows(state: ViewState) -> list[dict]:
     say so and give the CLI command instead. The last few sweeps are kept per worker.
     """
     values = budget.sweep_values(state)
-    costs = ppviz.make_costs(**costs_kwargs(state), stage_times=state.stage_times)
+    costs = costs_of(state)
     names = [n for n in state.compare if n != CUSTOM]
     params = {n: state.params_of(n) for n in names}
     key = (tuple(names), state.sweep_axis, tuple(values), state.devices, state.microbatches, repr(costs), repr(params))
@@ -341,6 +344,11 @@ def sweep_rows(state: ViewState) -> list[dict]:
     allowed, _ = budget.sweep_plan(state)
 
     def guard(name: str, devices: int, microbatches: int, own: dict) -> str | None:
+        if state.host_overhead and devices != state.devices:
+            return (
+                f"the host overhead is given per device, for {state.devices} devices: clear the per-stage "
+                "table's host column to sweep devices"
+            )
         value = {"m": microbatches, "p": devices}.get(state.sweep_axis, own.get("chunks"))
         if value is None or (name, value) in allowed:
             return None

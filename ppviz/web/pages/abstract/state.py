@@ -89,6 +89,7 @@ class ViewState:
     mbs: int | None = None  # micro-batch size
     params: dict[str, dict[str, float | int]] = field(default_factory=dict)  # schedule -> param -> value
     stage_times: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # model share -> f, b, w
+    host_overhead: tuple[float, ...] = ()  # per device, its host's time between two consecutive ops; () = none
     order: str | None = None  # an uploaded PyTorch-format order (schedule == CUSTOM)
     lines: tuple[int, ...] = ()  # devices drawn as lines over the memory band; () = highest and lowest peak
     baseline: str | None = None  # compare mode: the schedule the deltas are against (None: the first compared)
@@ -148,6 +149,8 @@ def encode(state: ViewState) -> str:
     if state.stage_times:
         cells = (":".join([str(s), *map(num, fbw)]) for s, fbw in sorted(state.stage_times.items()))
         pairs.append(("stage_times", ",".join(cells)))
+    if state.host_overhead:
+        pairs.append(("host_overhead", ",".join(map(num, state.host_overhead))))
     if state.order is not None and state.mode != "compare":
         pairs.append(("order", pack_order(state.order)))
     if state.lines:
@@ -162,6 +165,7 @@ def parse(link: str | None) -> Parsed:
     query = dict(parse_qsl((link or "").lstrip("#"), keep_blank_values=True))
     values: dict = {}
     known = set(SLIDERS) | {"mode", "schedule", "compare", "limit", "stage_times", "order", "lines", *BATCH_FIELDS}
+    known |= {"host_overhead"}
     known |= {"baseline", "show", "sweep"}
 
     if query.get("mode") in ("single", "compare"):
@@ -213,6 +217,8 @@ def parse(link: str | None) -> Parsed:
                 values[name] = int(v)
     if query.get("stage_times"):
         values["stage_times"] = _read_stage_times(query["stage_times"], notes)
+    if query.get("host_overhead"):
+        values["host_overhead"] = _read_host_overhead(query["host_overhead"], notes)
     if "lines" in query:
         values["lines"] = read_lines(query["lines"], notes)
     if "order" in query:
@@ -296,6 +302,15 @@ def _read_stage_times(raw: str, notes: list[str]) -> dict[int, tuple[float, floa
     return out
 
 
+def _read_host_overhead(raw: str, notes: list[str]) -> tuple[float, ...]:
+    """``t0,t1,…`` from the link; their count and range are ``bounded``'s to check."""
+    times = [to_float(t) for t in raw.split(",")]
+    if None in times:
+        notes.append(f"host overhead {raw[:60]!r} is not a list of times, one per device; left out")
+        return ()
+    return tuple(times)  # type: ignore[arg-type]
+
+
 def bounded(state: ViewState) -> tuple[ViewState, list[str]]:
     """``state`` with every field of a known type and within its range; a note for each change."""
     notes: list[str] = []
@@ -334,6 +349,9 @@ def bounded(state: ViewState) -> tuple[ViewState, list[str]]:
     stage_times = _bounded_stage_times(state.stage_times, devices, notes)
     if stage_times != state.stage_times:
         values["stage_times"] = stage_times
+    host_overhead = _bounded_host_overhead(state.host_overhead, devices, notes)
+    if host_overhead != state.host_overhead:
+        values["host_overhead"] = host_overhead
     if state.order is not None and not isinstance(state.order, str):
         values["order"] = None
     lines = read_lines(state.lines, notes)
@@ -422,3 +440,22 @@ def _bounded_stage_times(stage_times: object, devices: int, notes: list[str]) ->
             continue
         out[share] = tuple(times)
     return out
+
+
+def _bounded_host_overhead(times: object, devices: int, notes: list[str]) -> tuple[float, ...]:
+    """One time per device in [0, MAX_STAGE_TIME], or () (none) with a note; all zeros are none too,
+    so a view without an overhead keeps its link."""
+    if not isinstance(times, (list, tuple)) or not times:
+        return ()
+    if len(times) != devices:
+        notes.append(f"host overhead gives {len(times)} times for {devices} devices; left out")
+        return ()
+    clean = [validation.finite(t) for t in times]
+    if None in clean:
+        notes.append("host overhead: not every time is a number; left out")
+        return ()
+    bad = next((d for d, t in enumerate(clean) if not 0 <= t <= MAX_STAGE_TIME), None)
+    if bad is not None:
+        notes.append(f"host overhead {clean[bad]:g} of device {bad} is outside 0–{MAX_STAGE_TIME:g}; left out")
+        return ()
+    return tuple(clean) if any(clean) else ()  # type: ignore[arg-type]

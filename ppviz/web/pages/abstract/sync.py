@@ -27,6 +27,7 @@ CONTROLS = (
     "sweep_axis",
 )
 TABLE_TRIGGERS = {"url", "devices", "f", "b", "w", "stage-reset", None}
+HOST = "host_overhead"  # the stage table's column of each row's device's host overhead
 MAX_COMPARE = limits.MAX_COMPARE
 
 
@@ -78,9 +79,19 @@ def read(hash_: object) -> Parsed:
 
 
 def table_rows(state: ViewState) -> list[dict]:
-    """One row per device share: its override, or the sliders' times."""
+    """One row per device share: its override, or the sliders' times; and device i's host overhead (0: none)."""
     uniform = (state.f, state.b, state.w)
-    return [dict(zip(("stage", "f", "b", "w"), (i, *state.stage_times.get(i, uniform)))) for i in range(state.devices)]
+    return [
+        {**dict(zip(("stage", "f", "b", "w"), (i, *state.stage_times.get(i, uniform)))), HOST: host}
+        for i, host in enumerate(host_overheads(state.host_overhead, state.devices))
+    ]
+
+
+def host_overheads(times: tuple[float, ...], devices: int) -> tuple[float, ...]:
+    """One host overhead per device: the devices that remain keep theirs, new ones get 0. A count past
+    the slider (a crafted request) is taken as ``bounded`` will clamp it."""
+    devices = min(max(devices, 1), limits.MAX_DEVICES)
+    return tuple(times[:devices]) + (0.0,) * (devices - len(times[:devices]))
 
 
 def state_from_controls(
@@ -121,11 +132,12 @@ def state_from_controls(
         state = replace(state, schedule=ViewState().schedule)
     state = replace(state, order=order)
     if trigger == "stage-reset":
-        return replace(state, stage_times={})
+        return replace(state, stage_times={}, host_overhead=())
     if trigger == "stage-table" and isinstance(rows, list):
-        return replace(state, stage_times=_overrides(rows, state))
+        return replace(state, stage_times=_overrides(rows, state), host_overhead=_host_column(rows, previous, state))
     kept = {s: fbw for s, fbw in previous.stage_times.items() if s < state.devices}
-    return replace(state, stage_times=kept)
+    host = host_overheads(previous.host_overhead, state.devices)
+    return replace(state, stage_times=kept, host_overhead=host if any(host) else ())
 
 
 def sync(
@@ -172,7 +184,7 @@ def sync(
         out.controls = {**(out.controls or {}), "compare": list(state.compare)}
     if values.get("baseline") != state.reference:  # the baseline left the comparison: the first is used
         out.controls = {**(out.controls or {}), "baseline": state.reference}
-    if trigger in TABLE_TRIGGERS:
+    if trigger in TABLE_TRIGGERS or (notes and trigger == "stage-table"):  # an edit left out: show what is used
         out.rows = table_rows(state)
     if out.hash.lstrip("#") == (hash_ if isinstance(hash_, str) else "").lstrip("#"):
         out.hash = None
@@ -193,6 +205,17 @@ def _overrides(rows: list[dict], state: ViewState) -> dict[int, tuple[float, flo
         if fbw != uniform and stage < state.devices:
             out[stage] = fbw
     return out
+
+
+def _host_column(rows: list[dict], previous: ViewState, state: ViewState) -> tuple[float, ...]:
+    """The table's host overheads, one per device (a cell left unreadable keeps the link's value)."""
+    times = list(host_overheads(previous.host_overhead, state.devices))
+    for row in rows[: state.devices]:
+        stage = row.get("stage") if isinstance(row, dict) else None
+        if isinstance(stage, bool) or not isinstance(stage, int) or not 0 <= stage < state.devices:
+            continue
+        times[stage] = _number(row.get(HOST), times[stage], HOST)
+    return tuple(times) if any(times) else ()
 
 
 def _number(value: object, default: float, name: str) -> float:

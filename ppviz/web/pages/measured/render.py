@@ -15,7 +15,7 @@ from ppviz.ir import KINDS, parse_action
 from ppviz.measured import compare, to_dict
 from ppviz.measured.cli import megatron_text, step_error
 from ppviz.measured.read import read
-from ppviz.measured.whatif import MS, share_times, what_if
+from ppviz.measured.whatif import MS, host_overhead_ms, share_times, what_if
 
 from ...common import validation
 from . import uploads
@@ -27,7 +27,7 @@ NO_ACTIONS = (
     "compute-only or compute+comms): each rank's k-th forward is named its k-th F, its k-th backward its k-th B; "
     "or give a pattern for your own annotations"
 )
-ABSTRACT_PATH = "/"  # the abstract view, which takes per-stage times in its hash (`stage_times=share:f:b:w,…`)
+ABSTRACT_PATH = "/"  # the abstract view: per-stage times and host overheads in its hash (`stage_times=…`)
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,8 @@ def _simulated_bars(c) -> list[list[tuple]]:
 
 def abstract_link(fit, schedule: str, devices: int, microbatches: int) -> str:
     """The abstract view of ``schedule`` on the run's devices and microbatches with the fitted costs as
-    its per-stage table, in ms (the numbers ``ppviz measured --what-if`` simulates)."""
+    its per-stage table and each rank's host overhead as its device's, in ms (the numbers
+    ``ppviz measured --what-if`` simulates, so the view's makespan is the what-if's)."""
     shares = share_times(fit, devices)
     p2p = 0.0 if fit.p2p is None else fit.p2p.time
     cells = (":".join([str(i), *(_ms6(t) for t in fbw)]) for i, fbw in shares.items())
@@ -125,6 +126,9 @@ def abstract_link(fit, schedule: str, devices: int, microbatches: int) -> str:
         "p2p": _ms6(p2p),
         "stage_times": ",".join(cells),
     }
+    gaps = host_overhead_ms(fit)
+    if any(gaps):
+        pairs["host_overhead"] = ",".join(map(validation.num, gaps))
     return ABSTRACT_PATH + "#" + urlencode(pairs, safe=",:")
 
 
