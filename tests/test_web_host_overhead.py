@@ -79,6 +79,17 @@ def test_the_page_s_cli_command_carries_the_host_overhead(capsys):
     assert "--host-overhead 1,2,3,4" in budget.cli_command(big, "v-auto")
 
 
+@pytest.mark.parametrize("name", ["dualpipe", "zb-h1", "1f1b"])
+def test_the_page_s_cli_command_gives_the_page_s_makespan_with_overlap_and_b_frees(capsys, name):
+    """--overlap goes to a schedule with overlapped pairs, --b-frees to one with a split backward; elsewhere the
+    CLI refuses them, and there they change nothing."""
+    state = parse(f"#schedule={name}&devices=4&microbatches=8&overlap=0.5&b_frees=0.5&host_overhead=0.1,0,0.2,0").state
+    command = budget.cli_command(state, name)
+    assert ("--overlap 0.5" in command) == (name == "dualpipe")
+    assert ("--b-frees 0.5" in command) == (name in ("dualpipe", "zb-h1"))
+    assert cli_makespan(capsys, command) == render.cached_run(state, name).metrics.makespan
+
+
 def test_editing_the_host_column_changes_the_makespan_and_the_reset_clears_it():
     page = opened(LINK)
     dep = page.callback(PAGE)

@@ -5,8 +5,10 @@ Prices are ``common.limits.price``, the one price of every page.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
+import ppviz
 from ppviz import REGISTRY
 from ppviz.errors import InputError
 from ppviz.schedules.registry import resolve
@@ -130,21 +132,36 @@ def too_big(state: ViewState, name: str, units: int) -> str:
 def cli_command(state: ViewState, name: str, extra: str = "") -> str:
     """The ``ppviz simulate`` command of one schedule of the view (what to run past the page's bounds)."""
     if name == CUSTOM:
-        return commands.command("simulate", order="order.csv") + cost_flags(state) + extra
+        return commands.command("simulate", order="order.csv") + cost_flags(state, name) + extra
     size = {"gbs": state.gbs, "mbs": state.mbs} if state.gbs and state.mbs else {}
     short = () if size else ("-m", state.microbatches)
     params = {k: float(v) for k, v in state.params_of(name).items()}
     command = commands.command("simulate", name, "-p", state.devices, *short, **size, **params)
-    return command + cost_flags(state) + extra
+    return command + cost_flags(state, name) + extra
 
 
-def cost_flags(state: ViewState) -> str:
-    """The view's op times as ``ppviz simulate`` flags, those not at the CLI's defaults (the overlap factor
-    and B frees are left out: the CLI refuses them for a schedule without pairs or a split backward)."""
+@functools.cache
+def _has_pairs(name: str) -> bool:
+    """Whether the schedule overlaps F&B pairs (a small instance tells: pairing does not depend on size)."""
+    try:
+        return bool(ppviz.simulate(name, 4, 8).result.paired.any())
+    except ValueError:
+        return False
+
+
+def cost_flags(state: ViewState, name: str = CUSTOM) -> str:
+    """The view's costs as ``ppviz simulate`` flags, those not at the CLI's defaults. The overlap factor and
+    B frees go only to a schedule that has overlapped pairs or a split backward: the CLI refuses them
+    elsewhere, and there they change nothing."""
     num = validation.num
     default = ViewState()
     changed = [k for k in ("f", "b", "w", "p2p") if getattr(state, k) != getattr(default, k)]
-    flags = [f"--{k} {num(getattr(state, k))}" for k in changed]
+    spec = REGISTRY.get(name)
+    if state.overlap != default.overlap and spec is not None and _has_pairs(name):
+        changed.append("overlap")
+    if state.b_frees != default.b_frees and spec is not None and spec.split_backward:
+        changed.append("b_frees")
+    flags = [f"--{k.replace('_', '-')} {num(getattr(state, k))}" for k in changed]
     flags += [f"--stage-time {i}:{','.join(map(num, fbw))}" for i, fbw in sorted(state.stage_times.items())]
     if state.host_overhead:
         flags.append("--host-overhead " + ",".join(map(num, state.host_overhead)))
