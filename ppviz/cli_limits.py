@@ -98,6 +98,7 @@ BOUNDS: dict[str, Bound] = {
     "--limit": Bound(0, 1e6, "a memory line (GB with --model)"),
     "--iteration-ms": Bound(0, 1e9, "a measured iteration time (1e9 ms is 11 days)", low_open=True),
     "--iteration": Bound(0, 2**31 - 1, "a profiler step number (ProfilerStep#N)"),
+    "--cores": Bound(1, 4096, "the cores of one host"),
     # layout (estimate, render --model, search's restrictions)
     "--tp": _sizes(GPUS, "a share of at most 2^20 GPUs"),
     "--pp": _sizes(DEVICES, "published pipelines have at most 64 stages"),

@@ -40,6 +40,9 @@ def add_parser(sub) -> None:
     p.add_argument("--estimator", choices=("mean", "median"), default="mean",
                    help="fit each op time, latency and host overhead as the mean of its samples (default: a step "
                    "pays its ops' long tails) or their median")  # fmt: skip
+    p.add_argument("--cores", type=ascii_int, metavar="N",
+                   help="a CPU run whose ranks time-shared a host's N cores (more ranks than cores): fit each op's "
+                   "own work and simulate the ranks sharing the cores (default: a device per rank)")  # fmt: skip
     p.add_argument("--what-if", metavar="SCHEDULE", action="append", default=[],
                    help="the fitted costs under another schedule (repeatable): its `ppviz simulate` command and "
                    "makespan (JSON: what_if)")  # fmt: skip
@@ -63,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
             for note in got.notes:
                 print(f"note: {note}")
         return 0
-    c = compare(got, args.estimator)
+    c = compare(got, args.estimator, args.cores)
     d = to_dict(c)
     d["what_if"] = [what_if(c.fit, name, got.ranks, got.microbatches).to_dict() for name in args.what_if]
     print(json.dumps(d) if args.json else text(d))
@@ -83,7 +86,9 @@ def text(d: dict) -> str:
     """The comparison as readable tables, times in ms."""
     lines = [f"{d['format']}: {d['ranks']} ranks, {d['stages']} stages, {d['microbatches']} microbatches"
              + ("" if d["iteration"] is None else f", ProfilerStep#{d['iteration']}"), "",
-             f"fitted per-stage times (ms, {d['fitted']['estimator']} [min–max] × samples)",
+             f"fitted per-stage times (ms, {d['fitted']['estimator']} [min–max] × samples"
+             + ("" if d["fitted"]["cores"] is None else f"; each op's own work, {d['fitted']['cores']} shared cores")
+             + ")",
              f"{'stage':>5}  {'F':>28}  {'B':>28}  {'W':>28}"]  # fmt: skip
     for s in d["fitted"]["stage_times"]:
         cells = []

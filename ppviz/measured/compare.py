@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .. import api
 from ..ir import KIND_INDEX
+from . import shared_cores
 from .fit import Fit, Spread, fit
 from .run import MeasuredRun
 from .step import measured_step_ends, simulated_step_ends
@@ -64,10 +65,13 @@ class Comparison:
         return tuple(m - s for m, s in zip(self.measured_idle_s, self.simulated_idle_s))
 
 
-def compare(run: MeasuredRun, estimator: str = "mean") -> Comparison:
-    """``run`` fitted (``estimator``: mean or median op times, ``fit``) and simulated under the fit."""
-    fitted = fit(run, estimator)
+def compare(run: MeasuredRun, estimator: str = "mean", cores: int | None = None) -> Comparison:
+    """``run`` fitted (``estimator``: mean or median op times, ``fit``) and simulated under the fit; with
+    ``cores`` fewer than its ranks, the ranks time-share that many cores (``shared_cores``)."""
+    fitted = fit(run, estimator, cores)
     sim = api.evaluate(run.schedule(), fitted.costs())
+    if fitted.cores is not None:
+        sim = shared_cores.simulate(sim, fitted.cores)
     start = min(op.start for row in run.ops for op in row)
     makespan = max(op.end for row in run.ops for op in row) - start
     idle = tuple(makespan - sum(op.duration for op in row) for row in run.ops)
@@ -98,6 +102,7 @@ def to_dict(c: Comparison) -> dict:
         "sources": list(run.sources),
         "fitted": {
             "estimator": c.fit.estimator,
+            "cores": c.fit.cores,
             "stage_times": [
                 {
                     "stage": s.stage,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ..costs import Costs
 from ..errors import InputError
 from ..ir import Kind
+from . import shared_cores
 from .run import MeasuredRun, Op
 
 ESTIMATORS = ("mean", "median")
@@ -67,6 +68,7 @@ class Fit:
     host_overhead: tuple[Spread | None, ...] = ()  # per rank
     estimator: str = "mean"
     notes: tuple[str, ...] = ()
+    cores: int | None = None  # the host's cores the ranks time-shared (shared_cores); None: a device per rank
 
     def costs(self) -> Costs:
         """The fitted times as ppviz costs: exact per-stage (f, b, w), BW = b + w, the p2p latency and
@@ -87,8 +89,9 @@ def time(s: Spread | None) -> float:
     return 0.0 if s is None else s.time
 
 
-def fit(run: MeasuredRun, estimator: str = "mean") -> Fit:
-    """Fit a timed run; an InputError says why a run cannot be fitted."""
+def fit(run: MeasuredRun, estimator: str = "mean", cores: int | None = None) -> Fit:
+    """Fit a timed run; an InputError says why a run cannot be fitted. With ``cores`` fewer than the ranks,
+    the op times are each op's own work, its time-sharing of the cores taken out (``shared_cores``)."""
     if estimator not in ESTIMATORS:
         raise InputError(f"unknown estimator {estimator!r}: use one of {', '.join(ESTIMATORS)}", field="estimator")
     if not any(run.ops):
@@ -100,10 +103,13 @@ def fit(run: MeasuredRun, estimator: str = "mean") -> Fit:
             "(profiler traces or timer logs)",
             field="files",
         )
-    by = {}
-    for row in run.ops:
-        for op in row:
-            by.setdefault((op.stage, op.kind), []).append(op.duration)
+    if cores is not None and shared_cores.check_cores(cores) < run.ranks:
+        by = shared_cores.uncontended(run, cores)
+    else:
+        by, cores = {}, None
+        for row in run.ops:
+            for op in row:
+                by.setdefault((op.stage, op.kind), []).append(op.duration)
     notes = []
     stages = []
     for s in range(run.stages):
@@ -125,7 +131,7 @@ def fit(run: MeasuredRun, estimator: str = "mean") -> Fit:
                      "are not aligned; p2p latency taken as 0")  # fmt: skip
         p2p = Spread(0.0, p2p.median, p2p.low, p2p.high, p2p.samples)
     overhead = tuple(Spread.of(g, estimator) for g in gaps)
-    return Fit(tuple(stages), p2p, overhead, estimator, tuple(notes))
+    return Fit(tuple(stages), p2p, overhead, estimator, tuple(notes), cores)
 
 
 @dataclass(frozen=True)

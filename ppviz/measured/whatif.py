@@ -66,4 +66,7 @@ def what_if(fit: Fit, schedule: str, devices: int, microbatches: int) -> WhatIf:
     notes = []
     if any(st.w is None for st in fit.stages):
         notes.append("the measured backward is not split: all of it is B and W is 0")
+    if fit.cores is not None:
+        notes.append(f"the run's ranks time-shared {fit.cores} cores; the fitted times are each op's own work, so "
+                     "this runs every rank on a device of its own")  # fmt: skip
     return WhatIf(schedule, f"ppviz simulate {schedule} " + " ".join(flags), run.metrics.makespan / MS, tuple(notes))
