@@ -161,6 +161,24 @@ def test_another_schedule_changes_the_what_if(page):
     assert "under 1f1b" in page.text(cid("what-if"))
 
 
+def test_the_cores_the_ranks_shared_give_the_clis_figures_with_cores(page):
+    """The 4-rank run time-shared the recording machine's 2 cores: with them the page shows what
+    ``ppviz measured … --cores 2`` prints, its link and command carry them, and a bad value gets a note."""
+    upload(page, [(p.name, p.read_bytes()) for p in TRACES])
+    out = answer(page.fire(page.callback(HASH), [(cid("cores"), "value")], {(cid("cores"), "value"): 2}))
+    assert "cores=2" in out[URL]["hash"]
+    answer(page.fire(page.callback(SHOW), [(URL, "hash")]))
+    d = page.value(cid("data"), "data")
+    want = cli_json(*(str(p.relative_to(ROOT)) for p in TRACES), "--cores", "2", "--what-if", "zb-v")
+    for key in ("fitted", "measured", "simulated", "excess_idle_s", "late_ops", "what_if"):
+        assert d[key] == want[key], key
+    assert d["fitted"]["cores"] == 2 and "--cores 2" in page.text("command-measured")
+    again = Page.open(SERVER, PATH, out[URL]["hash"].replace("cores=2", "cores=0.5"))
+    again.load()
+    assert "cores 0.5 is not a whole number" in text_of(again.value(cid("notes"), "children"))
+    assert again.value(cid("data"), "data")["fitted"]["cores"] is None
+
+
 def test_a_reload_keeps_the_view_while_the_server_holds_the_files(page):
     upload(page, [(p.name, p.read_bytes()) for p in TRACES])
     out = answer(page.fire(page.callback(HASH), [(cid("iteration"), "value")], {(cid("iteration"), "value"): 4}))

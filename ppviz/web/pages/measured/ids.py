@@ -17,6 +17,7 @@ FIELD_CONTROLS = {
     "iteration": "iteration",
     "pattern": "pattern",
     "naming": "naming",
+    "cores": "cores",
     "what_if": "schedule",
 }
 MESSAGES = tuple(dict.fromkeys(FIELD_CONTROLS.values()))

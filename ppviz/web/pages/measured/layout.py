@@ -11,9 +11,9 @@ from ...common import charts, widgets
 from ...common.charts import GRAPH_CONFIG
 from . import uploads
 from .ids import URL, cid
-from .state import MAX_ITERATION, NAMINGS, MeasuredState
+from .state import MAX_CORES, MAX_ITERATION, NAMINGS, MeasuredState
 
-CONTROLS = ("iteration", "pattern", "naming", "schedule")
+CONTROLS = ("iteration", "pattern", "naming", "cores", "schedule")
 LINK_TEXT = "open in the abstract view"
 
 
@@ -96,6 +96,24 @@ def _panel(values: dict) -> list:
                     "action naming of an order CSV",
                     dcc.Dropdown(id=cid("naming"), options=list(NAMINGS), value=values["naming"], clearable=False),
                     "auto reads it from the tokens; torch-old: B = input gradient, BW = full backward",
+                ),
+                _row(
+                    "cores",
+                    "host cores the ranks shared (CPU runs)",
+                    dcc.Input(
+                        id=cid("cores"),
+                        type="number",
+                        min=1,
+                        max=MAX_CORES,
+                        step=1,
+                        value=values["cores"],
+                        debounce=True,
+                        className="number",
+                        placeholder="a device per rank",
+                        style={"width": "170px"},
+                    ),
+                    "a CPU run with more ranks than cores: fit each op's own work and simulate the ranks "
+                    "sharing the cores",
                 ),
                 _row(
                     "schedule",

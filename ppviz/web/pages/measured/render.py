@@ -60,7 +60,7 @@ def view(state: MeasuredState, files: uploads.Files) -> MeasuredView:
                     "order without times; fitting needs a measured run (one profiler trace per rank)",
                     text="\n".join(f"note: {n}" for n in got.notes),
                 )
-            c = compare(got)
+            c = compare(got, cores=state.cores)
         except ValueError as e:  # the core's refusals (InputError, a ValueError, names its field)
             raise InputError(_local(str(e), folder), field=getattr(e, "field", None) or "files") from None
         data = to_dict(c)

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from ppviz import REGISTRY
 from ppviz.errors import InputError
+from ppviz.measured.shared_cores import MAX_CORES
 
 from ...common import validation
 from ...common.validation import read_hash
@@ -33,6 +34,7 @@ class MeasuredState:
     iteration: int | None = None  # ProfilerStep#N (None: the last complete one)
     pattern: str | None = None  # a regex for other frameworks' annotations
     naming: str = "auto"
+    cores: int | None = None  # the host's cores the ranks time-shared (None: a device per rank)
     schedule: str = "zb-v"  # the what-if schedule
 
 
@@ -49,6 +51,8 @@ def encode(state: MeasuredState) -> dict[str, str]:
         pairs["pattern"] = state.pattern
     if state.naming != "auto":
         pairs["naming"] = state.naming
+    if state.cores is not None:
+        pairs["cores"] = str(state.cores)
     pairs["schedule"] = state.schedule
     return pairs
 
@@ -86,6 +90,11 @@ def bounded(raw: dict) -> tuple[MeasuredState, list[str]]:
             values["naming"] = naming
         else:
             notes.append(f"naming {validation.show(naming)} is not one of {', '.join(NAMINGS)}; using auto")
+    cores = raw.get("cores")
+    if cores not in (None, ""):
+        v = validation.in_range("cores", validation.number(cores), 1, MAX_CORES, True, notes)
+        if v is not None:
+            values["cores"] = v
     schedule = raw.get("schedule")
     if schedule not in (None, ""):
         if isinstance(schedule, str) and schedule in REGISTRY:
@@ -147,6 +156,8 @@ def cli_command(state: MeasuredState, names: list[str], order: str | None = None
         parts.append(f"--pattern {_quoted(state.pattern)}")
     if state.naming != "auto":
         parts.append(f"--naming {state.naming}")
+    if state.cores is not None:
+        parts.append(f"--cores {state.cores}")
     parts.append(f"--what-if {state.schedule}")
     return " ".join(parts)
 
