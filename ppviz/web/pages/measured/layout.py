@@ -39,6 +39,12 @@ def _row(name: str, label: str, widget, help_text: str = "") -> html.Div:
     )
 
 
+def _whole_number(name: str, low: int, high: int, values: dict, empty: str) -> dcc.Input:
+    """A box for a whole number in [low, high]; ``empty`` says what leaving it empty means."""
+    return dcc.Input(id=cid(name), type="number", min=low, max=high, step=1, value=values[name], debounce=True,
+                     className="number", placeholder=empty, style={"width": "170px"})  # fmt: skip
+
+
 def _panel(values: dict) -> list:
     mb = uploads.MAX_UPLOAD_BYTES / 2**20
     return [
@@ -63,18 +69,7 @@ def _panel(values: dict) -> list:
                 _row(
                     "iteration",
                     "iteration (ProfilerStep#N)",
-                    dcc.Input(
-                        id=cid("iteration"),
-                        type="number",
-                        min=0,
-                        max=MAX_ITERATION,
-                        step=1,
-                        value=values["iteration"],
-                        debounce=True,
-                        className="number",
-                        placeholder="the last complete one",
-                        style={"width": "170px"},
-                    ),
+                    _whole_number("iteration", 0, MAX_ITERATION, values, "the last complete one"),
                     "which profiled step of the traces to read",
                 ),
                 _row(
@@ -100,18 +95,7 @@ def _panel(values: dict) -> list:
                 _row(
                     "cores",
                     "host cores the ranks shared (CPU runs)",
-                    dcc.Input(
-                        id=cid("cores"),
-                        type="number",
-                        min=1,
-                        max=MAX_CORES,
-                        step=1,
-                        value=values["cores"],
-                        debounce=True,
-                        className="number",
-                        placeholder="a device per rank",
-                        style={"width": "170px"},
-                    ),
+                    _whole_number("cores", 1, MAX_CORES, values, "a device per rank"),
                     "a CPU run with more ranks than cores: fit each op's own work and simulate the ranks "
                     "sharing the cores",
                 ),
