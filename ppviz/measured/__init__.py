@@ -2,8 +2,8 @@
 fitted per-stage costs → the same order simulated under them → the gap. No torch needed.
 
     run = read_run(["rank0.trace.json.gz", "rank1.trace.json.gz"])
-    fitted = fit(run)                    # per-stage F/B/W and p2p, with spread and samples
-    c = compare(run)                     # the same order simulated under fitted.costs()
+    fitted = fit(run)                    # per-stage F/B/W, p2p and host overhead, with spread and samples
+    c = compare(run)                     # the same order simulated under fitted.costs() (cores=C: shared)
     to_dict(c)                           # the `ppviz measured --json` object
 """
 
