@@ -33,6 +33,8 @@ def test_every_real_trace_set_imports(name, data):
     settings = json.loads((data / name / "step_times.json").read_text())
     assert run.format == "kineto" and run.ranks == settings["ranks"] and run.iteration == 5
     assert any("ProfilerStep#5, the last" in n for n in run.notes)
+    assert any(n.startswith(f"ranks {', '.join(map(str, range(run.ranks)))} ran on one host (vm) without a GPU")
+               for n in run.notes)  # fmt: skip
     assert {c.what for c in run.comms} == {"send", "recv"} and all(c.start <= c.end for c in run.comms)
     if name not in ANNOTATED:  # Schedule1F1B annotates nothing: imported, and said
         assert not any(run.ops) and any("does not annotate" in n and "--pattern" in n for n in run.notes)

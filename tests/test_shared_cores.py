@@ -84,3 +84,18 @@ def test_bad_cores_are_refused(capsys):
     assert d["fitted"]["cores"] == 2 and any("time-shared 2 cores" in n for n in d["what_if"][0]["notes"])
     assert main(["measured", *traces, "--cores", "8", "--json"]) == 0  # a core per rank: the plain fit
     assert json.loads(capsys.readouterr().out)["fitted"]["cores"] is None
+
+
+@pytest.mark.parametrize("devices, note", [([], True), ([{"id": 0, "name": "NVIDIA H100"}], False)])
+def test_ranks_on_one_host_without_a_gpu_are_pointed_to_cores(tmp_path, devices, note):
+    run = ppviz.simulate("1f1b", 2, 4)
+    # Kineto writes its header (host_name, deviceProperties) before the events, which is where they are read
+    traces = [{"host_name": "laptop", "deviceProperties": devices, **t} for t in rank_traces(run)]
+    paths = []
+    for r, t in enumerate(traces):
+        (tmp_path / f"rank{r}.json").write_text(json.dumps(t))
+        paths.append(str(tmp_path / f"rank{r}.json"))
+    said = [n for n in read_traces(paths).notes if "ran on one host" in n]
+    assert said == ([
+        "ranks 0, 1 ran on one host (laptop) without a GPU, so their compute shared its cores: if it has fewer "
+        "than 2, fit with --cores N (the page: host cores the ranks shared)"] if note else [])  # fmt: skip

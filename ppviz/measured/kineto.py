@@ -55,6 +55,8 @@ class _Rank:
     source: str
     rank: int | None = None
     world: int | None = None  # distributedInfo.world_size
+    host: str | None = None  # host_name
+    gpus: bool = False  # deviceProperties lists a device
     base_ns: int = 0
     steps: dict[int, tuple[float, float]] = field(default_factory=dict)
     actions: list[_Span] = field(default_factory=list)
@@ -92,6 +94,7 @@ def read_traces(paths: list[str], *, iteration: int | None = None, pattern: str 
     if seen != list(range(len(ranks))):
         raise InputError(f"the traces are of ranks {seen}: give one trace per rank, ranks 0 to {len(ranks) - 1}",
                          field="files")  # fmt: skip
+    notes += _shared_hosts(ranks)
     worlds = {r.world for r in ranks if r.world is not None}
     if worlds and worlds != {len(ranks)}:
         raise InputError(f"the traces are of a run of world size {', '.join(map(str, sorted(worlds)))}, but "
@@ -241,6 +244,17 @@ def _scan(path: str, regex: re.Pattern | None, operators: bool = False, annotati
     return out
 
 
+def _shared_hosts(ranks: list[_Rank]) -> list[str]:
+    """A note for each host that ran several ranks without a GPU: their compute shared its cores."""
+    by_host: dict[str, list[int]] = {}
+    for r in ranks:
+        if r.host is not None and not r.gpus:
+            by_host.setdefault(r.host, []).append(r.rank)
+    return [f"ranks {', '.join(map(str, on))} ran on one host ({host}) without a GPU, so their compute shared its "
+            f"cores: if it has fewer than {len(on)}, fit with --cores N (the page: host cores the ranks shared)"
+            for host, on in by_host.items() if len(on) > 1]  # fmt: skip
+
+
 def _first_line(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
@@ -257,6 +271,10 @@ def _read_header(path: str, out: _Rank, whole: bool) -> bool:
                     out.rank, _ = int(value), found.add("rank")
                 elif prefix == "distributedInfo.world_size" and event == "number":
                     out.world = int(value)
+                elif prefix == "host_name" and event == "string":
+                    out.host = value
+                elif prefix == "deviceProperties.item" and event == "start_map":
+                    out.gpus = True
                 elif prefix == "baseTimeNanoseconds" and event == "number":
                     out.base_ns, _ = int(value), found.add("base")
                 elif prefix == "traceEvents" and event == "start_array" and not whole:
