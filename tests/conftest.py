@@ -40,6 +40,16 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 @pytest.fixture
+def fresh_run_cache():
+    """The abstract view's run cache emptied before and after the test, so it simulates its views itself."""
+    from ppviz.web.pages.abstract import render  # Dash only for the tests that ask
+
+    render.clear_run_cache()
+    yield
+    render.clear_run_cache()
+
+
+@pytest.fixture
 def tiny_1f1b() -> ppviz.Schedule:
     """1F1B on 2 devices with 2 microbatches: the smallest order with a warm-up and a steady state."""
     return ppviz.build("1f1b", 2, 2)

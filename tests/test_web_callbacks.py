@@ -18,13 +18,7 @@ from ppviz.web.common import caches, charts, limits, validation
 from ppviz.web.pages.abstract import budget, render, sync
 from ppviz.web.pages.abstract.state import CUSTOM, ViewState, encode, pack_order, parse, unpack_order
 
-
-@pytest.fixture(autouse=True)
-def fresh_run_cache():
-    """Each test simulates its views itself (one test breaks the core on purpose)."""
-    render.clear_run_cache()
-    yield
-    render.clear_run_cache()
+pytestmark = pytest.mark.usefixtures("fresh_run_cache")  # each test simulates its views itself
 
 
 def state(query: str) -> ViewState:

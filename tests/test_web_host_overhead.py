@@ -25,11 +25,7 @@ LINK = VIEW + "&host_overhead=" + ",".join(map(str, HOST))
 COMMAND = "simulate zb-v -p 4 -m 8 --p2p 0.25 --stage-time 1:2,1,1 --host-overhead 0.158,0.449,0.349,0.068"
 
 
-@pytest.fixture(autouse=True)
-def fresh_run_cache():
-    render.clear_run_cache()
-    yield
-    render.clear_run_cache()
+pytestmark = pytest.mark.usefixtures("fresh_run_cache")  # each test simulates its views itself
 
 
 def opened(link: str) -> Page:
